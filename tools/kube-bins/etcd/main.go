@@ -1,0 +1,12 @@
+// etcd as upstream's server/main.go builds it.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() {
+	etcdmain.Main(os.Args)
+}

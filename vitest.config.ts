@@ -1,0 +1,29 @@
+import { defineConfig } from 'vitest/config';
+
+// Two projects: fast pure-logic tests that sit beside the code (`*.test.ts`), and
+// tests against the real local stack (`*.itest.ts`, plus the end-to-end scenarios in
+// test/). Stack tests share one local cluster per file and run files one at a time:
+// the machine has two cores, and the control plane needs them.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['src/**/*.test.ts'],
+          environment: 'node',
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['src/**/*.itest.ts', 'test/**/*.itest.ts'],
+          environment: 'node',
+          testTimeout: 120_000,
+          hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
