@@ -19,6 +19,7 @@ export default defineConfig({
           name: 'integration',
           include: ['src/**/*.itest.ts', 'test/**/*.itest.ts'],
           environment: 'node',
+          globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 600_000,
           fileParallelism: false,

@@ -1,0 +1,20 @@
+#!/usr/bin/env node
+// The project's one entrypoint (the container image runs it too): a subcommand per job.
+import { runDemo } from './demo.ts';
+
+const commands: Record<string, (args: string[]) => Promise<void>> = {
+  demo: runDemo,
+};
+
+async function main(argv: string[]): Promise<void> {
+  const [name, ...args] = argv;
+  const command = name === undefined ? undefined : commands[name];
+  if (!command) {
+    process.stderr.write(`usage: switchyard <${Object.keys(commands).join('|')}> [args]\n`);
+    process.exitCode = 2;
+    return;
+  }
+  await command(args);
+}
+
+await main(process.argv.slice(2));

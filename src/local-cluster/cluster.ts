@@ -1,0 +1,204 @@
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { type Logger, pino } from 'pino';
+import {
+  type ApiServer,
+  type ControlPlaneFiles,
+  startApiServer,
+  startControllerManager,
+  startEtcd,
+} from './control-plane.ts';
+import {
+  makeStaticIdentities,
+  type StaticIdentities,
+  type StaticIdentityName,
+  writeTokenAuthFile,
+} from './identities.ts';
+import { type ClusterEndpoint, kubeConfigFromToken, writeKubeConfig } from './kubeconfig.ts';
+import type { ManagedProcess } from './managed-process.ts';
+import { startNats } from './nats.ts';
+import { NodeAgent } from './node-agent/agent.ts';
+import { nodeAgentClusterRole } from './node-agent/rbac.ts';
+import { createCertificateAuthority, createServiceAccountKey, issueCertificate } from './pki.ts';
+import { waitFor } from './wait.ts';
+
+export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const LOCAL_NODE_NAME = 'switchyard-local';
+
+export interface LocalClusterOptions {
+  /** Directory holding the built etcd, kube-apiserver and kube-controller-manager (set by scripts/lib/bootstrap.sh). */
+  binDir?: string;
+  /** Where the cluster's state and logs go; a fresh temp dir by default. */
+  dir?: string;
+  extraApiServerArgs?: string[];
+  /** Appended to nats-server's configuration. */
+  natsConfig?: string;
+  log?: Logger;
+}
+
+/** What a test, a benchmark or the demo needs to use a running local cluster. */
+export interface LocalClusterInfo {
+  dir: string;
+  endpoint: ClusterEndpoint;
+  /** kubeconfig file per static identity (admin, nobody, …). */
+  kubeConfigs: Record<StaticIdentityName, string>;
+  auditLog: string;
+  natsUrl: string;
+  natsMonitorUrl: string;
+}
+
+export interface LocalCluster extends LocalClusterInfo {
+  identities: StaticIdentities;
+  kubeConfigFor(identity: StaticIdentityName): KubeConfig;
+  nodeAgent: NodeAgent;
+  /** Stops every process. Removes the directory unless `keepDir` (keep logs when a test failed). */
+  stop(opts?: { keepDir?: boolean }): Promise<void>;
+}
+
+export function kubeBinDir(explicit?: string): string {
+  const dir = explicit ?? process.env.SWITCHYARD_BIN_DIR;
+  if (!dir) {
+    throw new Error(
+      'SWITCHYARD_BIN_DIR is not set: run through scripts/test.sh or scripts/demo.sh, which build the control plane binaries',
+    );
+  }
+  return dir;
+}
+
+async function preparePki(dir: string) {
+  const pki = join(dir, 'pki');
+  await mkdir(pki, { recursive: true });
+  const ca = await createCertificateAuthority(pki, 'switchyard-local-ca');
+  const serving = await issueCertificate(ca, pki, 'kube-apiserver', {
+    commonName: 'kube-apiserver',
+    dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'],
+    ipAddresses: ['127.0.0.1', '127.20.0.1'],
+  });
+  const sa = await createServiceAccountKey(pki);
+  return { ca, serving, sa };
+}
+
+async function waitForApiServer(api: ApiServer, admin: KubeConfig): Promise<void> {
+  const core = admin.makeApiClient(CoreV1Api);
+  await waitFor(
+    'kube-apiserver to serve the default namespace',
+    async () => {
+      if (!api.process.running) throw new Error(`kube-apiserver exited; see ${api.process.logFile}`);
+      await core.readNamespace({ name: 'default' });
+      return true;
+    },
+    { timeoutMs: 90_000, intervalMs: 250 },
+  );
+}
+
+async function grantNodeAgent(admin: KubeConfig, user: string): Promise<void> {
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createClusterRole({ body: nodeAgentClusterRole });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: nodeAgentClusterRole.metadata?.name },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: nodeAgentClusterRole.metadata?.name ?? '',
+      },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    },
+  });
+}
+
+/**
+ * Starts etcd, kube-apiserver, kube-controller-manager, nats-server (JetStream)
+ * and the local node agent, all on loopback and free ports, under one private
+ * directory. Every process dies with this one.
+ */
+export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise<LocalCluster> {
+  const log = opts.log ?? pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'local-cluster' });
+  const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'switchyard-cluster-')));
+  await mkdir(join(dir, 'logs'), { recursive: true });
+  const processes: ManagedProcess[] = [];
+  let nodeAgent: NodeAgent | undefined;
+  const stopAll = async () => {
+    await nodeAgent?.stop();
+    for (const p of [...processes].reverse()) await p.stop();
+  };
+  try {
+    const { ca, serving, sa } = await preparePki(dir);
+    const identities = makeStaticIdentities();
+    const files: ControlPlaneFiles = {
+      dir,
+      binDir: kubeBinDir(opts.binDir),
+      caFile: ca.certFile,
+      servingCertFile: serving.certFile,
+      servingKeyFile: serving.keyFile,
+      serviceAccountKeyFile: sa.keyFile,
+      serviceAccountPubFile: sa.pubFile,
+      tokenAuthFile: join(dir, 'tokens.csv'),
+      controllerManagerKubeConfig: join(dir, 'kube-controller-manager.kubeconfig'),
+    };
+    await writeTokenAuthFile(files.tokenAuthFile, identities);
+
+    const [etcd, nats] = await Promise.all([startEtcd(files, log), startNats(dir, log, opts.natsConfig)]);
+    processes.push(etcd.process, nats.process);
+    const api = await startApiServer(files, etcd.url, opts.extraApiServerArgs ?? [], log);
+    processes.push(api.process);
+    const endpoint: ClusterEndpoint = { server: api.url, caFile: ca.certFile };
+
+    const kubeConfigs = {} as Record<StaticIdentityName, string>;
+    for (const [name, identity] of Object.entries(identities) as [
+      StaticIdentityName,
+      StaticIdentities[StaticIdentityName],
+    ][]) {
+      kubeConfigs[name] = join(dir, `${name}.kubeconfig`);
+      await writeKubeConfig(kubeConfigs[name], endpoint, identity.user, identity.token);
+    }
+    await writeKubeConfig(
+      files.controllerManagerKubeConfig,
+      endpoint,
+      identities.controllerManager.user,
+      identities.controllerManager.token,
+    );
+    const kubeConfigFor = (name: StaticIdentityName) =>
+      kubeConfigFromToken(endpoint, identities[name].user, identities[name].token);
+
+    const admin = kubeConfigFor('admin');
+    await waitForApiServer(api, admin);
+    processes.push(startControllerManager(files, log));
+    await grantNodeAgent(admin, identities.nodeAgent.user);
+
+    nodeAgent = new NodeAgent({
+      kubeConfig: kubeConfigFor('nodeAgent'),
+      endpoint,
+      nodeName: LOCAL_NODE_NAME,
+      projectRoot: PROJECT_ROOT,
+      dir,
+      log: log.child({ component: 'node-agent' }),
+    });
+    await nodeAgent.start();
+
+    const agent = nodeAgent;
+    return {
+      dir,
+      endpoint,
+      kubeConfigs,
+      auditLog: api.auditLog,
+      natsUrl: nats.url,
+      natsMonitorUrl: nats.monitorUrl,
+      identities,
+      kubeConfigFor,
+      nodeAgent: agent,
+      async stop({ keepDir = false } = {}) {
+        await stopAll();
+        if (keepDir) log.warn({ dir }, 'local cluster stopped; logs kept');
+        else await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await stopAll();
+    log.error({ dir, err }, 'local cluster failed to start; logs kept');
+    throw err;
+  }
+}

@@ -1,0 +1,335 @@
+// Smoke tests proving each part of the local cluster is real: the apiserver
+// stores and serves CRDs, the controller manager turns Deployments into Pods and
+// collects garbage, the node agent runs Pods as processes and publishes their
+// endpoints, the apiserver reaches a webhook through a `service:` reference,
+// JetStream stores and delivers, and RBAC denies.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  ApiextensionsV1Api,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1CustomResourceDefinition,
+  type V1Deployment,
+} from '@kubernetes/client-node';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNamespace, useLocalCluster } from '../../test/support/local-cluster.ts';
+import { createCertificateAuthority, issueCertificate } from './pki.ts';
+import { waitFor } from './wait.ts';
+
+const cluster = useLocalCluster();
+const admin = cluster.kubeConfig('admin');
+const core = admin.makeApiClient(CoreV1Api);
+const apps = admin.makeApiClient(AppsV1Api);
+const custom = admin.makeApiClient(CustomObjectsApi);
+const crds = admin.makeApiClient(ApiextensionsV1Api);
+let namespace = '';
+
+beforeAll(async () => {
+  namespace = await createNamespace(admin, 'smoke');
+  await waitFor('the default ServiceAccount', () =>
+    core.readNamespacedServiceAccount({ name: 'default', namespace }).then(() => true),
+  );
+});
+
+afterAll(async () => {
+  await core.deleteNamespace({ name: namespace });
+});
+
+function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function podPids(selector: string): Promise<number[]> {
+  const pods = await core.listNamespacedPod({ namespace, labelSelector: selector });
+  const pids: number[] = [];
+  for (const pod of pods.items) {
+    const dir = join(
+      cluster.info.dir,
+      'pods',
+      `${namespace}_${pod.metadata?.name}_${pod.metadata?.uid?.slice(0, 8)}`,
+    );
+    const pidFile = await readFile(join(dir, 'main.pid'), 'utf8').catch(() => '');
+    if (pidFile) pids.push(Number(pidFile));
+  }
+  return pids;
+}
+
+function crd(
+  group: string,
+  conversion: V1CustomResourceDefinition['spec']['conversion'],
+): V1CustomResourceDefinition {
+  const schema = {
+    openAPIV3Schema: {
+      type: 'object',
+      properties: { spec: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
+    },
+  };
+  return {
+    metadata: { name: `widgets.${group}` },
+    spec: {
+      group,
+      scope: 'Namespaced',
+      names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+      versions: [
+        { name: 'v1', served: true, storage: true, schema },
+        { name: 'v2', served: true, storage: false, schema },
+      ],
+      conversion,
+    },
+  };
+}
+
+async function waitEstablished(name: string): Promise<void> {
+  await waitFor(`CRD ${name} to be established`, async () => {
+    const c = await crds.readCustomResourceDefinition({ name });
+    return c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True')
+      ? true
+      : undefined;
+  });
+}
+
+function sleeperDeployment(
+  name: string,
+  replicas: number,
+  extra: Partial<V1Deployment['spec']> = {},
+): V1Deployment {
+  return {
+    metadata: { name, namespace },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: {
+          terminationGracePeriodSeconds: 5,
+          containers: [{ name: 'main', image: 'switchyard:dev', command: ['test/fixtures/idle.ts'] }],
+        },
+      },
+      ...extra,
+    },
+  };
+}
+
+describe('local cluster', () => {
+  it('establishes a CRD with two versions and round-trips a custom resource', async () => {
+    await crds.createCustomResourceDefinition({ body: crd('rt.smoke.switchyard.dev', { strategy: 'None' }) });
+    await waitEstablished('widgets.rt.smoke.switchyard.dev');
+    const group = 'rt.smoke.switchyard.dev';
+    await custom.createNamespacedCustomObject({
+      group,
+      version: 'v1',
+      namespace,
+      plural: 'widgets',
+      body: { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 3 } },
+    });
+    const read = await custom.getNamespacedCustomObject({
+      group,
+      version: 'v2',
+      namespace,
+      plural: 'widgets',
+      name: 'w1',
+    });
+    expect(read.apiVersion).toBe(`${group}/v2`);
+    expect(read.spec).toEqual({ size: 3 });
+  });
+
+  it('runs a Deployment scaled 0→3→1 as real local processes', async () => {
+    const name = 'sleeper';
+    await apps.createNamespacedDeployment({ namespace, body: sleeperDeployment(name, 0) });
+    const scale = (replicas: number) =>
+      apps.patchNamespacedDeploymentScale(
+        { name, namespace, body: { spec: { replicas } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    const readyReplicas = async (n: number) =>
+      waitFor(`${n} ready replicas`, async () => {
+        const d = await apps.readNamespacedDeployment({ name, namespace });
+        const pods = await core.listNamespacedPod({ namespace, labelSelector: `app=${name}` });
+        return (d.status?.readyReplicas ?? 0) === n && pods.items.length === n ? true : undefined;
+      });
+
+    await scale(3);
+    await readyReplicas(3);
+    const pids = await podPids(`app=${name}`);
+    expect(pids).toHaveLength(3);
+    expect(pids.every(isProcessAlive)).toBe(true);
+
+    await scale(1);
+    await readyReplicas(1);
+    const remaining = await podPids(`app=${name}`);
+    expect(remaining).toHaveLength(1);
+    const stopped = pids.filter((p) => !remaining.includes(p));
+    expect(stopped).toHaveLength(2);
+    await waitFor('stopped pods’ processes to exit', () => (stopped.some(isProcessAlive) ? undefined : true));
+    expect(remaining.every(isProcessAlive)).toBe(true);
+  });
+
+  it('garbage-collects an object owned by a deleted Pod', async () => {
+    const pod = await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'owner' },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'main', image: 'switchyard:dev', command: ['test/fixtures/idle.ts'] }],
+        },
+      },
+    });
+    await core.createNamespacedConfigMap({
+      namespace,
+      body: {
+        metadata: {
+          name: 'owned',
+          ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'owner', uid: pod.metadata?.uid ?? '' }],
+        },
+        data: { a: 'b' },
+      },
+    });
+    await core.deleteNamespacedPod({ name: 'owner', namespace });
+    await waitFor('the owned ConfigMap to be collected', async () => {
+      try {
+        await core.readNamespacedConfigMap({ name: 'owned', namespace });
+        return undefined;
+      } catch (err) {
+        return (err as { code?: number }).code === 404 ? true : undefined;
+      }
+    });
+  });
+
+  it('reaches a conversion webhook through a service reference, spread over both replicas', async () => {
+    const group = 'hook.smoke.switchyard.dev';
+    const ca = await createCertificateAuthority(cluster.info.dir, `smoke-webhook-ca-${namespace}`);
+    const cert = await issueCertificate(ca, cluster.info.dir, `smoke-webhook-${namespace}`, {
+      commonName: 'echo',
+      dnsNames: [`echo.${namespace}.svc`],
+    });
+    await core.createNamespacedService({
+      namespace,
+      body: {
+        metadata: { name: 'echo' },
+        spec: { selector: { app: 'echo' }, ports: [{ name: 'https', port: 443, targetPort: 9443 }] },
+      },
+    });
+    await apps.createNamespacedDeployment({
+      namespace,
+      body: {
+        metadata: { name: 'echo', namespace },
+        spec: {
+          replicas: 2,
+          selector: { matchLabels: { app: 'echo' } },
+          template: {
+            metadata: { labels: { app: 'echo' } },
+            spec: {
+              containers: [
+                {
+                  name: 'webhook',
+                  image: 'switchyard:dev',
+                  command: ['test/fixtures/echo-conversion-webhook.ts'],
+                  ports: [{ name: 'https', containerPort: 9443 }],
+                  env: [
+                    { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                    { name: 'TLS_CERT', value: cert.certPem },
+                    { name: 'TLS_KEY', value: cert.keyPem },
+                  ],
+                  readinessProbe: {
+                    httpGet: { path: '/healthz', port: 'https', scheme: 'HTTPS' },
+                    periodSeconds: 1,
+                  },
+                },
+              ],
+            },
+          },
+        },
+      },
+    });
+    await waitFor('2 ready webhook replicas', async () => {
+      const d = await apps.readNamespacedDeployment({ name: 'echo', namespace });
+      return d.status?.readyReplicas === 2 ? true : undefined;
+    });
+    await crds.createCustomResourceDefinition({
+      body: crd(group, {
+        strategy: 'Webhook',
+        webhook: {
+          conversionReviewVersions: ['v1'],
+          clientConfig: {
+            service: { namespace, name: 'echo', path: '/convert', port: 443 },
+            caBundle: Buffer.from(ca.certPem).toString('base64'),
+          },
+        },
+      }),
+    });
+    await waitEstablished(`widgets.${group}`);
+    await custom.createNamespacedCustomObject({
+      group,
+      version: 'v1',
+      namespace,
+      plural: 'widgets',
+      body: { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w' }, spec: { size: 1 } },
+    });
+    const convertedBy = new Set<string>();
+    await waitFor(
+      'conversions from both replicas',
+      async () => {
+        const w = (await custom.getNamespacedCustomObject({
+          group,
+          version: 'v2',
+          namespace,
+          plural: 'widgets',
+          name: 'w',
+        })) as {
+          apiVersion: string;
+          metadata: { annotations?: Record<string, string> };
+        };
+        expect(w.apiVersion).toBe(`${group}/v2`);
+        const by = w.metadata.annotations?.['smoke.switchyard.dev/converted-by'];
+        if (by) convertedBy.add(by);
+        return convertedBy.size === 2 ? true : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 20 },
+    );
+    const pods = await core.listNamespacedPod({ namespace, labelSelector: 'app=echo' });
+    expect([...convertedBy].sort()).toEqual(pods.items.map((p) => p.metadata?.name).sort());
+  });
+
+  it('stores, delivers and acknowledges through JetStream', async () => {
+    const nc = await connect({ servers: cluster.info.natsUrl });
+    try {
+      const jsm = await jetstreamManager(nc);
+      await jsm.streams.add({ name: 'SMOKE', subjects: ['smoke.>'] });
+      const js = jetstream(nc);
+      for (let i = 0; i < 3; i++) await js.publish('smoke.test', JSON.stringify({ i }));
+      await jsm.consumers.add('SMOKE', { durable_name: 'reader', ack_policy: 'explicit' });
+      const consumer = await js.consumers.get('SMOKE', 'reader');
+      const seen: number[] = [];
+      const messages = await consumer.fetch({ max_messages: 3, expires: 5_000 });
+      for await (const m of messages) {
+        seen.push(m.json<{ i: number }>().i);
+        await m.ackAck();
+      }
+      expect(seen).toEqual([0, 1, 2]);
+      const info = await jsm.consumers.info('SMOKE', 'reader');
+      expect(info.num_ack_pending).toBe(0);
+      expect(info.delivered.stream_seq).toBe(3);
+      await jsm.streams.delete('SMOKE');
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it('denies an identity without permissions (403)', async () => {
+    const nobody = cluster.kubeConfig('nobody').makeApiClient(CoreV1Api);
+    await expect(nobody.listNamespacedPod({ namespace })).rejects.toMatchObject({ code: 403 });
+    await expect(core.listNamespacedPod({ namespace })).resolves.toBeDefined();
+  });
+});

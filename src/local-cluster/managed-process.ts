@@ -1,0 +1,74 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import type { Logger } from 'pino';
+
+export interface ProcessSpec {
+  name: string;
+  command: string;
+  args: string[];
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  logFile: string;
+}
+
+/**
+ * A child process that cannot outlive its parent: it is started under
+ * `setpriv --pdeathsig KILL`, so a test runner killed with SIGKILL leaves no
+ * orphan etcd, apiserver or pod behind. stdout and stderr go to one log file,
+ * kept with the cluster's directory when a test fails.
+ */
+export class ManagedProcess {
+  readonly name: string;
+  readonly logFile: string;
+  private readonly child: ChildProcess;
+  private readonly exited: Promise<number | null>;
+  private exitCode: number | null | undefined;
+
+  constructor(spec: ProcessSpec, log: Logger) {
+    this.name = spec.name;
+    this.logFile = spec.logFile;
+    const out = createWriteStream(spec.logFile, { flags: 'a' });
+    this.child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', spec.command, ...spec.args], {
+      cwd: spec.cwd,
+      env: spec.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child.stdout?.pipe(out, { end: false });
+    this.child.stderr?.pipe(out, { end: false });
+    this.exited = new Promise((resolve) => {
+      this.child.once('exit', (code, signal) => {
+        this.exitCode = code;
+        out.end();
+        log.debug({ process: spec.name, code, signal }, 'process exited');
+        resolve(code);
+      });
+      this.child.once('error', (err) => {
+        log.error({ process: spec.name, err }, 'process failed to start');
+        this.exitCode = -1;
+        out.end();
+        resolve(-1);
+      });
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get running(): boolean {
+    return this.exitCode === undefined;
+  }
+
+  whenExited(): Promise<number | null> {
+    return this.exited;
+  }
+
+  /** SIGTERM, then SIGKILL once the grace period is over. Resolves when the process is gone. */
+  async stop(graceMs = 5_000): Promise<void> {
+    if (!this.running) return;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}

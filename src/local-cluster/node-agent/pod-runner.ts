@@ -1,0 +1,263 @@
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type {
+  V1Container,
+  V1ContainerStatus,
+  V1Pod,
+  V1PodCondition,
+  V1PodStatus,
+} from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { childEnv } from '../control-plane.ts';
+import { freePort } from '../free-port.ts';
+import { ManagedProcess } from '../managed-process.ts';
+import { containerEnv } from './pod-env.ts';
+import { runProbe } from './probe.ts';
+
+/** The project's own image: any repository whose last path segment is `switchyard`. */
+export function isProjectImage(image: string | undefined): boolean {
+  if (!image) return false;
+  const withoutDigest = image.split('@')[0] ?? '';
+  const lastSegment = withoutDigest.split('/').pop() ?? '';
+  return lastSegment.split(':')[0] === 'switchyard';
+}
+
+/**
+ * The command line of a container of the project's image. The image's filesystem
+ * is the project checkout and its entrypoint is `node src/cli/main.ts`; a
+ * `command` names another script of the checkout instead, as it would name
+ * another binary in the image.
+ */
+export function containerCommandLine(container: V1Container, projectRoot: string): string[] {
+  const [entry, ...entryArgs] = container.command ?? ['src/cli/main.ts'];
+  const script = join(projectRoot, entry ?? 'src/cli/main.ts');
+  if (!existsSync(script)) throw new Error(`command ${entry} is not a script of the project checkout`);
+  return [script, ...entryArgs, ...(container.args ?? [])];
+}
+
+interface ContainerRun {
+  container: V1Container;
+  process: ManagedProcess | undefined;
+  ready: boolean;
+  restartCount: number;
+  startedAt: Date | undefined;
+  waitingReason: string | undefined;
+  waitingMessage: string | undefined;
+}
+
+export interface PodRunnerDeps {
+  log: Logger;
+  projectRoot: string;
+  podDir: string;
+  nodeName: string;
+  /** Writes a kubeconfig for the pod's ServiceAccount and returns its path (undefined: no automount). */
+  provisionCredentials(pod: V1Pod, podDir: string): Promise<string | undefined>;
+  /** Called whenever what the pod's status would say has changed. */
+  onChange(): void;
+}
+
+const MAX_RESTART_BACKOFF_MS = 30_000;
+
+/** Runs one pod's containers as local processes, restarts them, and probes their readiness. */
+export class PodRunner {
+  readonly hostPorts = new Map<number, number>();
+  private readonly runs: ContainerRun[];
+  private readonly startTime = new Date();
+  private stopping = false;
+  private probeTimers: NodeJS.Timeout[] = [];
+
+  readonly pod: V1Pod;
+  private readonly deps: PodRunnerDeps;
+
+  constructor(pod: V1Pod, deps: PodRunnerDeps) {
+    this.pod = pod;
+    this.deps = deps;
+    this.runs = (pod.spec?.containers ?? []).map((container) => ({
+      container,
+      process: undefined,
+      ready: false,
+      restartCount: 0,
+      startedAt: undefined,
+      waitingReason: 'ContainerCreating',
+      waitingMessage: undefined,
+    }));
+  }
+
+  get uid(): string {
+    return this.pod.metadata?.uid ?? '';
+  }
+
+  get ready(): boolean {
+    return this.runs.length > 0 && this.runs.every((r) => r.ready);
+  }
+
+  async start(): Promise<void> {
+    const { log, podDir } = this.deps;
+    await mkdir(podDir, { recursive: true });
+    for (const c of this.pod.spec?.containers ?? []) {
+      for (const p of c.ports ?? []) this.hostPorts.set(p.containerPort, await freePort());
+    }
+    let kubeConfigPath: string | undefined;
+    try {
+      kubeConfigPath = await this.deps.provisionCredentials(this.pod, podDir);
+    } catch (err) {
+      log.warn({ err }, 'could not provision ServiceAccount credentials; will retry on restart');
+      this.markAllWaiting('CreateContainerConfigError', `service account token: ${(err as Error).message}`);
+      return;
+    }
+    for (const run of this.runs) this.launch(run, kubeConfigPath);
+  }
+
+  private markAllWaiting(reason: string, message: string): void {
+    for (const run of this.runs) {
+      run.waitingReason = reason;
+      run.waitingMessage = message;
+    }
+    this.deps.onChange();
+  }
+
+  private launch(run: ContainerRun, kubeConfigPath: string | undefined): void {
+    const { log, podDir, projectRoot } = this.deps;
+    const { container } = run;
+    if (!isProjectImage(container.image)) {
+      run.waitingReason = 'ImageNotRunnableLocally';
+      run.waitingMessage = `the local node agent runs only the project's own image, not ${container.image}`;
+      this.deps.onChange();
+      return;
+    }
+    let env: Record<string, string>;
+    let commandLine: string[];
+    try {
+      env = containerEnv(this.pod, container, {
+        podIP: '127.0.0.1',
+        nodeName: this.deps.nodeName,
+        kubeConfigPath,
+        hostPorts: this.hostPorts,
+      });
+      commandLine = containerCommandLine(container, projectRoot);
+    } catch (err) {
+      run.waitingReason = 'CreateContainerConfigError';
+      run.waitingMessage = (err as Error).message;
+      this.deps.onChange();
+      return;
+    }
+    const proc = new ManagedProcess(
+      {
+        name: `${this.pod.metadata?.name}/${container.name}`,
+        command: process.execPath,
+        args: commandLine,
+        env: childEnv(env),
+        cwd: projectRoot,
+        logFile: join(podDir, `${container.name}.log`),
+      },
+      log,
+    );
+    run.process = proc;
+    // Tests in other processes find a pod's process through this file.
+    void writeFile(join(podDir, `${container.name}.pid`), String(proc.pid ?? ''));
+    run.ready = false;
+    run.startedAt = new Date();
+    run.waitingReason = undefined;
+    run.waitingMessage = undefined;
+    log.info(
+      { container: container.name, pid: proc.pid, restartCount: run.restartCount },
+      'container started',
+    );
+    this.deps.onChange();
+    this.scheduleProbe(run, proc);
+    void proc.whenExited().then((code) => this.onExit(run, proc, code, kubeConfigPath));
+  }
+
+  private onExit(
+    run: ContainerRun,
+    proc: ManagedProcess,
+    code: number | null,
+    kubeConfigPath?: string,
+  ): void {
+    if (run.process !== proc) return;
+    run.ready = false;
+    if (this.stopping) return;
+    this.deps.log.warn({ container: run.container.name, code, log: proc.logFile }, 'container exited');
+    const restart = this.pod.spec?.restartPolicy !== 'Never';
+    run.waitingReason = restart ? 'CrashLoopBackOff' : 'Terminated';
+    run.waitingMessage = `exited with code ${code}; see ${proc.logFile}`;
+    this.deps.onChange();
+    if (!restart) return;
+    const delay = Math.min(MAX_RESTART_BACKOFF_MS, 1000 * 2 ** run.restartCount);
+    run.restartCount++;
+    setTimeout(() => {
+      if (!this.stopping) this.launch(run, kubeConfigPath);
+    }, delay).unref();
+  }
+
+  private scheduleProbe(run: ContainerRun, proc: ManagedProcess): void {
+    const probe = run.container.readinessProbe;
+    if (!probe) {
+      run.ready = true;
+      this.deps.onChange();
+      return;
+    }
+    const resolvePort = (port: number | string) => {
+      const containerPort =
+        typeof port === 'number' ? port : run.container.ports?.find((p) => p.name === port)?.containerPort;
+      return containerPort === undefined ? undefined : this.hostPorts.get(containerPort);
+    };
+    const tick = async () => {
+      if (this.stopping || run.process !== proc || !proc.running) return;
+      const ok = await runProbe(probe, resolvePort);
+      if (ok !== run.ready && run.process === proc && !this.stopping) {
+        run.ready = ok;
+        this.deps.onChange();
+      }
+      this.probeTimers.push(setTimeout(tick, (probe.periodSeconds ?? 10) * 1000).unref());
+    };
+    this.probeTimers.push(setTimeout(tick, (probe.initialDelaySeconds ?? 0) * 1000).unref());
+  }
+
+  /** Stops every container: SIGTERM, then SIGKILL after the grace period. */
+  async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
+    for (const t of this.probeTimers) clearTimeout(t);
+    for (const run of this.runs) run.ready = false;
+    await Promise.all(this.runs.map((r) => r.process?.stop(graceMs)));
+  }
+
+  private containerStatus(run: ContainerRun): V1ContainerStatus {
+    const running = run.process?.running === true;
+    return {
+      name: run.container.name,
+      image: run.container.image ?? '',
+      imageID: '',
+      ready: run.ready,
+      started: running,
+      restartCount: run.restartCount,
+      state: running
+        ? { running: { startedAt: run.startedAt } }
+        : { waiting: { reason: run.waitingReason ?? 'ContainerCreating', message: run.waitingMessage } },
+    };
+  }
+
+  status(): V1PodStatus {
+    const now = new Date();
+    const condition = (type: string, ok: boolean): V1PodCondition => ({
+      type,
+      status: ok ? 'True' : 'False',
+      lastTransitionTime: now,
+    });
+    const allStarted = this.runs.every((r) => r.process?.running === true);
+    return {
+      phase: allStarted || this.runs.some((r) => r.restartCount > 0) ? 'Running' : 'Pending',
+      hostIP: '127.0.0.1',
+      hostIPs: [{ ip: '127.0.0.1' }],
+      startTime: this.startTime,
+      conditions: [
+        condition('PodScheduled', true),
+        condition('Initialized', true),
+        condition('ContainersReady', this.ready),
+        condition('Ready', this.ready),
+      ],
+      containerStatuses: this.runs.map((r) => this.containerStatus(r)),
+    };
+  }
+}

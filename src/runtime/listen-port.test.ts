@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest';
+import { listenPort } from './listen-port.ts';
+
+describe('listenPort', () => {
+  it('is the container port when the node gives no override', () => {
+    expect(listenPort(9443, {})).toBe(9443);
+  });
+
+  it('is the local node agent override when there is one', () => {
+    expect(listenPort(9443, { SWITCHYARD_HOST_PORT_9443: '41234' })).toBe(41234);
+  });
+
+  it('rejects an override that is not a port', () => {
+    expect(() => listenPort(9443, { SWITCHYARD_HOST_PORT_9443: 'nine' })).toThrow(/not a TCP port/);
+    expect(() => listenPort(9443, { SWITCHYARD_HOST_PORT_9443: '70000' })).toThrow(/not a TCP port/);
+  });
+});

@@ -1,0 +1,31 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { type LocalCluster, startLocalCluster } from '../../src/local-cluster/cluster.ts';
+import { FAILED_MARKER } from './local-cluster.ts';
+
+/**
+ * One local cluster for the whole integration run: its warm start is a few
+ * seconds, but each test file isolates itself in its own namespaces. The
+ * cluster's directory (logs included) is kept when any test failed.
+ */
+export default async function setup(project: TestProject) {
+  const started = performance.now();
+  const cluster: LocalCluster = await startLocalCluster();
+  process.stderr.write(
+    `[local-cluster] up in ${((performance.now() - started) / 1000).toFixed(1)} s at ${cluster.dir}\n`,
+  );
+  project.provide('localCluster', {
+    dir: cluster.dir,
+    endpoint: cluster.endpoint,
+    kubeConfigs: cluster.kubeConfigs,
+    auditLog: cluster.auditLog,
+    natsUrl: cluster.natsUrl,
+    natsMonitorUrl: cluster.natsMonitorUrl,
+  });
+  return async () => {
+    const failed = existsSync(join(cluster.dir, FAILED_MARKER));
+    await cluster.stop({ keepDir: failed });
+    if (failed) process.stderr.write(`[local-cluster] a test failed: logs kept in ${cluster.dir}/logs\n`);
+  };
+}
