@@ -1,0 +1,383 @@
+// Compile: a config plus the target's versions in, a Router or diagnostics out, never both.
+//
+// Fail closed by construction. Every field the hub or a spoke declares must be accounted for:
+// claimed by a rule, or declared identically on both sides (then it passes through). Every
+// direction a rule loses information in must be acknowledged. Anything compile cannot prove
+// is an error, and a single error anywhere means no Router at all: the webhook-server keeps
+// its last good plan rather than serve part of a config.
+import type { Rule } from '../api/rules.ts';
+import { type Diagnostic, error, isError } from './diagnostics.ts';
+import { isPrefixOf, joinPath, overlaps, type Segments } from './paths.ts';
+import { DIRECTIONS, type Direction, type OmitTree, type Op, type Router, type SpokePlan } from './plan.ts';
+import { describeShape, indexSchema, type SchemaIndex, type TargetSchema } from './schema.ts';
+import { arrow, type ResolvedRule, resolveRule, type SideKey } from './strategies.ts';
+
+/** The part of a CRDConversionConfig / XRDConversionConfig spec that compile reads. */
+export interface ConversionSpec {
+  hubVersion: string;
+  spokes: readonly { version: string; rules: readonly Rule[] }[];
+}
+
+/** One version of the target, as its CRD (storage) or XRD (referenceable) declares it. */
+export interface TargetVersion {
+  name: string;
+  served: boolean;
+  /** The version objects are stored at: `storage` on a CRD, `referenceable` on an XRD. */
+  storage: boolean;
+  schema: TargetSchema | undefined;
+}
+
+export type CompileResult =
+  | { ok: true; router: Router; warnings: Diagnostic[] }
+  | { ok: false; diagnostics: Diagnostic[] };
+
+export function compile(spec: ConversionSpec, versions: readonly TargetVersion[]): CompileResult {
+  const byName = new Map(versions.map((v) => [v.name, v]));
+  const hubProblems = checkHub(spec.hubVersion, byName);
+  const spokeProblems = checkSpokes(spec, byName);
+  const hubSchema = byName.get(spec.hubVersion)?.schema;
+  if (hubProblems.length > 0 || !hubSchema)
+    return { ok: false, diagnostics: [...hubProblems, ...spokeProblems] };
+
+  const hub = indexSchema(hubSchema);
+  const diagnostics: Diagnostic[] = [...spokeProblems];
+  const spokes = new Map<string, SpokePlan>();
+  for (const spoke of spokesToCompile(spec, versions)) {
+    const schema = byName.get(spoke.version)?.schema;
+    if (!schema && spoke.implicit) diagnostics.push(missingSchema(spoke.version, undefined));
+    if (!schema || spokes.has(spoke.version)) continue; // a listed spoke's problems come from checkSpokes
+    const compiled = compileSpoke(spec.hubVersion, hub, spoke.version, indexSchema(schema), spoke.rules);
+    diagnostics.push(...(spoke.implicit ? compiled.diagnostics.map(explainImplicit) : compiled.diagnostics));
+    if (compiled.plan) spokes.set(spoke.version, compiled.plan);
+  }
+  if (diagnostics.some(isError)) return { ok: false, diagnostics };
+  return { ok: true, router: { hubVersion: spec.hubVersion, spokes }, warnings: diagnostics };
+}
+
+// --- versions
+
+function checkHub(hubVersion: string, byName: ReadonlyMap<string, TargetVersion>): Diagnostic[] {
+  const hub = byName.get(hubVersion);
+  const storage = [...byName.values()].find((v) => v.storage)?.name;
+  const at = { path: 'hubVersion' };
+  if (!hub) {
+    return [
+      error(
+        'UnknownVersion',
+        at,
+        `The target has no version ${hubVersion}.`,
+        storage
+          ? `Set hubVersion to ${storage}, the storage version.`
+          : 'Set hubVersion to the storage version.',
+      ),
+    ];
+  }
+  if (!hub.storage) {
+    return [
+      error(
+        'HubNotStorage',
+        at,
+        `hubVersion ${hubVersion} is not the target's storage version${storage ? ` (${storage} is)` : ''}.`,
+        'Set hubVersion to the storage version (referenceable on an XRD); conversions pivot through it.',
+      ),
+    ];
+  }
+  if (!hub.schema) return [missingSchema(hubVersion, undefined)];
+  return [];
+}
+
+function checkSpokes(spec: ConversionSpec, byName: ReadonlyMap<string, TargetVersion>): Diagnostic[] {
+  const seen = new Set<string>();
+  return spec.spokes.flatMap(({ version }, i): Diagnostic[] => {
+    const at = { version, path: `spokes[${i}].version` };
+    if (version === spec.hubVersion) {
+      return [
+        error(
+          'HubListedAsSpoke',
+          at,
+          `${version} is the hub; it cannot also be a spoke.`,
+          'Remove it from spokes.',
+        ),
+      ];
+    }
+    if (seen.has(version)) {
+      return [
+        error(
+          'DuplicateSpoke',
+          at,
+          `${version} is listed twice in spokes.`,
+          'Merge the two entries into one.',
+        ),
+      ];
+    }
+    seen.add(version);
+    const target = byName.get(version);
+    if (!target) {
+      const known = [...byName.keys()].join(', ');
+      return [error('UnknownVersion', at, `The target has no version ${version}.`, `Use one of: ${known}.`)];
+    }
+    if (!target.served) {
+      return [
+        error(
+          'SpokeNotServed',
+          at,
+          `${version} is not served, so no client can request it.`,
+          `Serve ${version} on the target, or remove it from spokes.`,
+        ),
+      ];
+    }
+    return target.schema ? [] : [missingSchema(version, at.path)];
+  });
+}
+
+function missingSchema(version: string, path: string | undefined): Diagnostic {
+  return error(
+    'MissingSchema',
+    path === undefined ? { version } : { version, path },
+    `Version ${version} has no openAPIV3Schema, so its fields cannot be checked.`,
+    'Give the version a structural schema.',
+  );
+}
+
+interface SpokeToCompile {
+  version: string;
+  rules: readonly Rule[];
+  /** A served version the config does not list: it converts only if identical to the hub. */
+  implicit: boolean;
+}
+
+function spokesToCompile(spec: ConversionSpec, versions: readonly TargetVersion[]): SpokeToCompile[] {
+  const listed = new Set(spec.spokes.map((s) => s.version));
+  const valid = spec.spokes.filter((s) => s.version !== spec.hubVersion);
+  const implicit = versions
+    .filter((v) => v.served && v.name !== spec.hubVersion && !listed.has(v.name))
+    .map((v) => ({ version: v.name, rules: [], implicit: true }));
+  return [...valid.map((s) => ({ ...s, implicit: false })), ...implicit];
+}
+
+function explainImplicit(d: Diagnostic): Diagnostic {
+  return {
+    ...d,
+    hint: `${d.hint} Version ${d.version} is served but not listed in spokes, so it must match the hub exactly or be listed with rules.`,
+  };
+}
+
+// --- one spoke
+
+interface Claim {
+  segments: Segments;
+  ruleIndex: number;
+}
+
+function compileSpoke(
+  hubVersion: string,
+  hub: SchemaIndex,
+  version: string,
+  spoke: SchemaIndex,
+  rules: readonly Rule[],
+): { plan?: SpokePlan; diagnostics: Diagnostic[] } {
+  const ctx = { hub, spoke, version };
+  const diagnostics: Diagnostic[] = [];
+  const resolved: ResolvedRule[] = [];
+  rules.forEach((rule, i) => {
+    const resolution = resolveRule(rule, i, ctx);
+    if (resolution.ok) {
+      resolved.push(resolution.rule);
+      diagnostics.push(...resolution.warnings);
+    } else {
+      diagnostics.push(...resolution.diagnostics);
+    }
+  });
+  const claims = claimsBySide(resolved);
+  diagnostics.push(
+    ...conflicts(claims.hub, 'hub', version),
+    ...conflicts(claims.spoke, 'spoke', version),
+    ...oneSidedProblems(resolved, claims, version),
+    ...unacknowledgedLosses(resolved, version),
+  );
+  // Coverage is only meaningful once every rule resolved: an unresolved rule would show up
+  // again as the fields it meant to claim.
+  if (resolved.length === rules.length) diagnostics.push(...uncoveredFields(hub, spoke, claims, version));
+  if (diagnostics.some(isError)) return { diagnostics };
+  return { plan: buildPlan(hubVersion, hub, version, spoke, resolved, claims), diagnostics };
+}
+
+function claimsBySide(rules: readonly ResolvedRule[]): Record<SideKey, Claim[]> {
+  const collect = (side: SideKey) =>
+    rules.flatMap((r) => r.claims[side].map((segments) => ({ segments, ruleIndex: r.ruleIndex })));
+  return { hub: collect('hub'), spoke: collect('spoke') };
+}
+
+/** Two rules claiming overlapping fields on one side would race for the same output. */
+function conflicts(claims: readonly Claim[], side: SideKey, version: string): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  claims.forEach((later, j) => {
+    const earlier = claims
+      .slice(0, j)
+      .find((c) => c.ruleIndex !== later.ruleIndex && overlaps(c.segments, later.segments));
+    if (!earlier) return;
+    out.push(
+      error(
+        'ConflictingRules',
+        { version, ruleIndex: later.ruleIndex, path: joinPath(later.segments) },
+        `Rules ${earlier.ruleIndex} and ${later.ruleIndex} both claim the ${side} field ${joinPath(earlier.segments)}${sameOrNested(earlier, later)}.`,
+        'Each field may be claimed by one rule: remove or merge one of them.',
+      ),
+    );
+  });
+  return out;
+}
+
+function sameOrNested(a: Claim, b: Claim): string {
+  return a.segments.length === b.segments.length ? '' : ` (or a field inside it: ${joinPath(b.segments)})`;
+}
+
+function oneSidedProblems(rules: readonly ResolvedRule[], claims: Record<SideKey, Claim[]>, version: string) {
+  return rules.flatMap((rule) => {
+    const need = rule.needsClaimedElsewhere;
+    if (
+      !need ||
+      claims[need.side].some((c) => c.ruleIndex !== rule.ruleIndex && isPrefixOf(c.segments, need.segments))
+    ) {
+      return [];
+    }
+    return [
+      error(
+        'NotOneSided',
+        { version, ruleIndex: rule.ruleIndex, path: rule.path },
+        `${rule.strategy} is for a field only one side declares, but the ${need.side} declares ${rule.path} too and no other rule moves it.`,
+        'If the field is the same on both sides, drop the rule; if it changed, use FieldRename or EnumRemap.',
+      ),
+    ];
+  });
+}
+
+function unacknowledgedLosses(rules: readonly ResolvedRule[], version: string): Diagnostic[] {
+  return rules.flatMap((rule) => {
+    const lossy = DIRECTIONS.filter((d) => rule.losses[d] !== undefined);
+    if (rule.acknowledged || lossy.length === 0) return [];
+    return [
+      error(
+        'UnacknowledgedLossy',
+        { version, ruleIndex: rule.ruleIndex, path: rule.path },
+        `${rule.strategy} loses information converting ${lossy.map(arrow).join(' and ')}: ${lossy.map((d) => rule.losses[d]).join(' ')}`,
+        'Set acknowledgeLossy: true and say why in reason, or change the rule so nothing is lost.',
+      ),
+    ];
+  });
+}
+
+/**
+ * Every declared leaf must be claimed on its side, or be declared identically on the other
+ * side and be claimed on neither (a field claimed on one side only would be both passed
+ * through and written by a rule).
+ */
+function uncoveredFields(
+  hub: SchemaIndex,
+  spoke: SchemaIndex,
+  claims: Record<SideKey, Claim[]>,
+  version: string,
+): Diagnostic[] {
+  const claimant = (side: SideKey, segments: Segments) =>
+    claims[side].find((c) => isPrefixOf(c.segments, segments));
+  const reported = new Set<string>();
+  const out: Diagnostic[] = [];
+  const check = (side: SideKey, own: SchemaIndex, other: SchemaIndex) => {
+    for (const leaf of own.leaves) {
+      if (reported.has(leaf.path) || claimant(side, leaf.segments)) continue;
+      const counterpart = other.nodes.get(leaf.path);
+      const otherClaim = claimant(side === 'hub' ? 'spoke' : 'hub', leaf.segments);
+      if (counterpart?.signature === leaf.signature && !otherClaim) continue;
+      reported.add(leaf.path);
+      const at = { version, path: leaf.path };
+      const shape = describeShape(leaf.schema);
+      if (otherClaim) {
+        out.push(
+          error(
+            'UnclaimedField',
+            at,
+            `The ${side} field ${leaf.path} (${shape}) is claimed by no rule, but rule ${otherClaim.ruleIndex} writes it on the other side, so it cannot pass through.`,
+            `Claim the ${side} field too: FieldRename it to where it moved, or give it a DefaultValue/Constant/Delete rule.`,
+          ),
+        );
+      } else if (!counterpart) {
+        const other_ = side === 'hub' ? 'spoke' : 'hub';
+        out.push(
+          error(
+            'UnclaimedField',
+            at,
+            `The ${side} declares ${leaf.path} (${shape}) but the ${other_} does not, and no rule claims it.`,
+            `FieldRename it to the ${other_} field it became, or add DefaultValue, Constant or Delete with existsOn: ${side === 'hub' ? 'Hub' : 'Spoke'} (acknowledgeLossy: true).`,
+          ),
+        );
+      } else {
+        const hubShape = describeShape((side === 'hub' ? leaf : counterpart).schema);
+        const spokeShape = describeShape((side === 'hub' ? counterpart : leaf).schema);
+        out.push(
+          error(
+            'UnclaimedField',
+            at,
+            `${leaf.path} differs: hub ${hubShape}, spoke ${spokeShape}${hubShape === spokeShape ? ' (enum values, format, nullability or nested fields differ)' : ''}; no rule claims it.`,
+            'Add an EnumRemap if only enum values differ; otherwise make the shapes identical or move the field with FieldRename plus one-sided rules.',
+          ),
+        );
+      }
+    }
+  };
+  check('hub', hub, spoke);
+  check('spoke', spoke, hub);
+  return out;
+}
+
+// --- the plan
+
+function buildPlan(
+  hubVersion: string,
+  hub: SchemaIndex,
+  spokeVersion: string,
+  spoke: SchemaIndex,
+  rules: readonly ResolvedRule[],
+  claims: Record<SideKey, Claim[]>,
+): SpokePlan {
+  const opsFor = (d: Direction) => rules.flatMap((r): Op[] => (r.ops[d] ? [r.ops[d]] : []));
+  const losslessFor = (d: Direction) => rules.every((r) => r.losses[d] === undefined);
+  const claimed = [...claims.hub, ...claims.spoke].map((c) => c.segments);
+  return {
+    hubVersion,
+    spokeVersion,
+    omit: { hubToSpoke: omitTree(claimed, spoke), spokeToHub: omitTree(claimed, hub) },
+    ops: { hubToSpoke: opsFor('hubToSpoke'), spokeToHub: opsFor('spokeToHub') },
+    lossless: { hubToSpoke: losslessFor('hubToSpoke'), spokeToHub: losslessFor('spokeToHub') },
+    rules: rules.map((r) => ({ ruleIndex: r.ruleIndex, strategy: r.strategy, losses: r.losses })),
+  };
+}
+
+interface MutableBranch {
+  children: MutableOmitTree;
+  keepIfEmptied: boolean;
+}
+type MutableOmitTree = Map<string, MutableBranch | null>;
+
+/** The omit tree for one direction; `destination` is the schema of the version converted to. */
+function omitTree(paths: readonly Segments[], destination: SchemaIndex): OmitTree {
+  const root: MutableOmitTree = new Map();
+  for (const segments of paths) {
+    let level = root;
+    for (let i = 0; i < segments.length; i++) {
+      const segment = segments[i] as string;
+      const existing = level.get(segment);
+      if (existing === null) break; // an ancestor is already skipped whole
+      if (i === segments.length - 1) {
+        level.set(segment, null);
+      } else if (existing === undefined) {
+        const keepIfEmptied = destination.nodes.has(joinPath(segments.slice(0, i + 1)));
+        const branch: MutableBranch = { children: new Map(), keepIfEmptied };
+        level.set(segment, branch);
+        level = branch.children;
+      } else {
+        level = existing.children;
+      }
+    }
+  }
+  return root;
+}

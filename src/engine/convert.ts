@@ -1,0 +1,157 @@
+// Convert one object between two versions of a target. Hub and spoke: a spoke converts to
+// the hub and the hub to a spoke; spoke to spoke goes through the hub, so N versions need N-1
+// plans, not N².
+//
+// The output is built fresh: a copy of the input that skips every path a rule claims, then
+// each rule writes its destination from the pristine input. Rules therefore never see each
+// other's output, and their order never matters. A value a rule cannot convert fails the
+// conversion with the object and the path; nothing is dropped silently.
+import { deepCopy, deepEqual, isJsonObject, type JsonObject, readPath, setOwn, writePath } from './json.ts';
+import { joinPath, type Segments } from './paths.ts';
+import type { Direction, OmitTree, Op, Router, SpokePlan } from './plan.ts';
+
+export interface ConversionError {
+  /** `kind namespace/name`, as far as the input tells. */
+  object: string;
+  message: string;
+  path?: string;
+  ruleIndex?: number;
+}
+
+export type ConvertResult = { ok: true; object: unknown } | { ok: false; error: ConversionError };
+
+type Step = { plan: SpokePlan; direction: Direction; to: string };
+
+export function convert(router: Router, object: unknown, from: string, to: string): ConvertResult {
+  if (from === to) return { ok: true, object };
+  if (!isJsonObject(object))
+    return { ok: false, error: { object: '(not an object)', message: 'input is not an object' } };
+  const steps = route(router, from, to);
+  if (typeof steps === 'string') return failure(object, steps);
+  const group = groupOf(object, from);
+  if (typeof group !== 'string') return failure(object, group.problem);
+  let current: JsonObject = object;
+  for (const step of steps) {
+    const converted = applyStep(step, current, group);
+    if (!converted.ok) return failure(object, converted.message, converted.path, converted.ruleIndex);
+    current = converted.object;
+  }
+  return { ok: true, object: current };
+}
+
+/** The one or two plan applications from `from` to `to`, or why there are none. */
+function route(router: Router, from: string, to: string): Step[] | string {
+  const hub = router.hubVersion;
+  const spokePlan = (version: string) => router.spokes.get(version);
+  const steps: Step[] = [];
+  if (from !== hub) {
+    const plan = spokePlan(from);
+    if (!plan) return `no conversion plan for version ${from}`;
+    steps.push({ plan, direction: 'spokeToHub', to: hub });
+  }
+  if (to !== hub) {
+    const plan = spokePlan(to);
+    if (!plan) return `no conversion plan for version ${to}`;
+    steps.push({ plan, direction: 'hubToSpoke', to });
+  }
+  return steps;
+}
+
+/** The API group, from the object itself; its version must be the one we convert from. */
+function groupOf(object: JsonObject, from: string): string | { problem: string } {
+  const apiVersion = object.apiVersion;
+  if (typeof apiVersion !== 'string') return { problem: 'apiVersion is missing' };
+  const slash = apiVersion.lastIndexOf('/');
+  if (slash <= 0 || apiVersion.slice(slash + 1) !== from) {
+    return { problem: `apiVersion ${apiVersion} is not version ${from} of a group` };
+  }
+  return apiVersion.slice(0, slash);
+}
+
+type StepResult =
+  | { ok: true; object: JsonObject }
+  | { ok: false; message: string; path?: string; ruleIndex?: number };
+
+function applyStep(step: Step, input: JsonObject, group: string): StepResult {
+  const output = copyExcept(input, step.plan.omit[step.direction]);
+  output.apiVersion = `${group}/${step.to}`;
+  for (const op of step.plan.ops[step.direction]) {
+    if (op.when && !deepEqual(readPath(input, op.when.segments), op.when.equals)) continue;
+    const problem = applyOp(op, input, output);
+    if (problem) return { ok: false, message: problem.message, path: problem.path, ruleIndex: op.ruleIndex };
+  }
+  return { ok: true, object: output };
+}
+
+interface OpProblem {
+  message: string;
+  path: string;
+}
+
+function applyOp(op: Op, input: JsonObject, output: JsonObject): OpProblem | undefined {
+  switch (op.kind) {
+    case 'write':
+      return write(output, op.to, deepCopy(op.value), op);
+    case 'move': {
+      const value = readPath(input, op.from);
+      return value === undefined ? undefined : write(output, op.to, deepCopy(value), op);
+    }
+    case 'remap': {
+      const value = readPath(input, op.from);
+      if (value === undefined) return undefined;
+      const mapped = typeof value === 'string' ? op.table.get(value) : undefined;
+      if (mapped !== undefined) return write(output, op.to, mapped, op);
+      if (op.onUnmapped === 'Drop') return undefined;
+      return {
+        path: joinPath(op.from),
+        message: `value ${JSON.stringify(value)} has no mapping in rule ${op.ruleIndex} (${op.strategy})`,
+      };
+    }
+  }
+}
+
+function write(output: JsonObject, to: Segments, value: unknown, op: Op): OpProblem | undefined {
+  const blocked = writePath(output, to, value);
+  if (!blocked) return undefined;
+  return {
+    path: joinPath(to),
+    message: `rule ${op.ruleIndex} (${op.strategy}) cannot write here: ${joinPath(blocked)} holds a value that is not an object`,
+  };
+}
+
+/** Deep copy minus the omitted paths (see OmitBranch for when an emptied object stays). */
+function copyExcept(source: JsonObject, omit: OmitTree): JsonObject {
+  const out: JsonObject = {};
+  for (const key of Object.keys(source)) {
+    const skip = omit.get(key);
+    if (skip === null) continue;
+    const value = source[key];
+    if (skip === undefined || !isJsonObject(value)) {
+      setOwn(out, key, deepCopy(value));
+      continue;
+    }
+    const copy = copyExcept(value, skip.children);
+    if (skip.keepIfEmptied || Object.keys(copy).length > 0 || Object.keys(value).length === 0)
+      setOwn(out, key, copy);
+  }
+  return out;
+}
+
+function failure(object: JsonObject, message: string, path?: string, ruleIndex?: number): ConvertResult {
+  const error: ConversionError = { object: describeObject(object), message };
+  if (path !== undefined) error.path = path;
+  if (ruleIndex !== undefined) error.ruleIndex = ruleIndex;
+  return { ok: false, error };
+}
+
+function describeObject(object: JsonObject): string {
+  const kind = typeof object.kind === 'string' ? object.kind : 'object';
+  const metadata = isJsonObject(object.metadata) ? object.metadata : {};
+  const name = typeof metadata.name === 'string' ? metadata.name : '(unnamed)';
+  return typeof metadata.namespace === 'string' ? `${kind} ${metadata.namespace}/${name}` : `${kind} ${name}`;
+}
+
+/** One line for a ConversionReview failure message. */
+export function formatConversionError(e: ConversionError, from: string, to: string): string {
+  return `converting ${e.object} from ${from} to ${to}: ${e.path ? `${e.path}: ` : ''}${e.message}`;
+}

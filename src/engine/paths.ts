@@ -1,0 +1,44 @@
+// Field paths. Rules name fields with dotted paths from the object root (`spec.size`), the
+// same grammar the reference operator's users already write. Internally a path is its list of
+// segments, parsed once at compile time so conversion never splits strings.
+
+/** A parsed field path: one property name per level, from the object root. */
+export type Segments = readonly string[];
+
+// The engine owns these: apiVersion is rewritten, kind and metadata are carried over verbatim.
+const ENGINE_OWNED_ROOTS = new Set(['apiVersion', 'kind', 'metadata']);
+
+export type ParsedPath = { ok: true; segments: Segments } | { ok: false; problem: string };
+
+/** Parses a dotted path; array indexing and empty segments are rejected, not guessed at. */
+export function parsePath(path: string): ParsedPath {
+  const segments = path.split('.');
+  if (segments.some((segment) => segment.length === 0)) {
+    return { ok: false, problem: `"${path}" has an empty segment` };
+  }
+  if (segments.some((segment) => segment.includes('[') || segment.includes(']'))) {
+    return { ok: false, problem: `"${path}" indexes into an array; rules apply to whole arrays` };
+  }
+  if (ENGINE_OWNED_ROOTS.has(segments[0] ?? '')) {
+    return { ok: false, problem: `"${path}" is under ${segments[0]}, which the engine owns` };
+  }
+  return { ok: true, segments };
+}
+
+export function joinPath(segments: Segments): string {
+  return segments.join('.');
+}
+
+/** Whether `prefix` is `path` or one of its ancestors. */
+export function isPrefixOf(prefix: Segments, path: Segments): boolean {
+  if (prefix.length > path.length) return false;
+  for (let i = 0; i < prefix.length; i++) {
+    if (prefix[i] !== path[i]) return false;
+  }
+  return true;
+}
+
+/** Two paths overlap when writing one would also write the other. */
+export function overlaps(a: Segments, b: Segments): boolean {
+  return isPrefixOf(a, b) || isPrefixOf(b, a);
+}

@@ -1,0 +1,200 @@
+// A version's structural schema, flattened to the paths rules can name. Compile compares hub
+// and spoke path by path: a field "passes through" only if both sides declare it with the same
+// shape, so the shape signature below decides what counts as "the same field".
+//
+// The signature covers what changes which values are valid or how they are read: JSON type,
+// format, enum, nullability, int-or-string, preserved unknown fields, and recursively the
+// shape of object properties, array items and map values. It leaves out documentation
+// (description, example) and the numeric/length bounds: those are validation, a value that
+// satisfies one side's type satisfies the other's shape.
+import { isJsonObject } from './json.ts';
+import { joinPath, type Segments } from './paths.ts';
+
+/** The keywords of an OpenAPI v3 structural schema the engine reads; others are ignored. */
+export interface TargetSchema {
+  type?: string;
+  format?: string;
+  enum?: readonly unknown[];
+  nullable?: boolean;
+  properties?: Readonly<Record<string, TargetSchema>>;
+  additionalProperties?: TargetSchema | boolean;
+  items?: TargetSchema;
+  'x-kubernetes-int-or-string'?: boolean;
+  'x-kubernetes-preserve-unknown-fields'?: boolean;
+  'x-kubernetes-embedded-resource'?: boolean;
+}
+
+export interface SchemaNode {
+  path: string;
+  segments: Segments;
+  /** A branch has named properties rules can address; a leaf is addressed only as a whole. */
+  isLeaf: boolean;
+  signature: string;
+  schema: TargetSchema;
+}
+
+export interface SchemaIndex {
+  nodes: ReadonlyMap<string, SchemaNode>;
+  leaves: readonly SchemaNode[];
+}
+
+// Not flattened: the engine handles them itself (see paths.ts).
+const ROOT_FIELDS_OWNED_BY_ENGINE = new Set(['apiVersion', 'kind', 'metadata']);
+
+export function indexSchema(root: TargetSchema): SchemaIndex {
+  const nodes = new Map<string, SchemaNode>();
+  const leaves: SchemaNode[] = [];
+  for (const [name, child] of Object.entries(root.properties ?? {})) {
+    if (!ROOT_FIELDS_OWNED_BY_ENGINE.has(name)) indexNode(child, [name], nodes, leaves);
+  }
+  return { nodes, leaves };
+}
+
+function indexNode(
+  schema: TargetSchema,
+  segments: string[],
+  nodes: Map<string, SchemaNode>,
+  leaves: SchemaNode[],
+) {
+  const path = joinPath(segments);
+  if (!hasNamedProperties(schema)) {
+    const leaf: SchemaNode = { path, segments, isLeaf: true, signature: shapeSignature(schema), schema };
+    nodes.set(path, leaf);
+    leaves.push(leaf);
+    return leaf;
+  }
+  const parts: string[] = [];
+  for (const name of Object.keys(schema.properties).sort()) {
+    const child = indexNode(schema.properties[name] as TargetSchema, [...segments, name], nodes, leaves);
+    parts.push(`${JSON.stringify(name)}:${child.signature}`);
+  }
+  const branch: SchemaNode = {
+    path,
+    segments,
+    isLeaf: false,
+    signature: `${flags(schema)}{${parts.join(',')}}`,
+    schema,
+  };
+  nodes.set(path, branch);
+  return branch;
+}
+
+function hasNamedProperties(
+  schema: TargetSchema,
+): schema is TargetSchema & { properties: Readonly<Record<string, TargetSchema>> } {
+  return schema.properties !== undefined && Object.keys(schema.properties).length > 0;
+}
+
+/** A canonical string for a schema's shape: equal strings mean interchangeable values. */
+function shapeSignature(schema: TargetSchema): string {
+  if (hasNamedProperties(schema)) {
+    const parts = Object.keys(schema.properties)
+      .sort()
+      .map((name) => `${JSON.stringify(name)}:${shapeSignature(schema.properties[name] as TargetSchema)}`);
+    return `${flags(schema)}{${parts.join(',')}}`;
+  }
+  return `${flags(schema)}${baseShape(schema)}${enumPart(schema)}`;
+}
+
+function baseShape(schema: TargetSchema): string {
+  if (schema['x-kubernetes-int-or-string']) return 'int-or-string';
+  if (schema.type === 'array') return `[${schema.items ? shapeSignature(schema.items) : 'any'}]`;
+  if (schema.type === 'object' || schema.additionalProperties !== undefined) {
+    const values = schema.additionalProperties;
+    if (values === undefined || values === false) return 'object';
+    return `map<${values === true ? 'any' : shapeSignature(values)}>`;
+  }
+  return `${schema.type ?? 'any'}${schema.format ? `(${schema.format})` : ''}`;
+}
+
+function flags(schema: TargetSchema): string {
+  return (
+    (schema.nullable ? '?' : '') +
+    (schema['x-kubernetes-preserve-unknown-fields'] ? '*' : '') +
+    (schema['x-kubernetes-embedded-resource'] ? '@' : '')
+  );
+}
+
+// Enum order carries no meaning, so it is sorted out of the signature.
+function enumPart(schema: TargetSchema): string {
+  if (!schema.enum) return '';
+  return `=${schema.enum
+    .map((value) => JSON.stringify(value))
+    .sort()
+    .join('|')}`;
+}
+
+/** A short human description of a node's shape, for diagnostics. */
+export function describeShape(schema: TargetSchema): string {
+  if (hasNamedProperties(schema)) return 'an object with fields';
+  if (schema['x-kubernetes-int-or-string']) return 'an int-or-string';
+  if (schema.type === 'array') return `an array of ${schema.items?.type ?? 'any'}`;
+  if (schema.type === 'object' || schema.additionalProperties !== undefined) {
+    return schema.additionalProperties ? 'a map' : 'a free-form object';
+  }
+  const base = schema.type ?? 'an untyped value';
+  return schema.enum ? `${base} enum [${schema.enum.map((v) => JSON.stringify(v)).join(', ')}]` : base;
+}
+
+/**
+ * Why a value does not fit a schema, or undefined when it does. Used at compile time on the
+ * values a config writes (defaults, constants, enum mappings), so a config cannot make the
+ * engine produce an object the apiserver would reject or prune.
+ */
+export function misfit(value: unknown, schema: TargetSchema, where: string): string | undefined {
+  if (value === null) return schema.nullable ? undefined : `${where} is null but the schema is not nullable`;
+  if (schema.enum && !schema.enum.some((allowed) => JSON.stringify(allowed) === JSON.stringify(value))) {
+    return `${where} is ${JSON.stringify(value)}, not one of the schema's enum values`;
+  }
+  if (schema['x-kubernetes-int-or-string']) {
+    return typeof value === 'string' || Number.isInteger(value)
+      ? undefined
+      : `${where} is not an int-or-string`;
+  }
+  switch (schema.type) {
+    case 'string':
+    case 'boolean':
+      return typeof value === schema.type ? undefined : `${where} is not a ${schema.type}`;
+    case 'integer':
+      return Number.isInteger(value) ? undefined : `${where} is not an integer`;
+    case 'number':
+      return typeof value === 'number' ? undefined : `${where} is not a number`;
+    case 'array':
+      return misfitArray(value, schema, where);
+    case 'object':
+      return misfitObject(value, schema, where);
+    default:
+      return hasNamedProperties(schema) ? misfitObject(value, schema, where) : undefined;
+  }
+}
+
+function misfitArray(value: unknown, schema: TargetSchema, where: string): string | undefined {
+  if (!Array.isArray(value)) return `${where} is not an array`;
+  if (!schema.items) return undefined;
+  const items = schema.items;
+  for (let i = 0; i < value.length; i++) {
+    const problem = misfit(value[i], items, `${where}[${i}]`);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+function misfitObject(value: unknown, schema: TargetSchema, where: string): string | undefined {
+  if (!isJsonObject(value)) return `${where} is not an object`;
+  for (const [key, field] of Object.entries(value)) {
+    const fieldSchema = schema.properties?.[key] ?? additionalSchema(schema);
+    if (!fieldSchema) {
+      if (schema['x-kubernetes-preserve-unknown-fields']) continue;
+      return `${where}.${key} is not declared by the schema (the apiserver would prune it)`;
+    }
+    const problem = misfit(field, fieldSchema, `${where}.${key}`);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+function additionalSchema(schema: TargetSchema): TargetSchema | undefined {
+  const values = schema.additionalProperties;
+  if (values === true) return {};
+  return values === false ? undefined : values;
+}

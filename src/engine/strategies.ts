@@ -1,0 +1,463 @@
+// Each strategy resolved against one hub/spoke schema pair: which paths the rule claims on
+// each side, the operation it performs in each direction, and, computed here rather than
+// taken from the config, whether each direction loses information.
+//
+// "Lossy in a direction" means: an object converted that way and back may not come back
+// equal. That is the property the round-trip tests check and the one `acknowledgeLossy`
+// acknowledges.
+import type {
+  ConstantRule,
+  DefaultValueRule,
+  DeleteRule,
+  EnumRemapRule,
+  FieldRenameRule,
+  Rule,
+  RuleCondition,
+  Side,
+  Strategy,
+} from '../api/rules.ts';
+import { type Diagnostic, error, warning } from './diagnostics.ts';
+import { parsePath, type Segments } from './paths.ts';
+import type { Condition, Direction, Op } from './plan.ts';
+import { describeShape, misfit, type SchemaIndex, type SchemaNode } from './schema.ts';
+
+export type SideKey = 'hub' | 'spoke';
+
+export interface PairContext {
+  hub: SchemaIndex;
+  spoke: SchemaIndex;
+  version: string;
+}
+
+export interface ResolvedRule {
+  ruleIndex: number;
+  strategy: Strategy;
+  acknowledged: boolean;
+  /** The path diagnostics about the whole rule point at. */
+  path: string;
+  claims: Readonly<Record<SideKey, readonly Segments[]>>;
+  ops: Partial<Record<Direction, Op>>;
+  losses: Partial<Record<Direction, string>>;
+  /**
+   * A one-sided rule whose field also exists on the other side: allowed only if another rule
+   * claims that other-side field (it moved elsewhere), which compile checks once all claims
+   * are known.
+   */
+  needsClaimedElsewhere?: { side: SideKey; segments: Segments };
+}
+
+export type Resolution =
+  | { ok: true; rule: ResolvedRule; warnings: Diagnostic[] }
+  | { ok: false; diagnostics: Diagnostic[] };
+
+interface Located {
+  ruleIndex: number;
+  ctx: PairContext;
+}
+
+type Lookup = { ok: true; node: SchemaNode } | { ok: false; diagnostic: Diagnostic };
+
+/** What a strategy decides; the common parts of a rule (`when`, acknowledgement) are added after. */
+type Transform = Omit<ResolvedRule, 'ruleIndex' | 'strategy' | 'acknowledged'> & {
+  /** Directions in which the rule reads a value from the input (and so can skip one). */
+  reads: Readonly<Record<Direction, boolean>>;
+};
+type TransformResult = { ok: true; transform: Transform } | { ok: false; diagnostics: Diagnostic[] };
+
+export function resolveRule(rule: Rule, ruleIndex: number, ctx: PairContext): Resolution {
+  const at: Located = { ruleIndex, ctx };
+  const transformed = transformOf(rule, at);
+  const condition = rule.when ? resolveCondition(rule.when, at) : undefined;
+  const diagnostics = [
+    ...(transformed.ok ? [] : transformed.diagnostics),
+    ...(condition && !condition.ok ? condition.diagnostics : []),
+  ];
+  if (!transformed.ok || (condition && !condition.ok)) return { ok: false, diagnostics };
+  const { reads, ...transform } = transformed.transform;
+  const resolved: ResolvedRule = {
+    ...transform,
+    ruleIndex,
+    strategy: rule.strategy,
+    acknowledged: rule.acknowledgeLossy,
+  };
+  if (!condition) return { ok: true, rule: resolved, warnings: [] };
+  return {
+    ok: true,
+    rule: withCondition(resolved, condition.condition, reads, rule.when as RuleCondition),
+    warnings: [partialCoverage(resolved, rule.when as RuleCondition, at)],
+  };
+}
+
+function transformOf(rule: Rule, at: Located): TransformResult {
+  switch (rule.strategy) {
+    case 'FieldRename':
+      return fieldRename(rule, at);
+    case 'Delete':
+      return deleteField(rule, at);
+    case 'DefaultValue':
+      return injectValue(rule, rule.defaultValue.default, at);
+    case 'Constant':
+      return injectValue(rule, rule.constant.value, at);
+    case 'EnumRemap':
+      return enumRemap(rule, at);
+  }
+}
+
+// --- FieldRename: same value, same shape, another path. Lossless both ways.
+
+function fieldRename(rule: FieldRenameRule, at: Located): TransformResult {
+  const { hubPath, spokePath } = rule.fieldRename;
+  const hub = lookup('hub', hubPath, at);
+  const spoke = lookup('spoke', spokePath, at);
+  if (!hub.ok || !spoke.ok) return failed(hub, spoke);
+  if (hub.node.signature !== spoke.node.signature) {
+    return {
+      ok: false,
+      diagnostics: [
+        error(
+          'ShapeMismatch',
+          locate(at, hubPath),
+          `FieldRename carries the value unchanged, but hub ${hubPath} is ${describeShape(hub.node.schema)} and spoke ${spokePath} is ${describeShape(spoke.node.schema)}${sameDescription(hub.node, spoke.node)}.`,
+          'Make both fields the same shape, or use EnumRemap if only the enum values differ.',
+        ),
+      ],
+    };
+  }
+  const base = { ruleIndex: at.ruleIndex, strategy: rule.strategy };
+  const h = hub.node.segments;
+  const s = spoke.node.segments;
+  return {
+    ok: true,
+    transform: {
+      path: hubPath,
+      claims: { hub: [h], spoke: [s] },
+      ops: {
+        hubToSpoke: { ...base, kind: 'move', from: h, to: s },
+        spokeToHub: { ...base, kind: 'move', from: s, to: h },
+      },
+      losses: {},
+      reads: { hubToSpoke: true, spokeToHub: true },
+    },
+  };
+}
+
+// --- One-sided fields: Delete drops the value, DefaultValue and Constant also write one when
+// converting into the side that declares the field. Converting away always loses the value.
+
+function deleteField(rule: DeleteRule, at: Located): TransformResult {
+  const { path, existsOn } = rule.delete;
+  return oneSided(rule.strategy, path, existsOn, at, () => undefined);
+}
+
+function injectValue(rule: DefaultValueRule | ConstantRule, value: unknown, at: Located): TransformResult {
+  const { path, existsOn } = rule.strategy === 'DefaultValue' ? rule.defaultValue : rule.constant;
+  const param = rule.strategy === 'DefaultValue' ? 'defaultValue.default' : 'constant.value';
+  return oneSided(rule.strategy, path, existsOn, at, (node) => {
+    const problem = misfit(value, node.schema, param);
+    if (problem) {
+      return error(
+        'InvalidValue',
+        locate(at, path),
+        `${problem}; the field is ${describeShape(node.schema)}.`,
+        `Set ${param} to a value the ${sideKey(existsOn)} schema accepts.`,
+      );
+    }
+    return { ruleIndex: at.ruleIndex, strategy: rule.strategy, kind: 'write', to: node.segments, value };
+  });
+}
+
+function oneSided(
+  strategy: Strategy,
+  path: string,
+  existsOn: Side,
+  at: Located,
+  intoOp: (node: SchemaNode) => Op | Diagnostic | undefined,
+): TransformResult {
+  const side = sideKey(existsOn);
+  const other = otherSide(side);
+  const found = lookup(side, path, at);
+  if (!found.ok) return { ok: false, diagnostics: [found.diagnostic] };
+  const op = intoOp(found.node);
+  if (op && 'severity' in op) return { ok: false, diagnostics: [op] };
+  const into = directionInto(side);
+  const away = directionInto(other);
+  const transform: Transform = {
+    path,
+    claims:
+      side === 'hub' ? { hub: [found.node.segments], spoke: [] } : { hub: [], spoke: [found.node.segments] },
+    ops: op ? { [into]: op } : {},
+    losses: {
+      [away]: `${path} exists only on the ${side}; converting ${arrow(away)} drops its value (${strategy}).`,
+    },
+    reads: { hubToSpoke: false, spokeToHub: false },
+  };
+  if (at.ctx[other].nodes.has(path))
+    transform.needsClaimedElsewhere = { side: other, segments: found.node.segments };
+  return { ok: true, transform };
+}
+
+// --- EnumRemap: a string field whose values are spelled differently on each side.
+
+function enumRemap(rule: EnumRemapRule, at: Located): TransformResult {
+  const { path, mapping, onUnmappedHubValue, onUnmappedSpokeValue } = rule.enumRemap;
+  const hub = lookup('hub', path, at);
+  const spoke = lookup('spoke', path, at);
+  if (!hub.ok || !spoke.ok) return failed(hub, spoke);
+  const diagnostics = [
+    ...stringLeafProblems('hub', hub.node, at),
+    ...stringLeafProblems('spoke', spoke.node, at),
+    ...mappingValueProblems('hub', hub.node, mapping, at),
+    ...mappingValueProblems('spoke', spoke.node, mapping, at),
+  ];
+  const down = firstWins(mapping.map((m) => [m.hub, m.spoke]));
+  const up = firstWins(mapping.map((m) => [m.spoke, m.hub]));
+  if (onUnmappedHubValue === 'Error') diagnostics.push(...uncoveredEnumValues('hub', hub.node, down, at));
+  if (onUnmappedSpokeValue === 'Error') diagnostics.push(...uncoveredEnumValues('spoke', spoke.node, up, at));
+  if (diagnostics.length > 0) return { ok: false, diagnostics };
+  const base = { ruleIndex: at.ruleIndex, strategy: rule.strategy, kind: 'remap' as const };
+  const segments = hub.node.segments;
+  const losses: Partial<Record<Direction, string>> = {};
+  const downLoss = remapLoss(down, up, onUnmappedHubValue, hub.node, 'onUnmappedHubValue');
+  const upLoss = remapLoss(up, down, onUnmappedSpokeValue, spoke.node, 'onUnmappedSpokeValue');
+  if (downLoss) losses.hubToSpoke = `${path}: ${downLoss}`;
+  if (upLoss) losses.spokeToHub = `${path}: ${upLoss}`;
+  return {
+    ok: true,
+    transform: {
+      path,
+      claims: { hub: [segments], spoke: [spoke.node.segments] },
+      ops: {
+        hubToSpoke: { ...base, from: segments, to: segments, table: down, onUnmapped: onUnmappedHubValue },
+        spokeToHub: { ...base, from: segments, to: segments, table: up, onUnmapped: onUnmappedSpokeValue },
+      },
+      losses,
+      reads: { hubToSpoke: true, spokeToHub: true },
+    },
+  };
+}
+
+/** With duplicates in the table, conversion uses the first entry; the loss check sees the rest. */
+function firstWins(pairs: [string, string][]): Map<string, string> {
+  const table = new Map<string, string>();
+  for (const [from, to] of pairs) if (!table.has(from)) table.set(from, to);
+  return table;
+}
+
+function remapLoss(
+  forward: ReadonlyMap<string, string>,
+  backward: ReadonlyMap<string, string>,
+  policy: 'Error' | 'Drop',
+  source: SchemaNode,
+  policyField: string,
+): string | undefined {
+  for (const [from, to] of forward) {
+    const back = backward.get(to);
+    if (back !== from) {
+      return `"${from}" becomes "${to}", which converts back to "${back}", so the original value cannot be restored`;
+    }
+  }
+  const declared = source.schema.enum;
+  const allMapped = declared?.every((value) => typeof value === 'string' && forward.has(value)) ?? false;
+  if (policy === 'Drop' && !allMapped)
+    return `values the mapping does not list are dropped (${policyField}: Drop)`;
+  return undefined;
+}
+
+function stringLeafProblems(side: SideKey, node: SchemaNode, at: Located): Diagnostic[] {
+  if (node.isLeaf && node.schema.type === 'string') return [];
+  return [
+    error(
+      'ShapeMismatch',
+      locate(at, node.path),
+      `EnumRemap maps string values, but ${side} ${node.path} is ${describeShape(node.schema)}.`,
+      'Point EnumRemap at a string field.',
+    ),
+  ];
+}
+
+function mappingValueProblems(
+  side: SideKey,
+  node: SchemaNode,
+  mapping: readonly { hub: string; spoke: string }[],
+  at: Located,
+): Diagnostic[] {
+  return mapping.flatMap((entry, i) => {
+    const problem = misfit(entry[side], node.schema, `enumRemap.mapping[${i}].${side}`);
+    if (!problem) return [];
+    return [
+      error(
+        'InvalidValue',
+        locate(at, node.path),
+        `${problem}; the ${side} field is ${describeShape(node.schema)}.`,
+        `Use only values the ${side} schema allows in mapping[].${side}.`,
+      ),
+    ];
+  });
+}
+
+function uncoveredEnumValues(
+  side: SideKey,
+  node: SchemaNode,
+  table: ReadonlyMap<string, string>,
+  at: Located,
+): Diagnostic[] {
+  const missing = (node.schema.enum ?? []).filter((value) => typeof value === 'string' && !table.has(value));
+  if (missing.length === 0) return [];
+  const policy = side === 'hub' ? 'onUnmappedHubValue' : 'onUnmappedSpokeValue';
+  return [
+    error(
+      'UnmappedEnumValue',
+      locate(at, node.path),
+      `The ${side} schema allows ${missing.map((v) => JSON.stringify(v)).join(', ')} at ${node.path}, which the mapping does not list.`,
+      `Add a mapping entry for each, or set ${policy}: Drop with acknowledgeLossy: true to drop them.`,
+    ),
+  ];
+}
+
+// --- `when`: the rule applies only to objects whose field equals a value.
+
+type ConditionResult = { ok: true; condition: Condition } | { ok: false; diagnostics: Diagnostic[] };
+
+/** The discriminator is read from the input, hub or spoke, so both sides must declare it. */
+function resolveCondition(when: RuleCondition, at: Located): ConditionResult {
+  const hub = lookup('hub', when.path, at);
+  const spoke = lookup('spoke', when.path, at);
+  if (!hub.ok || !spoke.ok) return failed(hub, spoke);
+  const diagnostics: Diagnostic[] = [];
+  for (const [side, node] of [
+    ['hub', hub.node],
+    ['spoke', spoke.node],
+  ] as const) {
+    const problem = misfit(when.equals, node.schema, 'when.equals');
+    if (problem) {
+      diagnostics.push(
+        error(
+          'InvalidValue',
+          locate(at, when.path),
+          `${problem} on the ${side} (${describeShape(node.schema)}), so the condition can never hold there.`,
+          `Set when.equals to a value ${when.path} can take on both sides.`,
+        ),
+      );
+    }
+  }
+  if (diagnostics.length > 0) return { ok: false, diagnostics };
+  return { ok: true, condition: { segments: hub.node.segments, equals: when.equals } };
+}
+
+/**
+ * A skipped rule writes nothing, and its claimed source is not passed through either. So in
+ * each direction where the rule reads a value, objects the condition does not match lose it.
+ */
+function withCondition(
+  rule: ResolvedRule,
+  condition: Condition,
+  reads: Readonly<Record<Direction, boolean>>,
+  when: RuleCondition,
+): ResolvedRule {
+  const ops: Partial<Record<Direction, Op>> = {};
+  const losses = { ...rule.losses };
+  for (const direction of ['hubToSpoke', 'spokeToHub'] as const) {
+    const op = rule.ops[direction];
+    if (op) ops[direction] = { ...op, when: condition };
+    if (reads[direction] && !losses[direction]) {
+      losses[direction] =
+        `${rule.path} is not carried over converting ${arrow(direction)} when ${when.path} is not ${JSON.stringify(when.equals)}.`;
+    }
+  }
+  return { ...rule, ops, losses };
+}
+
+function partialCoverage(rule: ResolvedRule, when: RuleCondition, at: Located): Diagnostic {
+  return warning(
+    'PartialCoverage',
+    locate(at, rule.path),
+    `The rule applies only when ${when.path} is ${JSON.stringify(when.equals)}; on other objects it writes nothing.`,
+    'Make sure objects the condition does not match have no value here, or add an unconditional rule.',
+  );
+}
+
+// --- shared helpers
+
+function lookup(side: SideKey, path: string, at: Located): Lookup {
+  const parsed = parsePath(path);
+  if (!parsed.ok) {
+    return {
+      ok: false,
+      diagnostic: error(
+        'InvalidPath',
+        locate(at, path),
+        `${parsed.problem}.`,
+        'Write a dotted path of declared fields from the object root, e.g. spec.size.',
+      ),
+    };
+  }
+  const node = at.ctx[side].nodes.get(path);
+  if (node) return { ok: true, node };
+  const near = nearestPath(path, at.ctx[side]);
+  return {
+    ok: false,
+    diagnostic: error(
+      'UnknownPath',
+      locate(at, path),
+      `The ${side} schema (${side === 'hub' ? 'hub version' : `version ${at.ctx.version}`}) declares no field ${path}.`,
+      near ? `Did you mean ${near}?` : `Use a field the ${side} schema declares.`,
+    ),
+  };
+}
+
+function failed(...lookups: Lookup[]): { ok: false; diagnostics: Diagnostic[] } {
+  return { ok: false, diagnostics: lookups.flatMap((l) => (l.ok ? [] : [l.diagnostic])) };
+}
+
+function locate(at: Located, path: string) {
+  return { version: at.ctx.version, ruleIndex: at.ruleIndex, path };
+}
+
+function sideKey(side: Side): SideKey {
+  return side === 'Hub' ? 'hub' : 'spoke';
+}
+
+function otherSide(side: SideKey): SideKey {
+  return side === 'hub' ? 'spoke' : 'hub';
+}
+
+function directionInto(side: SideKey): Direction {
+  return side === 'spoke' ? 'hubToSpoke' : 'spokeToHub';
+}
+
+export function arrow(direction: Direction): string {
+  return direction === 'hubToSpoke' ? 'hub → spoke' : 'spoke → hub';
+}
+
+function sameDescription(a: SchemaNode, b: SchemaNode): string {
+  return describeShape(a.schema) === describeShape(b.schema)
+    ? ' (their enum values, formats, nullability or nested fields differ)'
+    : '';
+}
+
+/** The declared path closest to a misspelt one, if any is close enough to be a likely typo. */
+function nearestPath(path: string, index: SchemaIndex): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(path.length / 4)) + 1;
+  for (const candidate of index.nodes.keys()) {
+    const distance = editDistance(path, candidate);
+    if (distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length] as number;
+}
