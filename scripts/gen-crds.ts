@@ -1,0 +1,16 @@
+// Writes the CRDs generated from src/api into deploy/crds/. Run after changing a schema:
+//   node scripts/gen-crds.ts
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { renderCrdYaml } from '../src/api/crd-yaml.ts';
+import { crdFileName, switchyardCrds } from '../src/api/crds.ts';
+
+const outDir = join(import.meta.dirname, '..', 'deploy', 'crds');
+mkdirSync(outDir, { recursive: true });
+// Files of a renamed or removed kind would otherwise linger and still be applied.
+for (const stale of readdirSync(outDir).filter((f) => f.endsWith('.yaml'))) rmSync(join(outDir, stale));
+for (const crd of switchyardCrds()) {
+  const path = join(outDir, crdFileName(crd));
+  writeFileSync(path, renderCrdYaml(crd));
+  console.log(`wrote ${path}`);
+}

@@ -1,0 +1,203 @@
+// Which ConversionWebhookServer instance serves a target. A pure function of (config, fleet):
+// every handler, the webhook-server replicas and offline tools compute the same answer from the
+// same view, with no coordination and no network call.
+//
+// Precedence, strictly in this order:
+//   1. pinned  — `spec.webhookServerRef` always wins; nothing automatic moves a pinned config;
+//   2. pool    — if any instance has sharding enabled, weighted rendezvous over the pool, keyed
+//                by the *target* name (renaming a config must not move what it converts);
+//   3. default — the instance marked `spec.default`.
+//
+// Rendezvous rather than a hash ring: adding a member moves only the targets it now wins
+// (about 1/(N+1)) and nothing between existing members; there is no virtual-node count to tune,
+// and weights give exactly proportional shares. See rendezvous-hash.ts for the exact function.
+import { type ConversionConfig, targetNameOf } from '../api/conversion-config.ts';
+import { drawFrom, type HashState, prefixState, scoreOf } from './rendezvous-hash.ts';
+
+/** The part of a ConversionWebhookServer that assignment reads. */
+export interface InstanceLike {
+  metadata: { name: string };
+  spec: {
+    default?: boolean | undefined;
+    sharding?: { enabled: boolean; weight?: number | undefined } | undefined;
+  };
+}
+
+/** The part of a config that assignment reads: what it converts and where, if anywhere, it is pinned. */
+export interface AssignmentSubject {
+  target: string;
+  pinnedTo?: string | undefined;
+}
+
+export type DecidingRule = 'Pinned' | 'Pool' | 'Default';
+
+export type AssignmentErrorReason = 'PinnedInstanceMissing' | 'NoInstance' | 'MultipleDefaults';
+
+export type Resolution =
+  | { ok: true; instance: string; decidedBy: DecidingRule }
+  | { ok: false; reason: AssignmentErrorReason; message: string };
+
+export interface PoolMember {
+  name: string;
+  weight: number;
+  prefix: HashState;
+  /** The answer for every target this member wins, shared: a recompute allocates nothing per target. */
+  won: Resolution;
+}
+
+/** The fleet digested once for many resolutions: names, the sorted pool, the defaults. */
+export interface Fleet {
+  names: ReadonlySet<string>;
+  pool: readonly PoolMember[];
+  defaults: readonly string[];
+}
+
+export function subjectOf(config: ConversionConfig): AssignmentSubject {
+  return { target: targetNameOf(config), pinnedTo: config.spec.webhookServerRef?.name };
+}
+
+/** A member only with sharding enabled and a positive integer weight (admission rejects others). */
+export function isPoolMember(instance: InstanceLike): boolean {
+  const sharding = instance.spec.sharding;
+  return sharding?.enabled === true && isValidWeight(sharding.weight ?? 1);
+}
+
+export function isValidWeight(weight: number): boolean {
+  return Number.isInteger(weight) && weight >= 1;
+}
+
+export function fleetOf(instances: readonly InstanceLike[]): Fleet {
+  const pool = instances
+    .filter(isPoolMember)
+    .map((i) => poolMember(i.metadata.name, i.spec.sharding?.weight ?? 1))
+    .sort((a, b) => compareNames(a.name, b.name));
+  const defaults = instances
+    .filter((i) => i.spec.default === true)
+    .map((i) => i.metadata.name)
+    .sort(compareNames);
+  return { names: new Set(instances.map((i) => i.metadata.name)), pool, defaults };
+}
+
+export function poolMember(name: string, weight: number): PoolMember {
+  const won: Resolution = Object.freeze({ ok: true, instance: name, decidedBy: 'Pool' });
+  return { name, weight, prefix: prefixState(name), won };
+}
+
+/** Resolves one config against the fleet as it is now. */
+export function resolve(config: ConversionConfig, instances: readonly InstanceLike[]): Resolution {
+  return resolveIn(fleetOf(instances), subjectOf(config));
+}
+
+/** Resolves every config at once; the fleet is digested once. Keyed by target name. */
+export function assignAll(
+  configs: readonly ConversionConfig[],
+  instances: readonly InstanceLike[],
+): Map<string, Resolution> {
+  const fleet = fleetOf(instances);
+  const out = new Map<string, Resolution>();
+  for (const config of configs) {
+    const subject = subjectOf(config);
+    out.set(subject.target, resolveIn(fleet, subject));
+  }
+  return out;
+}
+
+export function resolveIn(fleet: Fleet, subject: AssignmentSubject): Resolution {
+  if (subject.pinnedTo !== undefined) return resolvePinned(fleet, subject.pinnedTo);
+  const winner = rendezvousWinner(fleet.pool, subject.target);
+  if (winner !== undefined) return winner.won;
+  return resolveDefault(fleet);
+}
+
+function resolvePinned(fleet: Fleet, instance: string): Resolution {
+  if (fleet.names.has(instance)) return { ok: true, instance, decidedBy: 'Pinned' };
+  return {
+    ok: false,
+    reason: 'PinnedInstanceMissing',
+    message:
+      `spec.webhookServerRef names ConversionWebhookServer "${instance}", which does not exist; ` +
+      'create it, or remove the reference to let the pool or the default instance serve this target',
+  };
+}
+
+function resolveDefault(fleet: Fleet): Resolution {
+  const [only, ...others] = fleet.defaults;
+  if (only === undefined) {
+    return {
+      ok: false,
+      reason: 'NoInstance',
+      message:
+        'no ConversionWebhookServer has sharding enabled or is marked default, and spec.webhookServerRef is not set; ' +
+        'mark one instance spec.default: true, enable spec.sharding on some, or pin this config',
+    };
+  }
+  if (others.length > 0) {
+    return {
+      ok: false,
+      reason: 'MultipleDefaults',
+      message: `more than one ConversionWebhookServer is marked default (${fleet.defaults.join(', ')}); keep exactly one`,
+    };
+  }
+  return { ok: true, instance: only, decidedBy: 'Default' };
+}
+
+/**
+ * The highest-scoring member for a target (none for an empty pool). The pool is sorted by name and only a strictly
+ * higher score replaces the leader, so ties go to the smaller name.
+ *
+ * Every draw is computed, but most logarithms are not: since −ln(u) ≥ 1 − u, a member's score
+ * is at most weight / (1 − u), and a member whose bound (with a margin far above rounding error)
+ * is below the leader's score cannot take the lead. The winner is the one the plain loop over
+ * all scores picks; only the work differs (about ln N logarithms per target instead of N).
+ */
+export function rendezvousWinner(pool: readonly PoolMember[], target: string): PoolMember | undefined {
+  let winner: PoolMember | undefined;
+  let best = Number.NEGATIVE_INFINITY;
+  for (const member of pool) {
+    const u = drawFrom(member.prefix, target);
+    if ((member.weight / (1 - u)) * BOUND_MARGIN < best) continue;
+    const score = scoreOf(member.weight, u);
+    if (score > best) {
+      best = score;
+      winner = member;
+    }
+  }
+  return winner;
+}
+
+const BOUND_MARGIN = 1 + 1e-9;
+
+export interface MemberScore {
+  instance: string;
+  weight: number;
+  u: number;
+  score: number;
+}
+
+export interface Explanation {
+  target: string;
+  resolution: Resolution;
+  /** Every pool member's score, highest first; empty when the pool did not decide. */
+  scores: MemberScore[];
+}
+
+/** Why a target resolves where it does: the deciding rule, and each pool member's score. */
+export function explain(subject: AssignmentSubject, instances: readonly InstanceLike[]): Explanation {
+  const fleet = fleetOf(instances);
+  const resolution = resolveIn(fleet, subject);
+  const scores =
+    resolution.ok && resolution.decidedBy === 'Pool'
+      ? fleet.pool
+          .map((m) => {
+            const u = drawFrom(m.prefix, subject.target);
+            return { instance: m.name, weight: m.weight, u, score: scoreOf(m.weight, u) };
+          })
+          .sort((a, b) => b.score - a.score || compareNames(a.instance, b.instance))
+      : [];
+  return { target: subject.target, resolution, scores };
+}
+
+// Code-unit order, the same in every locale and every language's default string sort.
+function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

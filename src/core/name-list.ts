@@ -1,0 +1,162 @@
+// A sorted list of names as bytes: front coding (each name stores how much it shares with the
+// previous one, then the rest in UTF-8), which turns the long common suffixes and prefixes of
+// `<plural>.<group>` names into something a general-purpose compressor does much better on.
+//
+// The reader never throws: it reports malformed input as an error value, and accepts only the
+// canonical form (strictly ascending, non-empty, well-formed names), so one set has exactly one
+// encoding and a hostile value cannot smuggle duplicates or unsorted tails past it.
+
+const utf8 = new TextEncoder();
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Code-unit order: what Array.prototype.sort does, and what the reader checks. */
+export function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** An append-only byte buffer that grows by doubling. */
+export class ByteWriter {
+  private buffer = new Uint8Array(1024);
+  private used = 0;
+
+  varint(value: number): void {
+    this.reserve(8);
+    let v = value;
+    while (v >= 0x80) {
+      this.buffer[this.used++] = (v % 0x80) | 0x80;
+      v = Math.floor(v / 0x80);
+    }
+    this.buffer[this.used++] = v;
+  }
+
+  bytes(data: Uint8Array): void {
+    this.reserve(data.length);
+    this.buffer.set(data, this.used);
+    this.used += data.length;
+  }
+
+  /** Writes varint(UTF-8 length) then the UTF-8 bytes of text. */
+  utf8(text: string): void {
+    this.reserve(text.length * 3 + 8);
+    // Encode past a gap wide enough for any length prefix, then close the gap.
+    const { written } = utf8.encodeInto(text, this.buffer.subarray(this.used + 8));
+    const lengthStart = this.used;
+    this.varint(written);
+    this.buffer.copyWithin(this.used, lengthStart + 8, lengthStart + 8 + written);
+    this.used += written;
+  }
+
+  finish(): Uint8Array {
+    return this.buffer.subarray(0, this.used);
+  }
+
+  private reserve(extra: number): void {
+    if (this.used + extra <= this.buffer.length) return;
+    let size = this.buffer.length * 2;
+    while (size < this.used + extra) size *= 2;
+    const grown = new Uint8Array(size);
+    grown.set(this.buffer.subarray(0, this.used));
+    this.buffer = grown;
+  }
+}
+
+export class ByteReader {
+  private offset = 0;
+  private readonly data: Uint8Array;
+
+  constructor(data: Uint8Array) {
+    this.data = data;
+  }
+
+  get done(): boolean {
+    return this.offset === this.data.length;
+  }
+
+  /** A varint below 2^48, or undefined when the input ends or the value is too large. */
+  varint(): number | undefined {
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < 7; i++) {
+      const b = this.data[this.offset++];
+      if (b === undefined) return undefined;
+      value += (b & 0x7f) * scale;
+      if (b < 0x80) return value;
+      scale *= 0x80;
+    }
+    return undefined;
+  }
+
+  /** Everything not yet read. */
+  rest(): Uint8Array {
+    const out = this.data.subarray(this.offset);
+    this.offset = this.data.length;
+    return out;
+  }
+
+  bytes(length: number): Uint8Array | undefined {
+    if (this.offset + length > this.data.length) return undefined;
+    const out = this.data.subarray(this.offset, this.offset + length);
+    this.offset += length;
+    return out;
+  }
+}
+
+/** Writes names (sorted ascending, distinct, well-formed) as count + front-coded entries. */
+export function writeNameList(out: ByteWriter, sortedNames: readonly string[]): void {
+  out.varint(sortedNames.length);
+  let previous = '';
+  for (const name of sortedNames) {
+    const shared = sharedPrefixLength(previous, name);
+    out.varint(shared);
+    out.utf8(name.slice(shared));
+    previous = name;
+  }
+}
+
+export type NameListResult = { ok: true; names: string[] } | { ok: false; reason: string };
+
+export function readNameList(input: ByteReader, maxNames: number): NameListResult {
+  const count = input.varint();
+  if (count === undefined || count > maxNames) return { ok: false, reason: 'bad name count' };
+  const names: string[] = [];
+  let previous = '';
+  for (let i = 0; i < count; i++) {
+    const shared = input.varint();
+    const length = input.varint();
+    if (shared === undefined || length === undefined || shared > previous.length) {
+      return { ok: false, reason: `bad entry ${i}` };
+    }
+    const suffix = input.bytes(length);
+    const text = suffix === undefined ? undefined : decodeUtf8(suffix);
+    if (text === undefined) return { ok: false, reason: `bad entry ${i}` };
+    const name = previous.slice(0, shared) + text;
+    if (!name.isWellFormed() || (i > 0 && compareNames(previous, name) >= 0) || name.length === 0) {
+      return { ok: false, reason: 'names not strictly ascending, empty or ill-formed' };
+    }
+    names.push(name);
+    previous = name;
+  }
+  return { ok: true, names };
+}
+
+function decodeUtf8(bytes: Uint8Array): string | undefined {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+// The shared prefix never ends between the two halves of a surrogate pair, so every suffix is
+// well-formed and its UTF-8 round-trips.
+function sharedPrefixLength(a: string, b: string): number {
+  const max = Math.min(a.length, b.length);
+  let n = 0;
+  while (n < max && a.charCodeAt(n) === b.charCodeAt(n)) n++;
+  if (n > 0 && isHighSurrogate(a.charCodeAt(n - 1))) n--;
+  return n;
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}

@@ -1,0 +1,299 @@
+// The served-set codec: what one webhook-server replica can serve, in one Lease annotation.
+//
+// Why not just the names: the reference design (sorted, newline-joined, gzip, base64) spends
+// ~6.4 bytes a name and truncates at 30–50k targets; a better compressor buys 1.6× at 25× the
+// CPU. But the reader already knows almost all of the answer: every component computes, from
+// the same kind of view, the set a replica *should* hold (its instance's assigned targets).
+// So the replica publishes a digest of the set it expects plus the exceptions — expected but
+// not servable ("missing"), servable but not expected ("extra", e.g. a target still draining
+// to it) — and the reader reconstructs the set from its own expected set.
+//
+// Views are not always identical (an informer is a moment behind), so the expected set is
+// split into buckets by a hash of the name, each with its own 128-bit digest. A bucket whose
+// digest matches the reader's is known exactly; a bucket that does not is reported as
+// *unsettled* for the targets the reader expected in it: "cannot tell yet", never "served".
+// Small sets are published as plain names (self-contained, immune to view skew), and names are
+// also the fallback when the exceptions make the digest form larger than the names.
+//
+// The format is versioned in the value (`v1.<form>.<body>`); a reader refuses any other
+// version. Over budget, the value is an explicit truncation marker, never a partial list.
+//
+// Soundness: a target is reported served only if the writer listed it as an extra, or it is in
+// a bucket whose contents the reader and writer agree on (equal SHA-256 prefixes) and the
+// writer did not list it as missing. Decoding never throws.
+import { createHash } from 'node:crypto';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { ByteReader, ByteWriter, readNameList, writeNameList } from './name-list.ts';
+import { drawFrom, prefixState } from './rendezvous-hash.ts';
+
+/**
+ * The default budget for the encoded value. The apiserver caps the sum of all annotation keys
+ * and values of an object at 256 KiB; 64 KiB stay free for whatever else annotates the Lease.
+ */
+export const DEFAULT_BUDGET_BYTES = 192 * 1024;
+
+const FORMAT_VERSION = 'v1';
+const FORM_NAMES = 'n';
+const FORM_EXPECTED = 'e';
+const FORM_TRUNCATED = 't';
+
+// Form choice: a small set is published as names (self-contained: cheap, and a fresh instance's
+// first targets are exactly when views differ); otherwise the digest form, which is smaller
+// unless the exceptions are many; names again if only they fit; else the truncation marker.
+const NAMES_FORM_MAX_NAMES = 1024;
+const NAMES_FORM_PREFERRED_BYTES = 4096;
+
+// ~1,000 expected names a bucket: at 1M targets 1,024 buckets × 16 bytes = 16 KiB of digests,
+// and a view that differs in one target leaves ~1,000 targets unsettled, not all of them.
+const NAMES_PER_BUCKET = 1024;
+const MAX_BUCKETS = 65536;
+const DIGEST_BYTES = 16;
+
+// Decoding limits for hostile values.
+const MAX_VALUE_LENGTH = 256 * 1024;
+const MAX_INFLATED_BYTES = 64 * 1024 * 1024;
+const MAX_NAMES = 10_000_000;
+
+const BUCKET_HASH = prefixState('switchyard/served-set-bucket');
+
+/**
+ * The set of targets a replica is expected to hold, prepared for the codec. Writer and readers
+ * each build it from their own view (the targets the resolver assigns to the instance); all
+ * replicas of one instance share the readers' copy.
+ */
+export interface ExpectedSet {
+  readonly names: ReadonlySet<string>;
+  /** Per bucket count: each expected name's bucket, and each bucket's digest. */
+  bucketing(bucketCount: number): Bucketing;
+}
+
+export interface Bucketing {
+  /** Bucket of each name, in the iteration order of `names`. */
+  bucketOfName: Uint32Array;
+  /** bucketCount × 16 bytes. */
+  digests: Uint8Array;
+}
+
+export function expectedSetOf(names: Iterable<string>): ExpectedSet {
+  const set = new Set([...names].filter((n) => n.length > 0 && n.isWellFormed()));
+  const memo = new Map<number, Bucketing>();
+  return {
+    names: set,
+    bucketing(bucketCount) {
+      let found = memo.get(bucketCount);
+      if (found === undefined) {
+        found = bucketize(set, bucketCount);
+        memo.set(bucketCount, found);
+      }
+      return found;
+    },
+  };
+}
+
+export type DecodedServedSet =
+  /** `served`: certainly servable. `unsettled`: expected by the reader, but its bucket's digest differs. */
+  | { kind: 'set'; served: ReadonlySet<string>; unsettled: ReadonlySet<string> }
+  | { kind: 'truncated'; servedCount: number }
+  | { kind: 'undecodable'; reason: string };
+
+export interface EncodeOptions {
+  budgetBytes?: number;
+}
+
+/** Encodes the servable set against the writer's expected set. Always within the budget. */
+export function encodeServedSet(
+  served: Iterable<string>,
+  expected: ExpectedSet,
+  options: EncodeOptions = {},
+): string {
+  const budget = options.budgetBytes ?? DEFAULT_BUDGET_BYTES;
+  const names = servableNames(served);
+  const fits = (value: string) => value.length <= budget;
+  if (names.size <= NAMES_FORM_MAX_NAMES) {
+    const small = namesForm(names);
+    if (small.length <= NAMES_FORM_PREFERRED_BYTES && fits(small)) return small;
+  }
+  const digested = expectedForm(names, expected);
+  if (fits(digested)) return digested;
+  const plain = namesForm(names);
+  return fits(plain) ? plain : truncatedMarker(names.size);
+}
+
+/** Decodes a published value against the reader's expected set. Never throws. */
+export function decodeServedSet(value: string, expected: ExpectedSet): DecodedServedSet {
+  if (value.length > MAX_VALUE_LENGTH) return undecodable('value longer than any annotation can be');
+  const [version, form, body, ...rest] = value.split('.');
+  if (version !== FORMAT_VERSION) return undecodable(`unsupported format version "${version?.slice(0, 16)}"`);
+  if (body === undefined || rest.length > 0) return undecodable('not <version>.<form>.<body>');
+  switch (form) {
+    case FORM_NAMES:
+      return decodeNamesForm(body);
+    case FORM_EXPECTED:
+      return decodeExpectedForm(body, expected);
+    case FORM_TRUNCATED:
+      return decodeTruncated(body);
+    default:
+      return undecodable(`unknown form "${form?.slice(0, 16)}"`);
+  }
+}
+
+function undecodable(reason: string): DecodedServedSet {
+  return { kind: 'undecodable', reason };
+}
+
+// Names that cannot be targets (empty, or not well-formed UTF-16) are left out: leaving a name
+// out can only understate what the replica serves.
+function servableNames(served: Iterable<string>): Set<string> {
+  const out = new Set<string>();
+  for (const name of served) if (name.length > 0 && name.isWellFormed()) out.add(name);
+  return out;
+}
+
+// Array.prototype.sort's default order is code-unit order, the order compareNames defines.
+function sorted(names: Iterable<string>): string[] {
+  return [...names].sort();
+}
+
+function namesForm(names: ReadonlySet<string>): string {
+  const out = new ByteWriter();
+  writeNameList(out, sorted(names));
+  return `${FORMAT_VERSION}.${FORM_NAMES}.${base64(deflateRawSync(out.finish(), { level: 9 }))}`;
+}
+
+function expectedForm(served: ReadonlySet<string>, expected: ExpectedSet): string {
+  const missing = sorted([...expected.names].filter((n) => !served.has(n)));
+  const extras = sorted([...served].filter((n) => !expected.names.has(n)));
+  const bucketCount = bucketCountFor(expected.names.size);
+  const exceptions = new ByteWriter();
+  writeNameList(exceptions, missing);
+  writeNameList(exceptions, extras);
+  const out = new ByteWriter();
+  out.varint(bucketCount);
+  out.bytes(expected.bucketing(bucketCount).digests);
+  out.bytes(deflateRawSync(exceptions.finish(), { level: 9 }));
+  return `${FORMAT_VERSION}.${FORM_EXPECTED}.${base64(out.finish())}`;
+}
+
+function truncatedMarker(servedCount: number): string {
+  return `${FORMAT_VERSION}.${FORM_TRUNCATED}.${servedCount}`;
+}
+
+function decodeNamesForm(body: string): DecodedServedSet {
+  const bytes = fromBase64(body);
+  const inflated = bytes === undefined ? undefined : inflate(bytes);
+  if (inflated === undefined) return undecodable('names: not base64 of a deflate stream');
+  const input = new ByteReader(inflated);
+  const list = readNameList(input, MAX_NAMES);
+  if (!list.ok) return undecodable(`names: ${list.reason}`);
+  if (!input.done) return undecodable('names: trailing bytes');
+  return { kind: 'set', served: new Set(list.names), unsettled: new Set() };
+}
+
+function decodeExpectedForm(body: string, expected: ExpectedSet): DecodedServedSet {
+  const bytes = fromBase64(body);
+  if (bytes === undefined) return undecodable('expected: not base64');
+  const input = new ByteReader(bytes);
+  const bucketCount = input.varint();
+  if (bucketCount === undefined || !isValidBucketCount(bucketCount))
+    return undecodable('expected: bad bucket count');
+  const digests = input.bytes(bucketCount * DIGEST_BYTES);
+  const inflated = digests === undefined ? undefined : inflate(input.rest());
+  if (digests === undefined || inflated === undefined)
+    return undecodable('expected: truncated or bad exceptions');
+  const exceptions = new ByteReader(inflated);
+  const missing = readNameList(exceptions, MAX_NAMES);
+  const extras = readNameList(exceptions, MAX_NAMES);
+  if (!missing.ok) return undecodable(`expected: missing list: ${missing.reason}`);
+  if (!extras.ok) return undecodable(`expected: extras list: ${extras.reason}`);
+  if (!exceptions.done) return undecodable('expected: trailing bytes');
+  return reconstruct(expected, bucketCount, digests, new Set(missing.names), extras.names);
+}
+
+function reconstruct(
+  expected: ExpectedSet,
+  bucketCount: number,
+  writerDigests: Uint8Array,
+  missing: ReadonlySet<string>,
+  extras: readonly string[],
+): DecodedServedSet {
+  const ours = expected.bucketing(bucketCount);
+  const agreed = agreedBuckets(ours.digests, writerDigests, bucketCount);
+  const extraSet = new Set(extras);
+  const served = new Set<string>();
+  const unsettled = new Set<string>();
+  let i = 0;
+  for (const name of expected.names) {
+    const bucket = ours.bucketOfName[i++] as number;
+    if (missing.has(name)) continue;
+    if (agreed[bucket] === 1) served.add(name);
+    else if (!extraSet.has(name)) unsettled.add(name);
+  }
+  for (const name of extras) served.add(name);
+  return { kind: 'set', served, unsettled };
+}
+
+function agreedBuckets(ours: Uint8Array, theirs: Uint8Array, bucketCount: number): Uint8Array {
+  const agreed = new Uint8Array(bucketCount);
+  for (let b = 0; b < bucketCount; b++) {
+    const at = b * DIGEST_BYTES;
+    agreed[b] =
+      Buffer.compare(ours.subarray(at, at + DIGEST_BYTES), theirs.subarray(at, at + DIGEST_BYTES)) === 0
+        ? 1
+        : 0;
+  }
+  return agreed;
+}
+
+function decodeTruncated(body: string): DecodedServedSet {
+  if (!/^(0|[1-9][0-9]{0,9})$/.test(body)) return undecodable('truncated: bad count');
+  return { kind: 'truncated', servedCount: Number(body) };
+}
+
+function bucketCountFor(expectedSize: number): number {
+  let count = 1;
+  while (count * NAMES_PER_BUCKET < expectedSize && count < MAX_BUCKETS) count *= 2;
+  return count;
+}
+
+function isValidBucketCount(count: number): boolean {
+  return count >= 1 && count <= MAX_BUCKETS && (count & (count - 1)) === 0;
+}
+
+function bucketize(names: ReadonlySet<string>, bucketCount: number): Bucketing {
+  const bucketOfName = new Uint32Array(names.size);
+  const members: string[][] = Array.from({ length: bucketCount }, () => []);
+  let i = 0;
+  for (const name of names) {
+    const bucket = Math.min(bucketCount - 1, Math.floor(drawFrom(BUCKET_HASH, name) * bucketCount));
+    bucketOfName[i++] = bucket;
+    members[bucket]?.push(name);
+  }
+  const digests = new Uint8Array(bucketCount * DIGEST_BYTES);
+  members.forEach((bucket, b) => {
+    digests.set(bucketDigest(sorted(bucket)), b * DIGEST_BYTES);
+  });
+  return { bucketOfName, digests };
+}
+
+// JSON of the sorted names: canonical and unambiguous for any strings.
+function bucketDigest(sortedNames: readonly string[]): Uint8Array {
+  return createHash('sha256').update(JSON.stringify(sortedNames)).digest().subarray(0, DIGEST_BYTES);
+}
+
+function inflate(bytes: Uint8Array): Uint8Array | undefined {
+  try {
+    return inflateRawSync(bytes, { maxOutputLength: MAX_INFLATED_BYTES });
+  } catch {
+    return undefined;
+  }
+}
+
+function base64(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+}
+
+// Buffer.from(…, 'base64') skips characters it does not know; a strict reader refuses them.
+function fromBase64(text: string): Uint8Array | undefined {
+  if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return undefined;
+  return Buffer.from(text, 'base64');
+}
