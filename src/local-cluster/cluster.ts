@@ -46,6 +46,8 @@ export interface LocalClusterInfo {
   /** kubeconfig file per static identity (admin, nobody, …). */
   kubeConfigs: Record<StaticIdentityName, string>;
   auditLog: string;
+  /** etcd's client URL, for tests that compact history to force 410 Gone. */
+  etcdUrl: string;
   natsUrl: string;
   natsMonitorUrl: string;
 }
@@ -185,6 +187,7 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
       endpoint,
       kubeConfigs,
       auditLog: api.auditLog,
+      etcdUrl: etcd.url,
       natsUrl: nats.url,
       natsMonitorUrl: nats.monitorUrl,
       identities,

@@ -13,6 +13,9 @@ declare module 'vitest' {
 
 export const FAILED_MARKER = 'A_TEST_FAILED';
 
+/** A test-only resource served without a watch cache (see global-setup). */
+export const UNCACHED_TEST_RESOURCE = 'gadgets.watch.switchyard.dev';
+
 /** The run's local cluster; marks it to keep its logs when a test of the calling file fails. */
 export function useLocalCluster() {
   const info = inject('localCluster');

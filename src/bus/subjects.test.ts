@@ -1,0 +1,29 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { escapeToken, objectSubject, parseObjectSubject, unescapeToken } from './subjects.ts';
+
+describe('subject tokens', () => {
+  it('escape a CRD name into one readable token', () => {
+    expect(escapeToken('widgets.example.com')).toBe('widgets_2eexample_2ecom');
+    expect(objectSubject({ kind: 'crd', namespace: '', name: 'widgets.example.com' })).toBe(
+      'k8s.crd._.widgets_2eexample_2ecom',
+    );
+  });
+
+  it('round-trip any string, and never produce a separator or wildcard', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme' }), (s) => {
+        const token = escapeToken(s);
+        expect(token).toMatch(/^[A-Za-z0-9_-]+$/);
+        expect(unescapeToken(token)).toBe(s);
+      }),
+    );
+  });
+
+  it('parse the key back from an object subject', () => {
+    const key = { kind: 'lease', namespace: 'cws-a', name: 'switchyard-served-pod.1' };
+    expect(parseObjectSubject(objectSubject(key))).toEqual(key);
+    expect(parseObjectSubject('work.assign.3.x')).toBeUndefined();
+    expect(parseObjectSubject('k8s.lease.a_zz.b')).toBeUndefined();
+  });
+});

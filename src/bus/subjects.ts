@@ -1,0 +1,86 @@
+/**
+ * Subject names of the bus. Kubernetes names contain `.` (a CRD is
+ * `widgets.example.com`), which NATS reads as a token separator, so every
+ * name is escaped into one token: letters, digits and `-` stay, every other
+ * byte becomes `_` and two hex digits (`.` → `_2e`). The escape is total and
+ * reversible, and `_` never appears in a DNS name, so escaped names stay
+ * readable in `nats stream view`.
+ *
+ * Layout:
+ *   k8s.<kind>.<namespace>.<name>   object snapshots and tombstones (stream K8S)
+ *   hb.<kind>.<namespace>.<name>    Lease renewals that change nothing else (stream HEARTBEATS)
+ *   work.<concern>.<partition>.<key> handler work items (stream WORK, see bus/runtime)
+ *   fanout.<concern>.<key>          items waiting for the pacer (stream FANOUT)
+ *   dlq.<concern>                   dead letters with their reason (stream DLQ)
+ * A cluster-scoped object's namespace token is `_`.
+ */
+
+const SAFE = /^[A-Za-z0-9-]$/;
+
+export function escapeToken(value: string): string {
+  if (value === '') return '_';
+  let out = '';
+  for (const byte of Buffer.from(value, 'utf8')) {
+    const ch = String.fromCharCode(byte);
+    out += SAFE.test(ch) ? ch : `_${byte.toString(16).padStart(2, '0')}`;
+  }
+  return out;
+}
+
+export function unescapeToken(token: string): string {
+  if (token === '_') return '';
+  const bytes: number[] = [];
+  for (let i = 0; i < token.length; i++) {
+    if (token[i] === '_') {
+      const hex = token.slice(i + 1, i + 3);
+      if (!/^[0-9a-f]{2}$/.test(hex)) throw new Error(`malformed subject token ${token}`);
+      bytes.push(Number.parseInt(hex, 16));
+      i += 2;
+    } else {
+      bytes.push(token.charCodeAt(i));
+    }
+  }
+  return Buffer.from(bytes).toString('utf8');
+}
+
+/** The kinds of object the watchers record; each is one subject token. */
+export const OBJECT_KINDS = [
+  'webhookserver',
+  'crdconfig',
+  'xrdconfig',
+  'crd',
+  'xrd',
+  'deployment',
+  'lease',
+] as const;
+export type ObjectKind = (typeof OBJECT_KINDS)[number];
+
+export interface ObjectKey {
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+export function objectSubject({ kind, namespace, name }: ObjectKey): string {
+  return `k8s.${kind}.${escapeToken(namespace)}.${escapeToken(name)}`;
+}
+
+export function heartbeatSubject({ kind, namespace, name }: ObjectKey): string {
+  return `hb.${kind}.${escapeToken(namespace)}.${escapeToken(name)}`;
+}
+
+/** The key of an object or heartbeat subject; undefined for any other subject. */
+export function parseObjectSubject(subject: string): ObjectKey | undefined {
+  const parts = subject.split('.');
+  if (parts.length !== 4 || (parts[0] !== 'k8s' && parts[0] !== 'hb')) return undefined;
+  const [, kind = '', ns = '', name = ''] = parts;
+  try {
+    return { kind, namespace: unescapeToken(ns), name: unescapeToken(name) };
+  } catch {
+    return undefined;
+  }
+}
+
+export function kindFilter(prefix: 'k8s' | 'hb', kind: string): string {
+  return `${prefix}.${kind}.>`;
+}

@@ -1,0 +1,270 @@
+// Watchers against the real apiserver and JetStream: changes round-trip from
+// a watch into the record stream and back into a view; a watch that fell
+// behind a compaction (410 Gone) relists and records the deletion it missed;
+// two watchers store each change once; a Lease renewal is a heartbeat only.
+import {
+  ApiextensionsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createNamespace,
+  UNCACHED_TEST_RESOURCE,
+  useLocalCluster,
+} from '../../test/support/local-cluster.ts';
+import { ensureTopology, STREAMS } from '../bus/topology.ts';
+import { ObjectView } from '../bus/view.ts';
+import { waitFor } from '../local-cluster/wait.ts';
+import { ObjectWatcher } from './object-watcher.ts';
+import { isLeaseRenewalOnly, type WatchedResource } from './resources.ts';
+
+const cluster = useLocalCluster();
+const admin = cluster.kubeConfig('admin');
+const core = admin.makeApiClient(CoreV1Api);
+const custom = admin.makeApiClient(CustomObjectsApi);
+const log = pino({ level: process.env.LOG_LEVEL ?? 'warn' });
+let nc: NatsConnection;
+let js: JetStreamClient;
+let jsm: JetStreamManager;
+let namespace = '';
+const running: { stop(): void }[] = [];
+
+beforeAll(async () => {
+  nc = await connect({ servers: cluster.info.natsUrl });
+  js = jetstream(nc);
+  jsm = await jetstreamManager(nc);
+  await ensureTopology(jsm);
+  namespace = await createNamespace(admin, 'watch');
+});
+
+afterAll(async () => {
+  for (const r of running) r.stop();
+  await core.deleteNamespace({ name: namespace });
+  await nc.close();
+});
+
+async function startView(kind: string): Promise<ObjectView> {
+  const view = new ObjectView([kind], log);
+  await view.start(js, jsm);
+  running.push(view);
+  return view;
+}
+
+async function startWatcher(resource: WatchedResource, view: ObjectView, resumeFrom?: string) {
+  const watcher = new ObjectWatcher({
+    resource,
+    kubeConfig: admin,
+    js,
+    log,
+    recorded: view.events(resource.kind),
+    resumeFrom,
+  });
+  await watcher.start();
+  running.push(watcher);
+  return watcher;
+}
+
+async function recordedCount(filter: string, stream: string = STREAMS.records): Promise<number> {
+  const info = await jsm.streams.info(stream, { subjects_filter: filter });
+  return Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
+}
+
+const configMaps = (kind: string, label: string): WatchedResource => ({
+  kind,
+  path: `/api/v1/namespaces/${namespace}/configmaps`,
+  labelSelector: `test=${label}`,
+});
+
+describe('object watcher', () => {
+  it('records create, update and delete, and a view rebuilt from the stream follows them', async () => {
+    const resource = configMaps('testcm', 'roundtrip');
+    const view = await startView('testcm');
+    await startWatcher(resource, view);
+    const key = { kind: 'testcm', namespace, name: 'rt' };
+
+    await core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: 'rt', labels: { test: 'roundtrip' } }, data: { v: '1' } },
+    });
+    await waitFor('the create in the view', () =>
+      (view.get(key) as { data?: { v?: string } })?.data?.v === '1' ? true : undefined,
+    );
+
+    await core.patchNamespacedConfigMap(
+      { name: 'rt', namespace, body: { data: { v: '2' } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await waitFor('the update in the view', () =>
+      (view.get(key) as { data?: { v?: string } })?.data?.v === '2' ? true : undefined,
+    );
+
+    // A second view, built from the stream alone, sees the same state.
+    const rebuilt = await startView('testcm');
+    expect((rebuilt.get(key) as { data?: { v?: string } })?.data?.v).toBe('2');
+
+    await core.deleteNamespacedConfigMap({ name: 'rt', namespace });
+    await waitFor('the delete in the view', () => (view.get(key) === undefined ? true : undefined));
+    expect(view.lastEvent(key)).toMatchObject({ op: 'delete', observedBy: 'watch' });
+  });
+
+  it('relists after 410 Gone and records the deletion it missed', async () => {
+    const crds = admin.makeApiClient(ApiextensionsV1Api);
+    const [plural, ...groupParts] = UNCACHED_TEST_RESOURCE.split('.');
+    const group = groupParts.join('.');
+    await crds.createCustomResourceDefinition({
+      body: {
+        metadata: { name: UNCACHED_TEST_RESOURCE },
+        spec: {
+          group,
+          scope: 'Namespaced',
+          names: { plural: plural ?? '', singular: 'gadget', kind: 'Gadget' },
+          versions: [
+            {
+              name: 'v1',
+              served: true,
+              storage: true,
+              schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
+            },
+          ],
+        },
+      },
+    });
+    const gadget = (name: string) => ({ apiVersion: `${group}/v1`, kind: 'Gadget', metadata: { name } });
+    const create = (name: string) =>
+      waitFor(`gadget ${name} created`, () =>
+        custom
+          .createNamespacedCustomObject({
+            group,
+            version: 'v1',
+            namespace,
+            plural: plural ?? '',
+            body: gadget(name),
+          })
+          .then(() => true),
+      );
+    const resource: WatchedResource = {
+      kind: 'gadget',
+      path: `/apis/${group}/v1/namespaces/${namespace}/gadgets`,
+    };
+    const view = await startView('gadget');
+    await create('g1');
+    await create('g2');
+    const first = await startWatcher(resource, view);
+    await waitFor('both gadgets recorded', () => (view.list('gadget').length === 2 ? true : undefined));
+    const position = first.position;
+    first.stop();
+
+    // While no watcher runs: g1 goes, g3 comes, and etcd forgets the history.
+    await custom.deleteNamespacedCustomObject({
+      group,
+      version: 'v1',
+      namespace,
+      plural: plural ?? '',
+      name: 'g1',
+    });
+    await create('g3');
+    const range = await fetch(`${cluster.info.etcdUrl}/v3/kv/range`, {
+      method: 'POST',
+      body: JSON.stringify({ key: Buffer.from('/').toString('base64') }),
+    });
+    const revision = ((await range.json()) as { header: { revision: string } }).header.revision;
+    const compacted = await fetch(`${cluster.info.etcdUrl}/v3/kv/compaction`, {
+      method: 'POST',
+      body: JSON.stringify({ revision, physical: true }),
+    });
+    expect(compacted.status).toBe(200);
+
+    const resumed = await startWatcher(resource, view, position);
+    await waitFor('the missed deletion and creation recorded', () =>
+      view
+        .list('gadget')
+        .map((g) => g.metadata.name)
+        .sort()
+        .join() === 'g2,g3'
+        ? true
+        : undefined,
+    );
+    expect(resumed.stats.relists).toBe(1);
+    expect(resumed.stats.tombstones).toBe(1);
+    expect(view.lastEvent({ kind: 'gadget', namespace, name: 'g1' })).toMatchObject({
+      op: 'delete',
+      observedBy: 'relist-gap',
+    });
+  });
+
+  it('stores each change once when two watchers run at the same time', async () => {
+    const resource = configMaps('testcm2', 'twins');
+    const view = await startView('testcm2');
+    const [a, b] = await Promise.all([startWatcher(resource, view), startWatcher(resource, view)]);
+    const names = ['t1', 't2', 't3', 't4', 't5'];
+    for (const name of names) {
+      await core.createNamespacedConfigMap({
+        namespace,
+        body: { metadata: { name, labels: { test: 'twins' } } },
+      });
+      await core.patchNamespacedConfigMap(
+        { name, namespace, body: { data: { updated: 'yes' } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    }
+    for (const name of names.slice(0, 2)) await core.deleteNamespacedConfigMap({ name, namespace });
+    const changes = names.length * 2 + 2;
+    await waitFor('every change seen by both watchers', () =>
+      a.stats.published + a.stats.duplicates === changes && b.stats.published + b.stats.duplicates === changes
+        ? true
+        : undefined,
+    );
+    expect(await recordedCount('k8s.testcm2.>')).toBe(changes);
+    expect(a.stats.published + b.stats.published).toBe(changes);
+    expect(a.stats.duplicates + b.stats.duplicates).toBe(changes);
+  });
+
+  it('records a Lease renewal as a heartbeat only, and a real change on the record stream', async () => {
+    const leases = admin.makeApiClient(CoordinationV1Api);
+    const resource: WatchedResource = {
+      kind: 'testlease',
+      path: `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`,
+      isHeartbeatOnly: isLeaseRenewalOnly,
+    };
+    const view = await startView('testlease');
+    const watcher = await startWatcher(resource, view);
+    await leases.createNamespacedLease({
+      namespace,
+      body: { metadata: { name: 'served-a' }, spec: { holderIdentity: 'pod-a', leaseDurationSeconds: 30 } },
+    });
+    const renew = (holderIdentity: string) =>
+      leases.patchNamespacedLease(
+        {
+          name: 'served-a',
+          namespace,
+          body: { spec: { holderIdentity, renewTime: new Date().toISOString().replace('Z', '000Z') } },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    await waitFor('the lease recorded', () =>
+      view.get({ kind: 'testlease', namespace, name: 'served-a' }) ? true : undefined,
+    );
+    await renew('pod-a');
+    await renew('pod-a');
+    await waitFor('two heartbeats', () => (watcher.stats.heartbeats === 2 ? true : undefined));
+    expect(await recordedCount('k8s.testlease.>')).toBe(1);
+    expect(await recordedCount('hb.testlease.>', STREAMS.heartbeats)).toBe(1);
+
+    await renew('pod-b');
+    await waitFor('the holder change recorded', () =>
+      (view.get({ kind: 'testlease', namespace, name: 'served-a' }) as { spec?: { holderIdentity?: string } })
+        ?.spec?.holderIdentity === 'pod-b'
+        ? true
+        : undefined,
+    );
+    expect(await recordedCount('k8s.testlease.>')).toBe(2);
+    expect(watcher.stats.heartbeats).toBe(2);
+  });
+});
