@@ -10,4 +10,12 @@ npx tsc -p tsconfig.json
 echo "[test] lint"
 npx biome check .
 echo "[test] vitest"
-exec npx vitest run "$@"
+report="$SWITCHYARD_CACHE/vitest-report.json"
+rm -f "$report"
+status=0
+npx vitest run --reporter=default --reporter=json --outputFile.json="$report" "$@" || status=$?
+if [[ -f "$report" ]]; then
+  node -e 'const r = require(process.argv[1]);
+    console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`);' "$report"
+fi
+exit "$status"

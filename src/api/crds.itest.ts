@@ -1,31 +1,15 @@
 // The generated CRDs in deploy/crds/ against the real kube-apiserver: accepted and
 // established, valid objects admitted, and objects that break the schema rejected
 // with a message that names the problem.
-import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import {
-  ApiextensionsV1Api,
-  CustomObjectsApi,
-  loadAllYaml,
-  type V1CustomResourceDefinition,
-} from '@kubernetes/client-node';
+import { CustomObjectsApi } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { committedCrds, ensureCrd } from '../../test/support/crds.ts';
 import { useLocalCluster } from '../../test/support/local-cluster.ts';
-import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
-import { waitFor } from '../local-cluster/wait.ts';
 import { GROUP, VERSION } from './constants.ts';
 
 const cluster = useLocalCluster();
 const admin = cluster.kubeConfig('admin');
-const crdsApi = admin.makeApiClient(ApiextensionsV1Api);
 const custom = admin.makeApiClient(CustomObjectsApi);
-
-async function committedCrds(): Promise<V1CustomResourceDefinition[]> {
-  const dir = join(PROJECT_ROOT, 'deploy', 'crds');
-  const files = (await readdir(dir)).filter((f) => f.endsWith('.yaml'));
-  const docs = await Promise.all(files.map((f) => readFile(join(dir, f), 'utf8')));
-  return docs.flatMap((d) => loadAllYaml(d) as V1CustomResourceDefinition[]);
-}
 
 async function rejection(plural: string, body: object): Promise<string> {
   try {
@@ -39,15 +23,7 @@ async function rejection(plural: string, body: object): Promise<string> {
 }
 
 beforeAll(async () => {
-  for (const crd of await committedCrds()) {
-    await crdsApi.createCustomResourceDefinition({ body: crd });
-    await waitFor(`CRD ${crd.metadata?.name} to be established`, async () => {
-      const c = await crdsApi.readCustomResourceDefinition({ name: crd.metadata?.name ?? '' });
-      return c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True')
-        ? true
-        : undefined;
-    });
-  }
+  for (const crd of await committedCrds()) await ensureCrd(admin, crd);
 });
 
 const apiVersion = `${GROUP}/${VERSION}`;

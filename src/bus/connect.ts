@@ -20,6 +20,8 @@ export async function connectBus(opts: {
   name: string;
   log: Logger;
   topology?: TopologyOptions;
+  /** False for read-only tools (bus stats): they must not create or change streams. */
+  applyTopology?: boolean;
 }): Promise<Bus> {
   const nc = await connect({
     servers: opts.servers,
@@ -29,8 +31,10 @@ export async function connectBus(opts: {
   });
   checkServerVersion(nc.info?.version ?? '0.0.0', nc.info?.jetstream === true);
   const jsm = await jetstreamManager(nc);
-  const applied = await ensureTopology(jsm, opts.topology ?? DEFAULT_TOPOLOGY);
-  opts.log.debug({ streams: applied, server: nc.info?.version }, 'bus topology applied');
+  if (opts.applyTopology !== false) {
+    const applied = await ensureTopology(jsm, opts.topology ?? DEFAULT_TOPOLOGY);
+    opts.log.debug({ streams: applied, server: nc.info?.version }, 'bus topology applied');
+  }
   return {
     nc,
     js: jetstream(nc),

@@ -52,3 +52,20 @@ export async function listObjects(
   } while (cont);
   return { items, resourceVersion };
 }
+
+/** Whether the apiserver serves a group version (XRDs exist only where Crossplane is installed). */
+export async function servesGroupVersion(kc: KubeConfig, groupVersionPath: string): Promise<boolean> {
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) throw new Error('kubeconfig has no current cluster');
+  const ctx = new RequestContext(server + groupVersionPath, HttpMethod.GET);
+  await kc.applySecurityAuthentication(ctx);
+  const res = await fetch(server + groupVersionPath, {
+    headers: ctx.getHeaders(),
+    dispatcher: ctx.getDispatcher(),
+  });
+  await res.body?.cancel();
+  if (res.status === 404) return false;
+  if (res.status !== 200)
+    throw new ApiStatusError(res.status, `discovery ${groupVersionPath}: HTTP ${res.status}`);
+  return true;
+}

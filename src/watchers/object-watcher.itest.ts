@@ -9,6 +9,7 @@ import {
   CustomObjectsApi,
   PatchStrategy,
   setHeaderOptions,
+  Watch,
 } from '@kubernetes/client-node';
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -60,7 +61,7 @@ async function startView(kind: string): Promise<ObjectView> {
 async function startWatcher(resource: WatchedResource, view: ObjectView, resumeFrom?: string) {
   const watcher = new ObjectWatcher({
     resource,
-    kubeConfig: admin,
+    informers: { kubeConfig: admin, newWatch: () => new Watch(admin) },
     js,
     log,
     recorded: view.events(resource.kind),

@@ -1,4 +1,4 @@
-import { type KubeConfig, Watch } from '@kubernetes/client-node';
+import type { KubeConfig, Watch } from '@kubernetes/client-node';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import {
@@ -27,6 +27,12 @@ interface Known {
 }
 
 const MAX_BACKOFF_MS = 30_000;
+
+/** The part of the informers client (src/kube/clients.ts) a watcher uses. */
+export interface WatcherClient {
+  kubeConfig: KubeConfig;
+  newWatch(): Watch;
+}
 
 function keyOf(o: RecordedObject): string {
   return `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
@@ -61,13 +67,14 @@ export class ObjectWatcher {
   private stopped = false;
   private backoffMs = 500;
   private readonly resource: WatchedResource;
-  private readonly kc: KubeConfig;
+  private readonly informers: WatcherClient;
   private readonly js: JetStreamClient;
   private readonly log: Logger;
 
   constructor(opts: {
     resource: WatchedResource;
-    kubeConfig: KubeConfig;
+    /** The process's informers client: lists and watches carry its identity and User-Agent. */
+    informers: WatcherClient;
     js: JetStreamClient;
     log: Logger;
     /** The last recorded event of each object of this kind, from the stream. */
@@ -77,7 +84,7 @@ export class ObjectWatcher {
   }) {
     this.resourceVersion = opts.resumeFrom ?? '';
     this.resource = opts.resource;
-    this.kc = opts.kubeConfig;
+    this.informers = opts.informers;
     this.js = opts.js;
     this.log = opts.log.child({ kind: opts.resource.kind });
     for (const e of opts.recorded) {
@@ -103,7 +110,7 @@ export class ObjectWatcher {
   }
 
   private async relist(): Promise<void> {
-    const list = await listObjects(this.kc, this.resource.path, {
+    const list = await listObjects(this.informers.kubeConfig, this.resource.path, {
       labelSelector: this.resource.labelSelector,
     });
     this.stats.relists++;
@@ -146,7 +153,8 @@ export class ObjectWatcher {
     const onDone = (err: unknown) => {
       void queue.then(() => this.afterWatch(err, gone));
     };
-    new Watch(this.kc)
+    this.informers
+      .newWatch()
       .watch(this.resource.path, query, onEvent, onDone)
       .then((abort) => {
         this.abort = abort;

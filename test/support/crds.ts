@@ -1,0 +1,35 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  ApiextensionsV1Api,
+  type KubeConfig,
+  loadAllYaml,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
+import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
+import { waitFor } from '../../src/local-cluster/wait.ts';
+
+/** Creates a CRD unless it exists, and waits until it is established. */
+export async function ensureCrd(kc: KubeConfig, crd: V1CustomResourceDefinition): Promise<void> {
+  const api = kc.makeApiClient(ApiextensionsV1Api);
+  const name = crd.metadata?.name ?? '';
+  try {
+    await api.createCustomResourceDefinition({ body: crd });
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err;
+  }
+  await waitFor(`CRD ${name} to be established`, async () => {
+    const c = await api.readCustomResourceDefinition({ name });
+    return c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True')
+      ? true
+      : undefined;
+  });
+}
+
+/** The project's CRDs as committed in deploy/crds/ (what a user applies). */
+export async function committedCrds(): Promise<V1CustomResourceDefinition[]> {
+  const dir = join(PROJECT_ROOT, 'deploy', 'crds');
+  const files = (await readdir(dir)).filter((f) => f.endsWith('.yaml'));
+  const docs = await Promise.all(files.map((f) => readFile(join(dir, f), 'utf8')));
+  return docs.flatMap((d) => loadAllYaml(d) as V1CustomResourceDefinition[]);
+}
