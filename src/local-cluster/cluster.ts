@@ -56,6 +56,8 @@ export interface LocalCluster extends LocalClusterInfo {
   identities: StaticIdentities;
   kubeConfigFor(identity: StaticIdentityName): KubeConfig;
   nodeAgent: NodeAgent;
+  /** Every process the cluster runs: control plane, NATS and pods. */
+  pids(): { name: string; pid: number }[];
   /** Stops every process. Removes the directory unless `keepDir` (keep logs when a test failed). */
   stop(opts?: { keepDir?: boolean }): Promise<void>;
 }
@@ -193,6 +195,10 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
       identities,
       kubeConfigFor,
       nodeAgent: agent,
+      pids: () => [
+        ...processes.flatMap((p) => (p.running && p.pid !== undefined ? [{ name: p.name, pid: p.pid }] : [])),
+        ...agent.runningPods().flatMap((pod) => pod.pids.map((pid) => ({ name: `pod ${pod.name}`, pid }))),
+      ],
       async stop({ keepDir = false } = {}) {
         await stopAll();
         if (keepDir) log.warn({ dir }, 'local cluster stopped; logs kept');

@@ -83,13 +83,14 @@ export class NodeAgent {
     this.runners.clear();
   }
 
-  /** Pods this agent runs, by uid, with their process ids (for tests and the demo). */
-  runningPods(): { namespace: string; name: string; uid: string; ready: boolean }[] {
+  /** Pods this agent runs, with their process ids (for tests and the demo). */
+  runningPods(): { namespace: string; name: string; uid: string; ready: boolean; pids: number[] }[] {
     return [...this.runners.values()].map((r) => ({
       namespace: r.pod.metadata?.namespace ?? '',
       name: r.pod.metadata?.name ?? '',
       uid: r.uid,
       ready: r.ready,
+      pids: r.pids,
     }));
   }
 

@@ -88,6 +88,12 @@ export class PodRunner {
     return this.pod.metadata?.uid ?? '';
   }
 
+  get pids(): number[] {
+    return this.runs.flatMap((r) =>
+      r.process?.running && r.process.pid !== undefined ? [r.process.pid] : [],
+    );
+  }
+
   get ready(): boolean {
     return this.runs.length > 0 && this.runs.every((r) => r.ready);
   }
