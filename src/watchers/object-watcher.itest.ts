@@ -20,6 +20,8 @@ import {
   UNCACHED_TEST_RESOURCE,
   useLocalCluster,
 } from '../../test/support/local-cluster.ts';
+import { encodeMessage, objectEventSchema } from '../bus/messages.ts';
+import { objectSubject } from '../bus/subjects.ts';
 import { ensureTopology, STREAMS } from '../bus/topology.ts';
 import { ObjectView } from '../bus/view.ts';
 import { waitFor } from '../local-cluster/wait.ts';
@@ -113,6 +115,24 @@ describe('object watcher', () => {
     await core.deleteNamespacedConfigMap({ name: 'rt', namespace });
     await waitFor('the delete in the view', () => (view.get(key) === undefined ? true : undefined));
     expect(view.lastEvent(key)).toMatchObject({ op: 'delete', observedBy: 'watch' });
+  });
+
+  it('lets a handler wait until its view has caught up to the sequence of a trigger', async () => {
+    const view = await startView('testcm3');
+    const object = { metadata: { name: 'late', namespace, uid: 'uid-late', resourceVersion: '1' } };
+    const ack = await js.publish(
+      objectSubject({ kind: 'testcm3', namespace, name: 'late' }),
+      encodeMessage(objectEventSchema, {
+        op: 'upsert',
+        object,
+        observedBy: 'watch',
+        observedAt: new Date().toISOString(),
+      }),
+    );
+    await view.waitFor(ack.seq);
+    expect(view.sequence).toBeGreaterThanOrEqual(ack.seq);
+    expect(view.get({ kind: 'testcm3', namespace, name: 'late' })).toEqual(object);
+    await expect(view.waitFor(ack.seq + 1_000, 200)).rejects.toThrow(/did not reach stream sequence/);
   });
 
   it('relists after 410 Gone and records the deletion it missed', async () => {
