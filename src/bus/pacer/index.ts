@@ -1,0 +1,3 @@
+export * from './pacer.ts';
+export * from './slot-claimer.ts';
+export * from './slots.ts';

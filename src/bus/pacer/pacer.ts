@@ -1,0 +1,166 @@
+/**
+ * Paced fan-out: one change fans out into many work items, and the fleet
+ * releases them into their work subjects at a fixed rate (default 50/s) that
+ * holds for ALL replicas together. JetStream 2.9 has no message-rate limit
+ * (`rate_limit_bps` is bits/s and push-only), so the pacing is built on the bus:
+ *
+ * 1. A producer publishes each item, as a {@link PacedItem} envelope naming its
+ *    target subject, to a fan-out WorkQueue stream (`publishPaced`).
+ * 2. Every replica runs a pacer: a handler runtime (shared durable consumer on
+ *    the fan-out stream) whose handler claims a time-slot token in a KV bucket
+ *    (`slot-claimer.ts`), then republishes the payload to the target subject
+ *    with a deterministic `Nats-Msg-Id`, and only then lets the runtime ack.
+ *    One token per slot of 1000/rate ms, each won by exactly one replica and
+ *    only during its own slot, gives the fleet-wide rate.
+ *
+ * Guarantees: at most ceil(W*rate/1000)+1 releases in any W ms (up to clock
+ * skew, see `slot-claimer.ts`); no item is lost (acked only after the
+ * republish is stored); an item whose pacer died after publishing but before
+ * acking is republished with the same message id, which the work stream's
+ * duplicate window drops. Backlog = the pacer consumer's `num_pending`.
+ * Everything the handler runtime guarantees (validation, dead-lettering,
+ * consumer recreation, drain on stop) holds for the pacer too.
+ */
+import { type JetStreamClient, StorageType } from '@nats-io/jetstream';
+import { Kvm, type KvOptions } from '@nats-io/kv';
+import { type NatsConnection, headers as natsHeaders } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { type HandlerCounters, startHandlerRuntime } from '../runtime/handler-runtime.ts';
+import { SlotClaimer } from './slot-claimer.ts';
+import { assertRate } from './slots.ts';
+
+/** The default fleet-wide release rate (BRIEF §7). */
+export const DEFAULT_PACER_RATE_PER_SECOND = 50;
+
+/**
+ * The slot bucket: tokens are only compared, never read back, so memory storage
+ * and one revision per key suffice; a minute of max_age is far longer than any
+ * slot is contended, and bounds the bucket to rate*60 keys.
+ */
+export const PACER_BUCKET_OPTIONS: Partial<KvOptions> = {
+  history: 1,
+  ttl: 60_000,
+  storage: StorageType.Memory,
+  description: 'switchyard pacer time-slot tokens',
+};
+
+export const pacedItemSchema = z.object({
+  /** The work subject the payload is released to. */
+  subject: z.string().min(1),
+  /** The work item, published as JSON. Validated by the work handler's own schema. */
+  payload: z.unknown(),
+  /** Message id of the released message; default `paced:<fan-out stream>:<seq>`. */
+  msgId: z.string().min(1).optional(),
+  /** Extra headers of the released message. */
+  headers: z.record(z.string(), z.string()).optional(),
+});
+export type PacedItem = z.infer<typeof pacedItemSchema>;
+
+/** Publishes one item for paced release. `msgID` dedups the fan-out publish itself. */
+export async function publishPaced(
+  js: JetStreamClient,
+  fanoutSubject: string,
+  item: PacedItem,
+  opts: { msgID?: string; timeoutMs?: number } = {},
+): Promise<{ seq: number; duplicate: boolean }> {
+  const checked = pacedItemSchema.parse(item);
+  const pa = await js.publish(fanoutSubject, JSON.stringify(checked), {
+    ...(opts.msgID === undefined ? {} : { msgID: opts.msgID }),
+    timeout: opts.timeoutMs ?? 5_000,
+  });
+  return { seq: pa.seq, duplicate: pa.duplicate };
+}
+
+export interface PacerOptions {
+  nc: NatsConnection;
+  log: Logger;
+  /** Name in logs and metrics, e.g. `config-fanout`. */
+  concern: string;
+  /** The fan-out WorkQueue stream and the pacer's shared durable on it. */
+  stream: string;
+  durable: string;
+  filterSubject: string;
+  /** Fleet-wide releases per second. Default 50. */
+  ratePerSecond?: number;
+  /** KV bucket of slot tokens; one bucket per pacer (rate domain). Created at start if missing. */
+  bucket: string;
+  /** Items in flight per replica. Default 2 (one waits for a slot while the other publishes). */
+  lanes?: number;
+  ackWaitMs?: number;
+  /** Release attempts before an item is dead-lettered. Default 10. */
+  maxDeliver?: number;
+  deadLetterSubject: string;
+  /** Token value, for debugging; default the connection's client id. */
+  owner?: string;
+  drainTimeoutMs?: number;
+  clock?: () => number;
+}
+
+export interface PacerCounters extends HandlerCounters {
+  /** Items released into their work subject. */
+  itemsReleased: number;
+  slotsWon: number;
+  /** Slot claims lost to another replica (contention, not an error). */
+  slotsLost: number;
+}
+
+export interface Pacer {
+  counters(): PacerCounters;
+  stop(opts?: { drainTimeoutMs?: number }): Promise<void>;
+}
+
+export async function startPacer(opts: PacerOptions): Promise<Pacer> {
+  const rate = opts.ratePerSecond ?? DEFAULT_PACER_RATE_PER_SECOND;
+  assertRate(rate);
+  const kvm = new Kvm(opts.nc);
+  const kv = await kvm.create(opts.bucket, PACER_BUCKET_OPTIONS);
+  const claimer = new SlotClaimer({
+    kv,
+    ratePerSecond: rate,
+    owner: opts.owner ?? `client-${opts.nc.info?.client_id ?? 'unknown'}`,
+    ...(opts.clock ? { clock: opts.clock } : {}),
+  });
+  const js = kvm.js;
+  let releasedCount = 0;
+  const runtime = await startHandlerRuntime({
+    nc: opts.nc,
+    concern: opts.concern,
+    log: opts.log,
+    consumers: {
+      mode: 'shared',
+      stream: opts.stream,
+      durable: opts.durable,
+      filterSubject: opts.filterSubject,
+      ackWaitMs: opts.ackWaitMs ?? 30_000,
+      maxDeliver: opts.maxDeliver ?? 10,
+    },
+    concurrency: opts.lanes ?? 2,
+    schema: pacedItemSchema,
+    deadLetterSubject: opts.deadLetterSubject,
+    ...(opts.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: opts.drainTimeoutMs }),
+    errorBackoff: { baseMs: 200, maxMs: 10_000 },
+    handle: async (item, ctx) => {
+      const slot = await claimer.claim(ctx.signal);
+      const h = natsHeaders();
+      for (const [k, v] of Object.entries(item.headers ?? {})) h.set(k, v);
+      await js.publish(item.subject, JSON.stringify(item.payload), {
+        msgID: item.msgId ?? `paced:${opts.stream}:${ctx.seq}`,
+        headers: h,
+        timeout: 5_000,
+      });
+      releasedCount++;
+      ctx.log.debug({ slot, target: item.subject }, 'released');
+    },
+  });
+  opts.log.info({ concern: opts.concern, rate, bucket: opts.bucket }, 'pacer started');
+  return {
+    counters: () => ({
+      ...runtime.counters(),
+      itemsReleased: releasedCount,
+      slotsWon: claimer.won,
+      slotsLost: claimer.lost,
+    }),
+    stop: (o) => runtime.stop(o),
+  };
+}
