@@ -1,9 +1,13 @@
 #!/usr/bin/env node
 // The project's one entrypoint (the container image runs it too): a subcommand per job.
+import { runWatchers } from '../watchers/run.ts';
+import { runBus } from './bus.ts';
 import { runDemo } from './demo.ts';
 
 const commands: Record<string, (args: string[]) => Promise<void>> = {
   demo: runDemo,
+  watch: runWatchers,
+  bus: runBus,
 };
 
 async function main(argv: string[]): Promise<void> {

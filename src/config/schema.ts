@@ -1,0 +1,114 @@
+// The one schema for process configuration. Every key can come from the config
+// file, the environment or a flag (src/config/load.ts derives the names), and
+// docs/configuration.md is generated from the descriptions below (a unit test
+// fails when they drift). To add a key: add it here with a default and a
+// description that says what the number caps and at what scope — per process,
+// per client, or across the whole fleet of replicas.
+import { z } from 'zod';
+
+/**
+ * Environment variables and flags are text: accept a numeric string where a
+ * number is expected, and leave anything else for the number schema to reject
+ * with its own message (never coerce "" or "abc" to 0 or NaN).
+ */
+function numeric<T extends z.ZodNumber>(schema: T) {
+  return z.preprocess(
+    (value) =>
+      typeof value === 'string' && /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(value)
+        ? Number(value)
+        : value,
+    schema,
+  );
+}
+
+const kubernetes = z
+  .object({
+    qps: numeric(z.number())
+      .default(0)
+      .describe(
+        'Requests per second of the **writes** client (patches, applies, status, Lease writes), per process. ' +
+          '≤ 0 (the default) installs an explicit no-op limiter: no client-side limit, API Priority and Fairness on the ' +
+          'apiserver protects it. > 0 installs a token bucket in front of every request of the writes client only; the ' +
+          'informers and events clients never take from it. With N replicas of a component the fleet may send N × qps.',
+      ),
+    burst: numeric(z.number().int().min(0))
+      .default(0)
+      .describe(
+        'Token-bucket size of the writes client, per process: requests it may send at once after being idle. ' +
+          'Only used when kubernetes.qps > 0; 0 means ceil(qps), one second’s worth. Fleet-wide: N × burst.',
+      ),
+    eventQPS: numeric(z.number())
+      .default(200)
+      .describe(
+        'Kubernetes Events per second admitted by the **events** client’s recorder, per process (one recorder per ' +
+          'process). Events beyond it are dropped and counted, never queued behind or delaying writes. ≤ 0 turns ' +
+          'shedding off (the queue stays bounded by kubernetes.eventQueueSize). With N replicas the fleet may emit ' +
+          'N × eventQPS.',
+      ),
+    eventBurst: numeric(z.number().int().min(0))
+      .default(400)
+      .describe(
+        'Events admitted at once after a quiet period, per process (token-bucket size of the events client). ' +
+          '0 means ceil(eventQPS). Fleet-wide: N × eventBurst.',
+      ),
+    eventQueueSize: numeric(z.number().int().min(1))
+      .default(1000)
+      .describe(
+        'Admitted Events waiting to be sent, per process. When the apiserver is slower than the admitted rate the ' +
+          'queue fills and further Events are dropped and counted; it bounds the recorder’s memory.',
+      ),
+  })
+  .strict();
+
+const nats = z
+  .object({
+    url: z
+      .string()
+      .min(1)
+      .default('nats://127.0.0.1:4222')
+      .describe('NATS server URL(s) of the JetStream bus, comma-separated for a cluster.'),
+  })
+  .strict();
+
+const bus = z
+  .object({
+    fanoutRatePerSecond: numeric(z.number().positive())
+      .default(50)
+      .describe(
+        'Work items released per second when one instance change fans out to many configs. Fleet-wide: the pacer ' +
+          'holds its tokens on the bus, so this is the total across all handler replicas, not per replica.',
+      ),
+    recordRetentionHours: numeric(z.number().positive())
+      .default(24)
+      .describe(
+        'How long the recorded stream (the source of truth and flight recorder) keeps messages, in hours. ' +
+          'One setting for the stream, shared by every process.',
+      ),
+  })
+  .strict();
+
+const log = z
+  .object({
+    level: z
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default('info')
+      .describe('Log level of this process (pino levels).'),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    kubernetes: kubernetes.prefault({}),
+    nats: nats.prefault({}),
+    bus: bus.prefault({}),
+    log: log.prefault({}),
+  })
+  .strict();
+
+export type Config = z.infer<typeof configSchema>;
+export type KubernetesConfig = Config['kubernetes'];
+
+/** The configuration with every default: what a process runs with when nothing is set. */
+export function defaultConfig(): Config {
+  return configSchema.parse({});
+}

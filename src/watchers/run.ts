@@ -1,0 +1,64 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { connectBus } from '../bus/connect.ts';
+import { ObjectView } from '../bus/view.ts';
+import { loadConfig } from '../config/load.ts';
+import { createKubeClients } from '../kube/clients.ts';
+import { servesGroupVersion } from './list-objects.ts';
+import { ObjectWatcher } from './object-watcher.ts';
+import { RECORDED_RESOURCES, XRD_RESOURCE } from './resources.ts';
+
+const COMPONENT = 'watchers';
+
+/**
+ * The watcher process: one ObjectWatcher per recorded kind, all on the
+ * informers client. Replicas may run side by side (each change is stored once);
+ * a replica killed at any moment loses nothing (the next one resumes from the
+ * stream and relists).
+ */
+export async function runWatchers(argv: string[]): Promise<void> {
+  const { config } = loadConfig({ argv });
+  const log = pino({ level: config.log.level, name: COMPONENT });
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  const clients = createKubeClients({ kubeConfig: kc, component: COMPONENT, kubernetes: config.kubernetes });
+  const bus = await connectBus({
+    servers: config.nats.url,
+    name: COMPONENT,
+    log,
+    topology: { recordRetentionHours: config.bus.recordRetentionHours, duplicateWindowSeconds: 120 },
+  });
+  const crossplane = await servesGroupVersion(
+    clients.informers.kubeConfig,
+    '/apis/apiextensions.crossplane.io/v1',
+  );
+  const resources = crossplane ? [...RECORDED_RESOURCES, XRD_RESOURCE] : RECORDED_RESOURCES;
+
+  const view = new ObjectView(
+    resources.map((r) => r.kind),
+    log,
+  );
+  await view.start(bus.js, bus.jsm);
+  const watchers = resources.map(
+    (resource) =>
+      new ObjectWatcher({
+        resource,
+        informers: clients.informers,
+        js: bus.js,
+        log,
+        recorded: view.events(resource.kind),
+      }),
+  );
+  view.stop();
+  await Promise.all(watchers.map((w) => w.start()));
+  log.info({ kinds: resources.map((r) => r.kind), crossplane }, 'recording');
+
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  log.info('stopping');
+  for (const w of watchers) w.stop();
+  await bus.close();
+  await clients.close();
+}
