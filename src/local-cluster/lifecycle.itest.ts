@@ -6,20 +6,12 @@ import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from './cluster.ts';
+import { isProcessAlive } from './managed-process.ts';
 import { waitFor } from './wait.ts';
 
 interface Owned {
   dir: string;
   pids: { name: string; pid: number }[];
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function startOwner(mode: 'stop' | 'wait') {
@@ -43,17 +35,17 @@ describe('local cluster lifecycle', () => {
     expect(owned.pids.some((p) => p.name.startsWith('pod '))).toBe(true);
     expect(await owner.next()).toBe('stopped');
     expect(await owner.exited).toBe(0);
-    expect(owned.pids.filter((p) => alive(p.pid))).toEqual([]);
+    expect(owned.pids.filter((p) => isProcessAlive(p.pid))).toEqual([]);
   });
 
   it('leaves no process behind when its owner is killed with SIGKILL', async () => {
     const owner = startOwner('wait');
     const owned = JSON.parse(await owner.next()) as Owned;
-    expect(owned.pids.every((p) => alive(p.pid))).toBe(true);
+    expect(owned.pids.every((p) => isProcessAlive(p.pid))).toBe(true);
     owner.child.kill('SIGKILL');
     await owner.exited;
     await waitFor('every owned process to be gone', () =>
-      owned.pids.every((p) => !alive(p.pid)) ? true : undefined,
+      owned.pids.every((p) => !isProcessAlive(p.pid)) ? true : undefined,
     );
     // Nobody was left to clean up the killed owner's directory.
     await rm(owned.dir, { recursive: true, force: true });

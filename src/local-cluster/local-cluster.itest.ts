@@ -19,6 +19,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNamespace, useLocalCluster } from '../../test/support/local-cluster.ts';
+import { isProcessAlive } from './managed-process.ts';
 import { createCertificateAuthority, issueCertificate } from './pki.ts';
 import { waitFor } from './wait.ts';
 
@@ -40,15 +41,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await core.deleteNamespace({ name: namespace });
 });
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function podPids(selector: string): Promise<number[]> {
   const pods = await core.listNamespacedPod({ namespace, labelSelector: selector });
