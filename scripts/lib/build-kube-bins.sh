@@ -18,7 +18,7 @@ build_kube_bins() {
     return 0
   fi
   command -v go >/dev/null || { echo "[bootstrap] Go is needed to build the local control plane" >&2; return 1; }
-  echo "[bootstrap] building etcd + kube-apiserver + kube-controller-manager $KUBE_VERSION from Go modules (first time only, ~15 min on 2 cores)" >&2
+  echo "[bootstrap] building etcd + kube-apiserver + kube-controller-manager $KUBE_VERSION from Go modules (first time only, about 7 min on 2 cores)" >&2
   local minor="${KUBE_VERSION#v1.}"
   minor="${minor%%.*}"
   local ldflags=""
