@@ -113,6 +113,107 @@ function sleeperDeployment(
   };
 }
 
+async function deployEchoWebhook(
+  name: string,
+  replicas: number,
+  preStopSleepSeconds = 0,
+): Promise<{ caPem: string }> {
+  const ca = await createCertificateAuthority(cluster.info.dir, `${name}-ca-${namespace}`);
+  const cert = await issueCertificate(ca, cluster.info.dir, `${name}-${namespace}`, {
+    commonName: name,
+    dnsNames: [`${name}.${namespace}.svc`],
+  });
+  await core.createNamespacedService({
+    namespace,
+    body: {
+      metadata: { name },
+      spec: { selector: { app: name }, ports: [{ name: 'https', port: 443, targetPort: 9443 }] },
+    },
+  });
+  await apps.createNamespacedDeployment({
+    namespace,
+    body: {
+      metadata: { name, namespace },
+      spec: {
+        replicas,
+        selector: { matchLabels: { app: name } },
+        template: {
+          metadata: { labels: { app: name } },
+          spec: {
+            terminationGracePeriodSeconds: 10,
+            containers: [
+              {
+                name: 'webhook',
+                image: 'switchyard:dev',
+                command: ['test/fixtures/echo-conversion-webhook.ts'],
+                ports: [{ name: 'https', containerPort: 9443 }],
+                env: [
+                  { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                  { name: 'TLS_CERT', value: cert.certPem },
+                  { name: 'TLS_KEY', value: cert.keyPem },
+                ],
+                readinessProbe: {
+                  httpGet: { path: '/healthz', port: 'https', scheme: 'HTTPS' },
+                  periodSeconds: 1,
+                },
+                ...(preStopSleepSeconds > 0 && {
+                  lifecycle: { preStop: { sleep: { seconds: preStopSleepSeconds } } },
+                }),
+              },
+            ],
+          },
+        },
+      },
+    },
+  });
+  await waitFor(`${replicas} ready ${name} replicas`, async () => {
+    const d = await apps.readNamespacedDeployment({ name, namespace });
+    return d.status?.readyReplicas === replicas ? true : undefined;
+  });
+  return { caPem: ca.certPem };
+}
+
+/** A two-version CRD converted by the webhook behind `service`, and one widget stored at v1. */
+async function createWebhookCrdWithWidget(group: string, service: string, caPem: string): Promise<string> {
+  await crds.createCustomResourceDefinition({
+    body: crd(group, {
+      strategy: 'Webhook',
+      webhook: {
+        conversionReviewVersions: ['v1'],
+        clientConfig: {
+          service: { namespace, name: service, path: '/convert', port: 443 },
+          caBundle: Buffer.from(caPem).toString('base64'),
+        },
+      },
+    }),
+  });
+  await waitEstablished(`widgets.${group}`);
+  await custom.createNamespacedCustomObject({
+    group,
+    version: 'v1',
+    namespace,
+    plural: 'widgets',
+    body: { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w' }, spec: { size: 1 } },
+  });
+  return group;
+}
+
+/** Reads the widget at v2 (a conversion) and returns the pod that converted it. */
+async function readConverted(group: string): Promise<string> {
+  const w = (await custom.getNamespacedCustomObject({
+    group,
+    version: 'v2',
+    namespace,
+    plural: 'widgets',
+    name: 'w',
+  })) as {
+    apiVersion: string;
+    metadata: { annotations?: Record<string, string> };
+  };
+  if (w.apiVersion !== `${group}/v2`) throw new Error(`read ${w.apiVersion}, not ${group}/v2`);
+  return w.metadata.annotations?.['smoke.switchyard.dev/converted-by'] ?? 'unknown';
+}
+
 describe('local cluster', () => {
   it('establishes a CRD with two versions and round-trips a custom resource', async () => {
     await crds.createCustomResourceDefinition({ body: crd('rt.smoke.switchyard.dev', { strategy: 'None' }) });
@@ -200,98 +301,56 @@ describe('local cluster', () => {
   });
 
   it('reaches a conversion webhook through a service reference, spread over both replicas', async () => {
-    const group = 'hook.smoke.switchyard.dev';
-    const ca = await createCertificateAuthority(cluster.info.dir, `smoke-webhook-ca-${namespace}`);
-    const cert = await issueCertificate(ca, cluster.info.dir, `smoke-webhook-${namespace}`, {
-      commonName: 'echo',
-      dnsNames: [`echo.${namespace}.svc`],
-    });
-    await core.createNamespacedService({
-      namespace,
-      body: {
-        metadata: { name: 'echo' },
-        spec: { selector: { app: 'echo' }, ports: [{ name: 'https', port: 443, targetPort: 9443 }] },
-      },
-    });
-    await apps.createNamespacedDeployment({
-      namespace,
-      body: {
-        metadata: { name: 'echo', namespace },
-        spec: {
-          replicas: 2,
-          selector: { matchLabels: { app: 'echo' } },
-          template: {
-            metadata: { labels: { app: 'echo' } },
-            spec: {
-              containers: [
-                {
-                  name: 'webhook',
-                  image: 'switchyard:dev',
-                  command: ['test/fixtures/echo-conversion-webhook.ts'],
-                  ports: [{ name: 'https', containerPort: 9443 }],
-                  env: [
-                    { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-                    { name: 'TLS_CERT', value: cert.certPem },
-                    { name: 'TLS_KEY', value: cert.keyPem },
-                  ],
-                  readinessProbe: {
-                    httpGet: { path: '/healthz', port: 'https', scheme: 'HTTPS' },
-                    periodSeconds: 1,
-                  },
-                },
-              ],
-            },
-          },
-        },
-      },
-    });
-    await waitFor('2 ready webhook replicas', async () => {
-      const d = await apps.readNamespacedDeployment({ name: 'echo', namespace });
-      return d.status?.readyReplicas === 2 ? true : undefined;
-    });
-    await crds.createCustomResourceDefinition({
-      body: crd(group, {
-        strategy: 'Webhook',
-        webhook: {
-          conversionReviewVersions: ['v1'],
-          clientConfig: {
-            service: { namespace, name: 'echo', path: '/convert', port: 443 },
-            caBundle: Buffer.from(ca.certPem).toString('base64'),
-          },
-        },
-      }),
-    });
-    await waitEstablished(`widgets.${group}`);
-    await custom.createNamespacedCustomObject({
-      group,
-      version: 'v1',
-      namespace,
-      plural: 'widgets',
-      body: { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w' }, spec: { size: 1 } },
-    });
+    const hook = await deployEchoWebhook('echo', 2);
+    const group = await createWebhookCrdWithWidget('hook.smoke.switchyard.dev', 'echo', hook.caPem);
     const convertedBy = new Set<string>();
     await waitFor(
       'conversions from both replicas',
       async () => {
-        const w = (await custom.getNamespacedCustomObject({
-          group,
-          version: 'v2',
-          namespace,
-          plural: 'widgets',
-          name: 'w',
-        })) as {
-          apiVersion: string;
-          metadata: { annotations?: Record<string, string> };
-        };
-        expect(w.apiVersion).toBe(`${group}/v2`);
-        const by = w.metadata.annotations?.['smoke.switchyard.dev/converted-by'];
-        if (by) convertedBy.add(by);
+        convertedBy.add(await readConverted(group));
         return convertedBy.size === 2 ? true : undefined;
       },
       { timeoutMs: 30_000, intervalMs: 20 },
     );
     const pods = await core.listNamespacedPod({ namespace, labelSelector: 'app=echo' });
     expect([...convertedBy].sort()).toEqual(pods.items.map((p) => p.metadata?.name).sort());
+  });
+
+  it('keeps every conversion succeeding while a webhook Deployment scales 3→1 under load', async () => {
+    // Endpoints are unpublished before a pod is stopped, and a preStop sleep
+    // gives the apiserver's EndpointSlice informer time to notice: the local
+    // network must not fail a call that a cluster network would not fail.
+    const hook = await deployEchoWebhook('drain', 3, 2);
+    const group = await createWebhookCrdWithWidget('drain.smoke.switchyard.dev', 'drain', hook.caPem);
+    const servedBy = new Map<string, number>();
+    const failures: string[] = [];
+    let running = true;
+    const load = Array.from({ length: 4 }, async () => {
+      while (running) {
+        try {
+          const by = await readConverted(group);
+          servedBy.set(by, (servedBy.get(by) ?? 0) + 1);
+        } catch (err) {
+          failures.push((err as Error).message);
+        }
+      }
+    });
+    await waitFor('all three replicas serving', () => (servedBy.size === 3 ? true : undefined));
+    await apps.patchNamespacedDeploymentScale(
+      { name: 'drain', namespace, body: { spec: { replicas: 1 } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await waitFor('one pod left', async () => {
+      const pods = await core.listNamespacedPod({ namespace, labelSelector: 'app=drain' });
+      return pods.items.length === 1 ? true : undefined;
+    });
+    const servedBefore = [...servedBy.values()].reduce((a, b) => a + b, 0);
+    await new Promise((r) => setTimeout(r, 1_000));
+    running = false;
+    await Promise.all(load);
+    const served = [...servedBy.values()].reduce((a, b) => a + b, 0);
+    expect(served - servedBefore, 'the survivor kept serving after the scale-down').toBeGreaterThan(0);
+    expect(failures, 'a conversion failed while replicas were removed').toEqual([]);
   });
 
   it('stores, delivers and acknowledges through JetStream', async () => {

@@ -36,6 +36,11 @@ export function containerCommandLine(container: V1Container, projectRoot: string
   return [script, ...entryArgs, ...(container.args ?? [])];
 }
 
+/** A container's `lifecycle.preStop.sleep` in ms (exec and httpGet hooks are not supported locally). */
+export function preStopSleepMs(container: V1Container): number {
+  return (container.lifecycle?.preStop?.sleep?.seconds ?? 0) * 1000;
+}
+
 interface ContainerRun {
   container: V1Container;
   process: ManagedProcess | undefined;
@@ -222,11 +227,24 @@ export class PodRunner {
   }
 
   /** Stops every container: SIGTERM, then SIGKILL after the grace period. */
+  /**
+   * Stops every container as kubelet does: the preStop sleep first (the
+   * endpoints are already unpublished, so this is the time for callers to stop
+   * choosing the pod), then SIGTERM, then SIGKILL when the grace period, which
+   * counts from the start, is over.
+   */
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
     for (const t of this.probeTimers) clearTimeout(t);
     for (const run of this.runs) run.ready = false;
-    await Promise.all(this.runs.map((r) => r.process?.stop(graceMs)));
+    const deadline = Date.now() + graceMs;
+    await Promise.all(
+      this.runs.map(async (r) => {
+        const sleepMs = Math.min(preStopSleepMs(r.container), graceMs);
+        if (sleepMs > 0 && r.process?.running) await new Promise((done) => setTimeout(done, sleepMs));
+        await r.process?.stop(Math.max(0, deadline - Date.now()));
+      }),
+    );
   }
 
   private containerStatus(run: ContainerRun): V1ContainerStatus {
