@@ -6,7 +6,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  ApiextensionsV1Api,
   AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -18,6 +17,7 @@ import {
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureCrd } from '../../test/support/crds.ts';
 import { createNamespace, useLocalCluster } from '../../test/support/local-cluster.ts';
 import { isProcessAlive } from './managed-process.ts';
 import { createCertificateAuthority, issueCertificate } from './pki.ts';
@@ -28,7 +28,6 @@ const admin = cluster.kubeConfig('admin');
 const core = admin.makeApiClient(CoreV1Api);
 const apps = admin.makeApiClient(AppsV1Api);
 const custom = admin.makeApiClient(CustomObjectsApi);
-const crds = admin.makeApiClient(ApiextensionsV1Api);
 let namespace = '';
 
 beforeAll(async () => {
@@ -82,20 +81,7 @@ function crd(
   };
 }
 
-async function waitEstablished(name: string): Promise<void> {
-  await waitFor(`CRD ${name} to be established`, async () => {
-    const c = await crds.readCustomResourceDefinition({ name });
-    return c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True')
-      ? true
-      : undefined;
-  });
-}
-
-function sleeperDeployment(
-  name: string,
-  replicas: number,
-  extra: Partial<V1Deployment['spec']> = {},
-): V1Deployment {
+function sleeperDeployment(name: string, replicas: number): V1Deployment {
   return {
     metadata: { name, namespace },
     spec: {
@@ -108,7 +94,6 @@ function sleeperDeployment(
           containers: [{ name: 'main', image: 'switchyard:dev', command: ['test/fixtures/idle.ts'] }],
         },
       },
-      ...extra,
     },
   };
 }
@@ -175,8 +160,9 @@ async function deployEchoWebhook(
 
 /** A two-version CRD converted by the webhook behind `service`, and one widget stored at v1. */
 async function createWebhookCrdWithWidget(group: string, service: string, caPem: string): Promise<string> {
-  await crds.createCustomResourceDefinition({
-    body: crd(group, {
+  await ensureCrd(
+    admin,
+    crd(group, {
       strategy: 'Webhook',
       webhook: {
         conversionReviewVersions: ['v1'],
@@ -186,8 +172,7 @@ async function createWebhookCrdWithWidget(group: string, service: string, caPem:
         },
       },
     }),
-  });
-  await waitEstablished(`widgets.${group}`);
+  );
   await custom.createNamespacedCustomObject({
     group,
     version: 'v1',
@@ -216,8 +201,7 @@ async function readConverted(group: string): Promise<string> {
 
 describe('local cluster', () => {
   it('establishes a CRD with two versions and round-trips a custom resource', async () => {
-    await crds.createCustomResourceDefinition({ body: crd('rt.smoke.switchyard.dev', { strategy: 'None' }) });
-    await waitEstablished('widgets.rt.smoke.switchyard.dev');
+    await ensureCrd(admin, crd('rt.smoke.switchyard.dev', { strategy: 'None' }));
     const group = 'rt.smoke.switchyard.dev';
     await custom.createNamespacedCustomObject({
       group,
