@@ -15,17 +15,15 @@ import {
   loadAllYaml,
   type V1Deployment,
 } from '@kubernetes/client-node';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_VERSION, GROUP, VERSION } from '../src/api/constants.ts';
-import { STREAMS } from '../src/bus/topology.ts';
+import { GROUP, VERSION } from '../src/api/constants.ts';
 import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
 import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { auditLogFromNow } from './support/audit-log.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
 import { useLocalCluster } from './support/local-cluster.ts';
+import { awaitRecord, createWebhookServer } from './support/records.ts';
 
 const NAMESPACE = 'switchyard-system';
 const SERVICE_ACCOUNT = 'switchyard-watchers';
@@ -34,7 +32,6 @@ const cluster = useLocalCluster();
 const admin = cluster.kubeConfig('admin');
 const core = admin.makeApiClient(CoreV1Api);
 const apps = admin.makeApiClient(AppsV1Api);
-const custom = admin.makeApiClient(CustomObjectsApi);
 let audit: Awaited<ReturnType<typeof auditLogFromNow>>;
 
 async function manifests(file: string): Promise<KubernetesObject[]> {
@@ -85,32 +82,10 @@ afterAll(async () => {
 
 describe('watchers deployed from deploy/', () => {
   it('record a change once, with two replicas running', async () => {
-    await custom.createClusterCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: 'conversionwebhookservers',
-      body: {
-        apiVersion: API_VERSION,
-        kind: 'ConversionWebhookServer',
-        metadata: { name: 'deployed-e2e' },
-        spec: {},
-      },
-    });
-    const nc = await connect({ servers: cluster.info.natsUrl });
-    try {
-      const jsm = await jetstreamManager(nc);
-      const subject = 'k8s.webhookserver._.deployed-e2e';
-      await waitFor(
-        'the record',
-        async () => (await jsm.streams.getMessage(STREAMS.records, { last_by_subj: subject })) ?? undefined,
-      );
-      // Both replicas have seen it by now or will within the dedup window: one record either way.
-      await new Promise((r) => setTimeout(r, 1_000));
-      const info = await jsm.streams.info(STREAMS.records, { subjects_filter: subject });
-      expect(info.state.subjects?.[subject]).toBe(1);
-    } finally {
-      await nc.close();
-    }
+    await createWebhookServer(admin, 'deployed-e2e');
+    // Both replicas have seen it within a second, well inside the dedup window: one record either way.
+    const { stored } = await awaitRecord(cluster.info.natsUrl, 'k8s.webhookserver._.deployed-e2e', 1_000);
+    expect(stored).toBe(1);
   });
 
   it('run on the manifest’s grants alone: every request of theirs is allowed', async () => {

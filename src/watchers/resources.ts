@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { GROUP, MANAGED_BY_LABEL, MANAGED_BY_VALUE, VERSION } from '../api/constants.ts';
 import type { ObjectKind } from '../bus/subjects.ts';
 
@@ -18,27 +19,15 @@ const managedBySelector = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
  * the heartbeat stream, and must not become handler work or a status write.
  */
 export function isLeaseRenewalOnly(previous: unknown, next: unknown): boolean {
-  const strip = (o: unknown) => {
-    const lease = structuredClone(o) as {
-      metadata?: Record<string, unknown>;
-      spec?: Record<string, unknown>;
-    };
-    delete lease.metadata?.resourceVersion;
-    delete lease.metadata?.managedFields;
-    delete lease.spec?.renewTime;
-    return JSON.stringify(lease, Object.keys(flattenKeys(lease)).sort());
-  };
-  return previous !== undefined && strip(previous) === strip(next);
+  return previous !== undefined && isDeepStrictEqual(withoutRenewal(previous), withoutRenewal(next));
 }
 
-function flattenKeys(value: unknown, out: Record<string, true> = {}): Record<string, true> {
-  if (value && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      out[k] = true;
-      flattenKeys(v, out);
-    }
-  }
-  return out;
+function withoutRenewal(o: unknown): unknown {
+  const lease = structuredClone(o) as { metadata?: Record<string, unknown>; spec?: Record<string, unknown> };
+  delete lease.metadata?.resourceVersion;
+  delete lease.metadata?.managedFields;
+  delete lease.spec?.renewTime;
+  return lease;
 }
 
 /** What Switchyard records. Leases and Deployments only where its own label is. */

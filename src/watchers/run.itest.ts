@@ -3,22 +3,17 @@
 // cleanly on SIGTERM.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CustomObjectsApi } from '@kubernetes/client-node';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { committedCrds, ensureCrd } from '../../test/support/crds.ts';
 import { useLocalCluster } from '../../test/support/local-cluster.ts';
-import { API_VERSION, GROUP, VERSION } from '../api/constants.ts';
-import { STREAMS } from '../bus/topology.ts';
+import { awaitRecord, createWebhookServer } from '../../test/support/records.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
 import { ManagedProcess } from '../local-cluster/managed-process.ts';
 import { waitFor } from '../local-cluster/wait.ts';
 
 const cluster = useLocalCluster();
 const admin = cluster.kubeConfig('admin');
-const custom = admin.makeApiClient(CustomObjectsApi);
 let watcher: ManagedProcess;
 
 beforeAll(async () => {
@@ -41,33 +36,12 @@ afterAll(async () => {
 
 describe('switchyard watch', () => {
   it('records a ConversionWebhookServer on the record stream', async () => {
-    await custom.createClusterCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: 'conversionwebhookservers',
-      body: {
-        apiVersion: API_VERSION,
-        kind: 'ConversionWebhookServer',
-        metadata: { name: 'recorded-by-process' },
-        spec: {},
-      },
+    await createWebhookServer(admin, 'recorded-by-process');
+    const { last } = await awaitRecord(cluster.info.natsUrl, 'k8s.webhookserver._.recorded-by-process');
+    expect(last.json<{ op: string; object: { metadata: { name: string } } }>()).toMatchObject({
+      op: 'upsert',
+      object: { metadata: { name: 'recorded-by-process' } },
     });
-    const nc = await connect({ servers: cluster.info.natsUrl });
-    try {
-      const jsm = await jetstreamManager(nc);
-      const subject = 'k8s.webhookserver._.recorded-by-process';
-      const message = await waitFor(
-        'the record on the stream',
-        async () => (await jsm.streams.getMessage(STREAMS.records, { last_by_subj: subject })) ?? undefined,
-        { timeoutMs: 30_000 },
-      );
-      expect(message.json<{ op: string; object: { metadata: { name: string } } }>()).toMatchObject({
-        op: 'upsert',
-        object: { metadata: { name: 'recorded-by-process' } },
-      });
-    } finally {
-      await nc.close();
-    }
   });
 
   it('lists and watches with its informers client’s User-Agent', async () => {

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { uniqueSuffix } from '../../../test/fixtures/bus-support.ts';
 import { useLocalCluster } from '../../../test/support/local-cluster.ts';
+import { waitFor } from '../../local-cluster/wait.ts';
 import { ensureConsumer, planHandlerConsumers } from './consumers.ts';
 import { readDeadLetter } from './dead-letter.ts';
 import { type HandlerRuntime, startHandlerRuntime } from './handler-runtime.ts';
@@ -44,16 +45,6 @@ afterAll(async () => {
 });
 
 const itemSchema = z.object({ n: z.number().int(), poison: z.boolean().optional() });
-
-async function until<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('handler runtime', () => {
   it('dead-letters an invalid message at once and an always-failing one after max_deliver, while later messages keep flowing', async () => {
@@ -117,7 +108,7 @@ describe('handler runtime', () => {
       expect(poisonAttempts).toBe(4);
 
       // Everything published after the poison message was processed while it was still being retried.
-      await until('30 good messages', () => processedAt.size === 30);
+      await waitFor('30 good messages', () => (processedAt.size === 30 ? true : undefined));
       const lastGood = Math.max(...processedAt.values());
       expect(
         lastGood,
@@ -125,9 +116,9 @@ describe('handler runtime', () => {
       ).toBeLessThan(poisonRec?.at2 ?? 0);
 
       // A record is published before its original is acked: give the ack its moment.
-      await until('the dead-lettered originals acked', async () => {
+      await waitFor('the dead-lettered originals acked', async () => {
         const ci = await jsm.consumers.info(STREAM, 'poison');
-        return ci.num_pending + ci.num_ack_pending === 0;
+        return ci.num_pending + ci.num_ack_pending === 0 ? true : undefined;
       });
       expect(runtime.counters()).toMatchObject({ processed: 30, deadLettered: 3, invalid: 2, retried: 3 });
     } finally {
@@ -205,12 +196,18 @@ describe('handler runtime', () => {
       const publish = (n: number) =>
         js.publish(partitionedSubject(prefix, [`k${n % 5}`], 2), JSON.stringify({ n }));
       for (let n = 0; n < 10; n++) await publish(n);
-      await until('first batch', () => seen.size === 10);
+      await waitFor('first batch', () => (seen.size === 10 ? true : undefined));
 
       await jsm.consumers.delete(STREAM, 'recreate-p0');
       await jsm.consumers.delete(STREAM, 'recreate-p1');
       for (let n = 10; n < 20; n++) await publish(n);
-      await until('second batch after the consumers were deleted', () => seen.size === 20, 20_000);
+      await waitFor(
+        'second batch after the consumers were deleted',
+        () => (seen.size === 20 ? true : undefined),
+        {
+          timeoutMs: 20_000,
+        },
+      );
 
       expect(runtime.counters().consumersRecreated).toBeGreaterThanOrEqual(2);
       const p0 = await jsm.consumers.info(STREAM, 'recreate-p0');

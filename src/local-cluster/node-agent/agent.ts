@@ -66,7 +66,7 @@ export class NodeAgent {
         setTimeout(() => void informer.start(), 1000).unref();
       });
     }
-    const onService = (svc: V1Service) => this.syncEndpoints(svc.metadata?.namespace ?? '');
+    const onService = (svc: V1Service) => void this.syncEndpoints(svc.metadata?.namespace ?? '');
     this.services.on('add', onService);
     this.services.on('update', onService);
     this.pods.on('add', (pod) => this.onPod(pod));
@@ -156,7 +156,7 @@ export class NodeAgent {
       const runner = this.runners.get(uid);
       if (!runner) return;
       this.runners.delete(uid);
-      this.syncEndpoints(pod.metadata?.namespace ?? '');
+      void this.syncEndpoints(pod.metadata?.namespace ?? '');
       await runner.stop(0);
     });
   }
@@ -200,7 +200,7 @@ export class NodeAgent {
     const runner = this.runners.get(uid);
     this.runners.delete(uid);
     if (runner) {
-      await this.syncEndpointsNow(namespace);
+      await this.syncEndpoints(namespace);
       const graceMs = Math.min(MAX_GRACE_MS, (pod.metadata?.deletionGracePeriodSeconds ?? 30) * 1000);
       await runner.stop(graceMs);
     }
@@ -253,15 +253,12 @@ export class NodeAgent {
         const code = (err as { code?: number }).code;
         if (code !== 404) this.opts.log.warn({ err, pod: name }, 'status update failed');
       }
-      this.syncEndpoints(namespace);
+      void this.syncEndpoints(namespace);
     });
   }
 
-  private syncEndpoints(namespace: string): void {
-    this.queues.run(`endpoints/${namespace}`, () => this.reconcileEndpoints(namespace));
-  }
-
-  private syncEndpointsNow(namespace: string): Promise<void> {
+  /** Queues a reconcile of the namespace's endpoints; resolves when it has run. */
+  private syncEndpoints(namespace: string): Promise<void> {
     return this.queues.run(`endpoints/${namespace}`, () => this.reconcileEndpoints(namespace));
   }
 
@@ -291,7 +288,7 @@ export class NodeAgent {
       }
     } catch (err) {
       this.opts.log.warn({ err, namespace }, 'endpoint slice sync failed; retrying');
-      setTimeout(() => this.syncEndpoints(namespace), 1000).unref();
+      setTimeout(() => void this.syncEndpoints(namespace), 1000).unref();
     }
   }
 }
