@@ -1,27 +1,44 @@
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { checkServerVersion, DEFAULT_TOPOLOGY, ensureTopology, type TopologyOptions } from './topology.ts';
+import {
+  checkServerVersion,
+  DEFAULT_TOPOLOGY,
+  ensureTopology,
+  type TopologyOptions,
+  verifyTopology,
+} from './topology.ts';
 
 export interface Bus {
   nc: NatsConnection;
   js: JetStreamClient;
   jsm: JetStreamManager;
+  topology: TopologyOptions;
   close(): Promise<void>;
 }
 
 /**
+ * What a process does with the topology at start:
+ * - `apply`: it is the topology's owner (`switchyard bus setup`, the local demo);
+ * - `verify`: every worker: wait until the owner has applied it, saying what is missing;
+ * - `none`: read-only tools (`bus stats`) that must neither change nor wait.
+ */
+export type TopologyMode = 'apply' | 'verify' | 'none';
+
+const VERIFY_RETRY_MS = 2_000;
+
+/**
  * Connects a component to the bus: reconnects forever (the client's default
  * gives up after ten tries, ~20 s), checks the server can run the topology,
- * and applies the topology.
+ * and applies or verifies the topology.
  */
 export async function connectBus(opts: {
   servers: string;
   name: string;
   log: Logger;
   topology?: TopologyOptions;
-  /** False for read-only tools (bus stats): they must not create or change streams. */
-  applyTopology?: boolean;
+  mode: TopologyMode;
+  signal?: AbortSignal;
 }): Promise<Bus> {
   const nc = await connect({
     servers: opts.servers,
@@ -29,16 +46,34 @@ export async function connectBus(opts: {
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,
   });
-  checkServerVersion(nc.info?.version ?? '0.0.0', nc.info?.jetstream === true);
-  const jsm = await jetstreamManager(nc);
-  if (opts.applyTopology !== false) {
-    const applied = await ensureTopology(jsm, opts.topology ?? DEFAULT_TOPOLOGY);
-    opts.log.debug({ streams: applied, server: nc.info?.version }, 'bus topology applied');
+  try {
+    checkServerVersion(nc.info?.version ?? '0.0.0', nc.info?.jetstream === true);
+    const jsm = await jetstreamManager(nc);
+    const topology = opts.topology ?? DEFAULT_TOPOLOGY;
+    if (opts.mode === 'apply') {
+      const applied = await ensureTopology(jsm, topology);
+      opts.log.info({ streams: applied, server: nc.info?.version }, 'bus topology applied');
+    } else if (opts.mode === 'verify') {
+      await waitForTopology(jsm, topology, opts.log, opts.signal);
+    }
+    return { nc, js: jetstream(nc), jsm, topology, close: () => nc.drain() };
+  } catch (err) {
+    await nc.close();
+    throw err;
   }
-  return {
-    nc,
-    js: jetstream(nc),
-    jsm,
-    close: () => nc.drain(),
-  };
+}
+
+async function waitForTopology(
+  jsm: JetStreamManager,
+  topology: TopologyOptions,
+  log: Logger,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  for (;;) {
+    const problems = await verifyTopology(jsm, topology);
+    if (problems.length === 0) return;
+    log.warn({ problems }, 'bus topology not as expected; waiting for `switchyard bus setup` to apply it');
+    signal?.throwIfAborted();
+    await new Promise((r) => setTimeout(r, VERIFY_RETRY_MS));
+  }
 }

@@ -1,5 +1,7 @@
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import {
+  COMPRESS_ABOVE_BYTES,
   decodeMessage,
   encodeMessage,
   type ObjectEvent,
@@ -44,5 +46,36 @@ describe('object events', () => {
       observedAt: event.observedAt,
     };
     expect(objectEventId(seenByWatch)).toBe(objectEventId(seenAfterGap));
+  });
+
+  it('compress a large object below NATS’ 1 MiB max_payload and read it back unchanged', () => {
+    // A 3 MiB CRD-like object: many properties with distinct names, as an OpenAPI schema has.
+    const properties = Object.fromEntries(
+      Array.from({ length: 20_000 }, (_, i) => [
+        `field${i}`,
+        { type: 'string', description: `field number ${i}` },
+      ]),
+    );
+    const large: ObjectEvent = { ...event, object: { ...object, spec: { schema: { properties } } } };
+    const raw = JSON.stringify(large).length;
+    expect(raw).toBeGreaterThan(1_000_000);
+    const wire = encodeMessage(objectEventSchema, large);
+    expect(wire.byteLength).toBeLessThan(1024 * 1024);
+    expect(decodeMessage(objectEventSchema, wire)).toEqual({ ok: true, value: large });
+  });
+
+  it('leave small payloads as plain JSON', () => {
+    const wire = encodeMessage(objectEventSchema, event);
+    expect(wire.byteLength).toBeLessThan(COMPRESS_ABOVE_BYTES);
+    expect(new TextDecoder().decode(wire).startsWith('{')).toBe(true);
+  });
+
+  it('refuse a compressed payload that inflates past the cap, in bounded memory', () => {
+    const bomb = gzipSync(Buffer.alloc(100 * 1024 * 1024, 0x20));
+    const before = process.memoryUsage().rss;
+    const decoded = decodeMessage(objectEventSchema, bomb);
+    expect(decoded.ok).toBe(false);
+    expect(decoded.ok ? '' : decoded.reason).toMatch(/inflat|buffer|length/i);
+    expect(process.memoryUsage().rss - before).toBeLessThan(200 * 1024 * 1024);
   });
 });

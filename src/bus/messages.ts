@@ -1,3 +1,4 @@
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { z } from 'zod';
 
 /**
@@ -31,6 +32,12 @@ export const objectEventSchema = z.discriminatedUnion('op', [
     object: recordedObjectSchema,
     observedBy: z.enum(['watch', 'list']),
     observedAt: z.iso.datetime(),
+    /**
+     * Set when the object did not fit the bus even compressed: `object` then
+     * holds only its apiVersion, kind and metadata. A reader knows the object
+     * exists at that resourceVersion but not its content, and fails closed.
+     */
+    omitted: z.object({ reason: z.literal('too-large'), bytes: z.number().int().positive() }).optional(),
   }),
   z.object({
     op: z.literal('delete'),
@@ -52,8 +59,23 @@ export function objectEventId(event: ObjectEvent): string {
   return event.op === 'delete' ? `${uid}:deleted` : `${uid}:${resourceVersion}`;
 }
 
+/**
+ * Payloads above this size are gzip-compressed: large CRDs (several MiB of
+ * OpenAPI schema) shrink about tenfold and fit NATS' default 1 MiB max_payload,
+ * while small messages stay readable in `nats stream view`.
+ */
+export const COMPRESS_ABOVE_BYTES = 64 * 1024;
+/** A compressed payload never inflates past this: a hostile message cannot exhaust memory. */
+export const MAX_INFLATED_BYTES = 64 * 1024 * 1024;
+const GZIP_MAGIC = [0x1f, 0x8b];
+
 export function encodeMessage<T>(schema: z.ZodType<T>, value: T): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify(schema.parse(value)));
+  const json = new TextEncoder().encode(JSON.stringify(schema.parse(value)));
+  return json.byteLength > COMPRESS_ABOVE_BYTES ? new Uint8Array(gzipSync(json)) : json;
+}
+
+function isGzip(data: Uint8Array): boolean {
+  return data[0] === GZIP_MAGIC[0] && data[1] === GZIP_MAGIC[1];
 }
 
 export type Decoded<T> = { ok: true; value: T } | { ok: false; reason: string };
@@ -62,9 +84,11 @@ export type Decoded<T> = { ok: true; value: T } | { ok: false; reason: string };
 export function decodeMessage<T>(schema: z.ZodType<T>, data: Uint8Array): Decoded<T> {
   let json: unknown;
   try {
-    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(data));
+    // JSON never starts with 0x1f, so the gzip magic alone tells a compressed payload.
+    const text = isGzip(data) ? gunzipSync(data, { maxOutputLength: MAX_INFLATED_BYTES }) : data;
+    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(text));
   } catch (err) {
-    return { ok: false, reason: `not JSON: ${(err as Error).message}` };
+    return { ok: false, reason: `not JSON (or not inflatable): ${(err as Error).message}` };
   }
   const result = schema.safeParse(json);
   if (!result.success) return { ok: false, reason: z.prettifyError(result.error) };

@@ -1,35 +1,62 @@
+import { isDeepStrictEqual } from 'node:util';
 import {
   DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
   type JetStreamManager,
   RetentionPolicy,
   StorageType,
   type StreamConfig,
+  type StreamInfo,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 
 /**
- * The JetStream topology, declared in one place and applied idempotently at
- * every process start (create what is missing, update what drifted), so a
- * deleted or hand-edited stream heals on the next start of any component.
+ * The JetStream topology, declared in one place. One owner applies it
+ * (`switchyard bus setup`, or the `setup` Job in deploy/): it creates what is
+ * missing and updates what drifted. Every other process only verifies it at
+ * start (`verifyTopology`) and waits, saying what is missing, until it holds:
+ * with one owner, the last process to start can no longer set retention.
  *
- * K8S is the system's source of truth and flight recorder: every recorded
- * object change, kept for the retention period, replayable by time or
- * sequence. HEARTBEATS keeps only the latest renewal per Lease: liveness, not
- * history. WORK and FANOUT are work queues (a message leaves on ack). DLQ
- * keeps what could not be processed, with the reason, for a week.
+ * Records are kept twice, each copy with its own retention:
+ * - K8S is the flight recorder: every recorded change, kept for
+ *   `recordRetentionHours`, replayable by time or sequence. Watchers publish
+ *   here, with a never-older check per object (`src/bus/records/`).
+ * - K8S_LATEST is a mirror of K8S that keeps one message per object subject
+ *   and no age limit: the latest state of every live object is always on the
+ *   bus, however long it has been unchanged. Views rebuild from it. A mirror
+ *   keeps the origin's sequence numbers, so a trigger's K8S sequence is a
+ *   position in K8S_LATEST too. Deletions are tombstones with a per-message TTL
+ *   (2.11) equal to the record retention: the mirror drops them after that.
+ *   The mirror reads K8S, which holds every change for the retention period, so
+ *   it never misses the last one of an object (a mirror of a per-subject
+ *   stream could).
+ *
+ * HEARTBEATS keeps only the latest renewal per Lease: liveness, not history.
+ * WORK and FANOUT are work queues (a message leaves on ack). DLQ keeps what
+ * could not be processed, with the reason, for a week.
  */
 
 export interface TopologyOptions {
-  /** How long K8S keeps recorded changes. */
+  /** How long K8S keeps recorded changes, and K8S_LATEST keeps tombstones. */
   recordRetentionHours: number;
-  /** Window in which a repeated message id is stored once (two watchers, a relist). */
+  /** Window in which a repeated message id is stored once (two watchers, a relist, a retried publish). */
   duplicateWindowSeconds: number;
 }
 
 export const DEFAULT_TOPOLOGY: TopologyOptions = { recordRetentionHours: 24, duplicateWindowSeconds: 120 };
 
+/** The topology settings of a process's `bus` configuration. */
+export function topologyOptions(bus: TopologyOptions): TopologyOptions {
+  return {
+    recordRetentionHours: bus.recordRetentionHours,
+    duplicateWindowSeconds: bus.duplicateWindowSeconds,
+  };
+}
+
 export const STREAMS = {
   records: 'K8S',
+  latest: 'K8S_LATEST',
   heartbeats: 'HEARTBEATS',
   work: 'WORK',
   fanout: 'FANOUT',
@@ -51,6 +78,18 @@ export function streamConfigs(opts: TopologyOptions = DEFAULT_TOPOLOGY): StreamD
       retention: RetentionPolicy.Limits,
       discard: DiscardPolicy.Old,
       max_age: nanos(opts.recordRetentionHours * HOUR_MS),
+      allow_msg_ttl: true,
+      allow_direct: true,
+    },
+    {
+      storage: StorageType.File,
+      num_replicas: 1,
+      name: STREAMS.latest,
+      mirror: { name: STREAMS.records },
+      retention: RetentionPolicy.Limits,
+      discard: DiscardPolicy.Old,
+      max_msgs_per_subject: 1,
+      allow_msg_ttl: true,
       allow_direct: true,
     },
     {
@@ -74,8 +113,18 @@ export function streamConfigs(opts: TopologyOptions = DEFAULT_TOPOLOGY): StreamD
   ];
 }
 
-/** The oldest nats-server the topology works on: per-subject discard-new and named ephemeral consumers. */
-export const MIN_SERVER_VERSION = '2.9.0';
+/** How long a tombstone stays on the bus: as long as the history keeps the changes before it. */
+export function tombstoneTtl(opts: TopologyOptions): string {
+  return `${Math.max(1, Math.round(opts.recordRetentionHours * 3600))}s`;
+}
+
+/**
+ * The oldest nats-server Switchyard runs on, and why: per-message TTL (tombstones
+ * that leave K8S_LATEST on their own) arrived in 2.11.0. Tested on 2.15.2, the
+ * version the local stack builds (tools/nats-server).
+ */
+export const MIN_SERVER_VERSION = '2.11.0';
+const MIN_SERVER_REASON = 'per-message TTL for tombstones in the latest-state mirror';
 
 function versionParts(version: string): number[] {
   return version
@@ -103,8 +152,21 @@ export function checkServerVersion(version: string, jetstreamEnabled: boolean): 
   }
   if (compareVersions(version, MIN_SERVER_VERSION) < 0) {
     throw new Error(
-      `nats-server ${version} is too old: Switchyard needs ${MIN_SERVER_VERSION} or newer (per-subject discard-new, named consumers)`,
+      `nats-server ${version} is too old: Switchyard needs ${MIN_SERVER_VERSION} or newer (${MIN_SERVER_REASON})`,
     );
+  }
+}
+
+export function isStreamNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+}
+
+async function streamInfo(jsm: JetStreamManager, name: string): Promise<StreamInfo | undefined> {
+  try {
+    return await jsm.streams.info(name);
+  } catch (err) {
+    if (isStreamNotFound(err)) return undefined;
+    throw err;
   }
 }
 
@@ -112,23 +174,15 @@ async function ensureStream(
   jsm: JetStreamManager,
   config: StreamDeclaration,
 ): Promise<'created' | 'updated'> {
-  const { name } = config;
-  try {
-    await jsm.streams.info(name);
-  } catch (err) {
-    if (
-      (err as { code?: number; name?: string }).name !== 'StreamNotFoundError' &&
-      !/not found/i.test(String(err))
-    ) {
-      throw err;
-    }
+  if (!(await streamInfo(jsm, config.name))) {
     await jsm.streams.add(config);
     return 'created';
   }
-  await jsm.streams.update(name, config);
+  await jsm.streams.update(config.name, config);
   return 'updated';
 }
 
+/** Applies the topology: what `switchyard bus setup` (the topology's one owner) runs. */
 export async function ensureTopology(
   jsm: JetStreamManager,
   opts: TopologyOptions = DEFAULT_TOPOLOGY,
@@ -136,4 +190,45 @@ export async function ensureTopology(
   const result: Record<string, 'created' | 'updated'> = {};
   for (const config of streamConfigs(opts)) result[config.name] = await ensureStream(jsm, config);
   return result;
+}
+
+/** The settings a component relies on; drift in anything else (limits, replicas) is the owner's business. */
+const VERIFIED_FIELDS = [
+  'subjects',
+  'retention',
+  'max_msgs_per_subject',
+  'allow_msg_ttl',
+  'allow_direct',
+] as const satisfies readonly (keyof StreamConfig)[];
+
+/** What differs between the declared and the live stream, as messages an operator can act on. */
+export function streamDrift(declared: StreamDeclaration, live: StreamConfig | undefined): string[] {
+  if (!live) return [`stream ${declared.name} is missing`];
+  const problems: string[] = [];
+  for (const field of VERIFIED_FIELDS) {
+    const want = declared[field];
+    if (want === undefined) continue;
+    if (!isDeepStrictEqual(want, live[field]))
+      problems.push(
+        `stream ${declared.name}: ${field} is ${JSON.stringify(live[field])}, expected ${JSON.stringify(want)}`,
+      );
+  }
+  if (declared.mirror && live.mirror?.name !== declared.mirror.name)
+    problems.push(`stream ${declared.name}: expected a mirror of ${declared.mirror.name}`);
+  return problems;
+}
+
+/**
+ * Checks, without changing anything, that the streams a component relies on
+ * exist with the settings it relies on. Empty when all is well.
+ */
+export async function verifyTopology(
+  jsm: JetStreamManager,
+  opts: TopologyOptions = DEFAULT_TOPOLOGY,
+): Promise<string[]> {
+  const problems: string[] = [];
+  for (const declared of streamConfigs(opts)) {
+    problems.push(...streamDrift(declared, (await streamInfo(jsm, declared.name))?.config));
+  }
+  return problems;
 }

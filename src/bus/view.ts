@@ -1,7 +1,8 @@
-import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import { decodeMessage, type ObjectEvent, objectEventSchema } from './messages.ts';
-import { type ObjectKey, parseObjectSubject } from './subjects.ts';
+import { followLatest, type LatestFollower } from './follow-latest.ts';
+import { decodeMessage, type ObjectEvent, objectEventSchema, type RecordedObject } from './messages.ts';
+import { kindFilter, type ObjectKey, parseObjectSubject } from './subjects.ts';
 import { STREAMS } from './topology.ts';
 
 interface SeqWaiter {
@@ -9,22 +10,30 @@ interface SeqWaiter {
   resolve: () => void;
 }
 
+type LiveRecord = ObjectEvent & { op: 'upsert' };
+
 /**
- * A handler's in-memory index of recorded objects, rebuilt from the K8S
- * stream at start (the last event per subject) and then followed live.
+ * A handler's in-memory index of the live objects it needs, rebuilt at start
+ * from K8S_LATEST (the latest record of every object, kept without age limit)
+ * and then followed live. A tombstone removes the object, so memory holds live
+ * objects only.
  *
  * A decision must never be made on state older than its cause: a handler
- * woken by stream sequence N calls `waitFor(N)` before reading. The view reads
- * the whole record stream (`k8s.>`), keeping only the kinds it was asked for,
- * so every sequence number of the stream passes through it and `waitFor` can
- * tell exactly when it has caught up.
+ * woken by stream sequence N calls `waitFor(N)` before reading. K8S_LATEST is
+ * a mirror of K8S and keeps its sequence numbers; the view reads every subject
+ * of it, keeping only the kinds it was asked for, so `waitFor` can tell when it
+ * has caught up to any record.
+ *
+ * Lease renewals that change nothing else are on HEARTBEATS, not K8S (they must
+ * not wake handlers); the view follows them too and answers `renewTime`, so a
+ * handler knows each Lease's latest renewal without turning heartbeats into work.
  */
 export class ObjectView {
-  private readonly objects = new Map<string, Map<string, ObjectEvent>>();
+  private readonly objects = new Map<string, Map<string, LiveRecord>>();
+  private readonly renewals = new Map<string, string>();
   private readonly waiters: SeqWaiter[] = [];
+  private readonly followers: LatestFollower[] = [];
   private appliedSeq = 0;
-  private stopped = false;
-  private stopFn: (() => void) | undefined;
   private readonly kinds: ReadonlySet<string>;
   private readonly log: Logger;
 
@@ -33,26 +42,29 @@ export class ObjectView {
     this.log = log;
   }
 
-  /** Starts following the stream; resolves once the view holds everything recorded before the call. */
-  async start(js: JetStreamClient, jsm: JetStreamManager): Promise<void> {
-    const { state } = await jsm.streams.info(STREAMS.records);
-    const consumer = await js.consumers.get(STREAMS.records, {
-      filter_subjects: 'k8s.>',
-      deliver_policy: DeliverPolicy.LastPerSubject,
-    });
-    const messages = await consumer.consume();
-    this.stopFn = () => void messages.stop();
-    void (async () => {
-      for await (const m of messages) this.apply(m.subject, m.seq, m.data);
-    })().catch((err) => {
-      if (!this.stopped) this.log.error({ err }, 'view stopped following the stream');
-    });
-    await this.waitFor(state.last_seq);
+  /** Starts following the bus; resolves once the view holds everything recorded before the call. */
+  async start(js: JetStreamClient): Promise<void> {
+    this.followers.push(
+      await followLatest({
+        js,
+        stream: STREAMS.latest,
+        filters: ['k8s.>'],
+        onMessage: (m) => this.applyRecord(m),
+        log: this.log,
+      }),
+      await followLatest({
+        js,
+        stream: STREAMS.heartbeats,
+        filters: [...this.kinds].map((kind) => kindFilter('hb', kind)),
+        onMessage: (m) => this.applyHeartbeat(m),
+        log: this.log,
+      }),
+    );
+    await Promise.all(this.followers.map((f) => f.caughtUp));
   }
 
   stop(): void {
-    this.stopped = true;
-    this.stopFn?.();
+    for (const f of this.followers) f.stop();
   }
 
   get sequence(): number {
@@ -82,45 +94,52 @@ export class ObjectView {
     });
   }
 
-  /** The live objects of a kind (deleted ones are gone). */
-  list(kind: string): ObjectEvent['object'][] {
-    return [...(this.objects.get(kind)?.values() ?? [])]
-      .filter((e) => e.op === 'upsert')
-      .map((e) => e.object);
+  /** The live objects of a kind. */
+  list(kind: string): RecordedObject[] {
+    return [...(this.objects.get(kind)?.values() ?? [])].map((e) => e.object);
   }
 
-  get(key: ObjectKey): ObjectEvent['object'] | undefined {
-    const event = this.objects.get(key.kind)?.get(`${key.namespace}/${key.name}`);
-    return event?.op === 'upsert' ? event.object : undefined;
+  get(key: ObjectKey): RecordedObject | undefined {
+    return this.record(key)?.object;
   }
 
-  /** The last recorded event of an object, tombstones included (what a watcher resumes from). */
-  lastEvent(key: ObjectKey): ObjectEvent | undefined {
-    return this.objects.get(key.kind)?.get(`${key.namespace}/${key.name}`);
+  /** The latest record of a live object, with how it was observed and whether its content was omitted. */
+  record(key: ObjectKey): LiveRecord | undefined {
+    return this.objects.get(key.kind)?.get(nameKey(key));
   }
 
-  events(kind: string): ObjectEvent[] {
+  /** The live records of a kind. */
+  records(kind: string): LiveRecord[] {
     return [...(this.objects.get(kind)?.values() ?? [])];
   }
 
-  private apply(subject: string, seq: number, data: Uint8Array): void {
-    const key = parseObjectSubject(subject);
+  /**
+   * The latest `spec.renewTime` of a live Lease: the later of its record's and
+   * its last heartbeat's. Undefined when the Lease is not live or never renewed.
+   */
+  renewTime(key: ObjectKey): string | undefined {
+    const object = this.get(key);
+    if (!object) return undefined;
+    const recorded = renewTimeOf(object);
+    const heartbeat = this.renewals.get(fullKey(key));
+    if (recorded === undefined || heartbeat === undefined) return recorded ?? heartbeat;
+    return Date.parse(heartbeat) > Date.parse(recorded) ? heartbeat : recorded;
+  }
+
+  private applyRecord(m: JsMsg): void {
+    const key = parseObjectSubject(m.subject);
     if (key && this.kinds.has(key.kind)) {
-      const decoded = decodeMessage(objectEventSchema, data);
-      if (decoded.ok) {
-        let byName = this.objects.get(key.kind);
-        if (!byName) {
-          byName = new Map();
-          this.objects.set(key.kind, byName);
-        }
-        byName.set(`${key.namespace}/${key.name}`, decoded.value);
-      } else {
-        // The recorder validated it on the way in; a record that fails here was
-        // written by something else. Skip it, keep following.
-        this.log.warn({ subject, seq, reason: decoded.reason }, 'skipping an invalid record');
-      }
+      const decoded = decodeMessage(objectEventSchema, m.data);
+      if (decoded.ok) this.store(key, decoded.value);
+      // The recorder validated it on the way in; a record that fails here was
+      // written by something else. Skip it, keep following.
+      else
+        this.log.warn(
+          { subject: m.subject, seq: m.seq, reason: decoded.reason },
+          'skipping an invalid record',
+        );
     }
-    this.appliedSeq = Math.max(this.appliedSeq, seq);
+    this.appliedSeq = Math.max(this.appliedSeq, m.seq);
     for (let i = this.waiters.length - 1; i >= 0; i--) {
       const w = this.waiters[i];
       if (w && w.seq <= this.appliedSeq) {
@@ -129,4 +148,39 @@ export class ObjectView {
       }
     }
   }
+
+  private store(key: ObjectKey, event: ObjectEvent): void {
+    let byName = this.objects.get(key.kind);
+    if (!byName) {
+      byName = new Map();
+      this.objects.set(key.kind, byName);
+    }
+    if (event.op === 'upsert') {
+      byName.set(nameKey(key), event);
+      return;
+    }
+    byName.delete(nameKey(key));
+    this.renewals.delete(fullKey(key));
+  }
+
+  private applyHeartbeat(m: JsMsg): void {
+    const key = parseObjectSubject(m.subject);
+    if (!key) return;
+    const decoded = decodeMessage(objectEventSchema, m.data);
+    const renewTime = decoded.ok ? renewTimeOf(decoded.value.object) : undefined;
+    if (renewTime !== undefined) this.renewals.set(fullKey(key), renewTime);
+  }
+}
+
+function nameKey(key: ObjectKey): string {
+  return `${key.namespace}/${key.name}`;
+}
+
+function fullKey(key: ObjectKey): string {
+  return `${key.kind}/${key.namespace}/${key.name}`;
+}
+
+function renewTimeOf(object: RecordedObject | undefined): string | undefined {
+  const renewTime = (object as { spec?: { renewTime?: unknown } } | undefined)?.spec?.renewTime;
+  return typeof renewTime === 'string' ? renewTime : undefined;
 }

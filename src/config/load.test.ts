@@ -29,7 +29,11 @@ describe('loadConfig', () => {
       eventBurst: 400,
       eventQueueSize: 1000,
     });
-    expect(config.bus).toEqual({ fanoutRatePerSecond: 50, recordRetentionHours: 24 });
+    expect(config.bus).toEqual({
+      fanoutRatePerSecond: 50,
+      recordRetentionHours: 24,
+      duplicateWindowSeconds: 120,
+    });
     expect(config.log.level).toBe('info');
   });
 

@@ -81,8 +81,17 @@ const bus = z
     recordRetentionHours: numeric(z.number().positive())
       .default(24)
       .describe(
-        'How long the recorded stream (the source of truth and flight recorder) keeps messages, in hours. ' +
-          'One setting for the stream, shared by every process.',
+        'How long the record history (stream K8S, the flight recorder that `replay` reads) keeps every change, in ' +
+          'hours; tombstones stay as long in the latest-state mirror (K8S_LATEST), which keeps live objects forever. ' +
+          'A topology setting, one for every process: applied by `switchyard bus setup`, verified by the others.',
+      ),
+    duplicateWindowSeconds: numeric(z.number().int().min(1))
+      .default(120)
+      .describe(
+        'Window in which the bus stores a repeated message id once (two watcher replicas recording one change, a ' +
+          'retried publish), in seconds. A topology setting, one for every process, like bus.recordRetentionHours. ' +
+          'Ordering does not depend ' +
+          'on it: a record older than the stored one is refused whatever the window.',
       ),
   })
   .strict();

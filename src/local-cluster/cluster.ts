@@ -145,7 +145,10 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
     };
     await writeTokenAuthFile(files.tokenAuthFile, identities);
 
-    const [etcd, nats] = await Promise.all([startEtcd(files, log), NatsServer.start(dir, log, opts.natsConfig)]);
+    const [etcd, nats] = await Promise.all([
+      startEtcd(files, log),
+      NatsServer.start(dir, log, opts.natsConfig),
+    ]);
     processes.push(etcd.process, nats.process);
     const api = await startApiServer(files, etcd.url, opts.extraApiServerArgs ?? [], log);
     processes.push(api.process);

@@ -50,6 +50,9 @@ export async function startEtcd(
         `--initial-cluster=local=${peer}`,
         // A throwaway test store: durability across power loss buys nothing here.
         '--unsafe-no-fsync=true',
+        // Large CRDs (several MiB of schema) exist in real clusters, whose etcd is
+        // configured for them; the default 1.5 MiB would refuse them.
+        '--max-request-bytes=8388608',
         '--log-level=warn',
       ],
       env: childEnv(),

@@ -1,7 +1,8 @@
 // Watchers against the real apiserver and JetStream: changes round-trip from
 // a watch into the record stream and back into a view; a watch that fell
 // behind a compaction (410 Gone) relists and records the deletion it missed;
-// two watchers store each change once; a Lease renewal is a heartbeat only.
+// two watchers store each change once; a Lease renewal is a heartbeat only,
+// and the view knows its latest renewTime.
 import {
   ApiextensionsV1Api,
   CoordinationV1Api,
@@ -9,7 +10,6 @@ import {
   CustomObjectsApi,
   PatchStrategy,
   setHeaderOptions,
-  Watch,
 } from '@kubernetes/client-node';
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -20,13 +20,13 @@ import {
   UNCACHED_TEST_RESOURCE,
   useLocalCluster,
 } from '../../test/support/local-cluster.ts';
-import { encodeMessage, objectEventSchema } from '../bus/messages.ts';
+import { InterruptibleWatches, startRecording } from '../../test/support/watchers.ts';
+import { decodeMessage, encodeMessage, objectEventSchema } from '../bus/messages.ts';
 import { objectSubject } from '../bus/subjects.ts';
-import { ensureTopology, STREAMS } from '../bus/topology.ts';
+import { STREAMS } from '../bus/topology.ts';
 import { ObjectView } from '../bus/view.ts';
 import { waitFor } from '../local-cluster/wait.ts';
-import { ObjectWatcher } from './object-watcher.ts';
-import { isLeaseRenewalOnly, type WatchedResource } from './resources.ts';
+import { leaseContentDigest, type WatchedResource } from './resources.ts';
 
 const cluster = useLocalCluster();
 const admin = cluster.kubeConfig('admin');
@@ -43,7 +43,6 @@ beforeAll(async () => {
   nc = await connect({ servers: cluster.info.natsUrl });
   js = jetstream(nc);
   jsm = await jetstreamManager(nc);
-  await ensureTopology(jsm);
   namespace = await createNamespace(admin, 'watch');
 });
 
@@ -55,23 +54,26 @@ afterAll(async () => {
 
 async function startView(kind: string): Promise<ObjectView> {
   const view = new ObjectView([kind], log);
-  await view.start(js, jsm);
+  await view.start(js);
   running.push(view);
   return view;
 }
 
-async function startWatcher(resource: WatchedResource, view: ObjectView, resumeFrom?: string) {
-  const watcher = new ObjectWatcher({
-    resource,
-    informers: { kubeConfig: admin, newWatch: () => new Watch(admin) },
-    js,
+async function startWatcher(resource: WatchedResource, newWatch?: InterruptibleWatches['newWatch']) {
+  const watcher = await startRecording({ nc, js, jsm }, resource, {
+    kubeConfig: admin,
     log,
-    recorded: view.events(resource.kind),
-    resumeFrom,
+    ...(newWatch ? { newWatch } : {}),
   });
-  await watcher.start();
   running.push(watcher);
   return watcher;
+}
+
+/** The last record of an object in the history (tombstones included). */
+async function lastRecord(key: { kind: string; namespace: string; name: string }) {
+  const m = await jsm.direct.getMessage(STREAMS.records, { last_by_subj: objectSubject(key) });
+  const decoded = m ? decodeMessage(objectEventSchema, m.data) : undefined;
+  return decoded?.ok ? decoded.value : undefined;
 }
 
 async function recordedCount(filter: string, stream: string = STREAMS.records): Promise<number> {
@@ -89,7 +91,7 @@ describe('object watcher', () => {
   it('records create, update and delete, and a view rebuilt from the stream follows them', async () => {
     const resource = configMaps('testcm', 'roundtrip');
     const view = await startView('testcm');
-    await startWatcher(resource, view);
+    await startWatcher(resource);
     const key = { kind: 'testcm', namespace, name: 'rt' };
 
     await core.createNamespacedConfigMap({
@@ -114,7 +116,7 @@ describe('object watcher', () => {
 
     await core.deleteNamespacedConfigMap({ name: 'rt', namespace });
     await waitFor('the delete in the view', () => (view.get(key) === undefined ? true : undefined));
-    expect(view.lastEvent(key)).toMatchObject({ op: 'delete', observedBy: 'watch' });
+    expect(await lastRecord(key)).toMatchObject({ op: 'delete', observedBy: 'watch' });
   });
 
   it('lets a handler wait until its view has caught up to the sequence of a trigger', async () => {
@@ -135,7 +137,7 @@ describe('object watcher', () => {
     await expect(view.waitFor(ack.seq + 1_000, 200)).rejects.toThrow(/did not reach stream sequence/);
   });
 
-  it('relists after 410 Gone and records the deletion it missed', async () => {
+  it('relists when its own resume meets 410 Gone, and records the deletion it missed', async () => {
     const crds = admin.makeApiClient(ApiextensionsV1Api);
     const [plural, ...groupParts] = UNCACHED_TEST_RESOURCE.split('.');
     const group = groupParts.join('.');
@@ -177,12 +179,14 @@ describe('object watcher', () => {
     const view = await startView('gadget');
     await create('g1');
     await create('g2');
-    const first = await startWatcher(resource, view);
+    const watches = new InterruptibleWatches(admin);
+    const watcher = await startWatcher(resource, watches.newWatch);
     await waitFor('both gadgets recorded', () => (view.list('gadget').length === 2 ? true : undefined));
-    const position = first.position;
-    first.stop();
+    const position = watcher.position;
 
-    // While no watcher runs: g1 goes, g3 comes, and etcd forgets the history.
+    // The watch connection drops and cannot come back yet: g1 goes, g3 comes,
+    // and etcd forgets the history the watcher would resume from.
+    watches.cutAndHold();
     await custom.deleteNamespacedCustomObject({
       group,
       version: 'v1',
@@ -202,7 +206,7 @@ describe('object watcher', () => {
     });
     expect(compacted.status).toBe(200);
 
-    const resumed = await startWatcher(resource, view, position);
+    watches.release();
     await waitFor('the missed deletion and creation recorded', () =>
       view
         .list('gadget')
@@ -212,9 +216,11 @@ describe('object watcher', () => {
         ? true
         : undefined,
     );
-    expect(resumed.stats.relists).toBe(1);
-    expect(resumed.stats.tombstones).toBe(1);
-    expect(view.lastEvent({ kind: 'gadget', namespace, name: 'g1' })).toMatchObject({
+    // It resumed from its own position (no help from the test), met 410, and relisted.
+    expect(watches.requests).toContain(position);
+    expect(watcher.stats.relists).toBe(2);
+    expect(watcher.stats.tombstones).toBe(1);
+    expect(await lastRecord({ kind: 'gadget', namespace, name: 'g1' })).toMatchObject({
       op: 'delete',
       observedBy: 'relist-gap',
     });
@@ -222,8 +228,7 @@ describe('object watcher', () => {
 
   it('stores each change once when two watchers run at the same time', async () => {
     const resource = configMaps('testcm2', 'twins');
-    const view = await startView('testcm2');
-    const [a, b] = await Promise.all([startWatcher(resource, view), startWatcher(resource, view)]);
+    const [a, b] = await Promise.all([startWatcher(resource), startWatcher(resource)]);
     const names = ['t1', 't2', 't3', 't4', 't5'];
     for (const name of names) {
       await core.createNamespacedConfigMap({
@@ -237,51 +242,55 @@ describe('object watcher', () => {
     }
     for (const name of names.slice(0, 2)) await core.deleteNamespacedConfigMap({ name, namespace });
     const changes = names.length * 2 + 2;
+    // A replica that is behind finds the change already stored (a duplicate) or a
+    // newer one stored (stale): either way it stores nothing.
+    const seen = (w: typeof a) => w.stats.published + w.stats.duplicates + w.stats.stale;
     await waitFor('every change seen by both watchers', () =>
-      a.stats.published + a.stats.duplicates === changes && b.stats.published + b.stats.duplicates === changes
-        ? true
-        : undefined,
+      seen(a) === changes && seen(b) === changes ? true : undefined,
     );
     expect(await recordedCount('k8s.testcm2.>')).toBe(changes);
     expect(a.stats.published + b.stats.published).toBe(changes);
-    expect(a.stats.duplicates + b.stats.duplicates).toBe(changes);
+    expect(a.stats.duplicates + b.stats.duplicates + a.stats.stale + b.stats.stale).toBe(changes);
   });
 
-  it('records a Lease renewal as a heartbeat only, and a real change on the record stream', async () => {
+  it('records a Lease renewal as a heartbeat only, and the view knows the latest renewTime', async () => {
     const leases = admin.makeApiClient(CoordinationV1Api);
     const resource: WatchedResource = {
       kind: 'testlease',
       path: `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`,
-      isHeartbeatOnly: isLeaseRenewalOnly,
+      contentDigest: leaseContentDigest,
     };
     const view = await startView('testlease');
-    const watcher = await startWatcher(resource, view);
+    const watcher = await startWatcher(resource);
+    const key = { kind: 'testlease', namespace, name: 'served-a' };
     await leases.createNamespacedLease({
       namespace,
       body: { metadata: { name: 'served-a' }, spec: { holderIdentity: 'pod-a', leaseDurationSeconds: 30 } },
     });
-    const renew = (holderIdentity: string) =>
-      leases.patchNamespacedLease(
-        {
-          name: 'served-a',
-          namespace,
-          body: { spec: { holderIdentity, renewTime: new Date().toISOString().replace('Z', '000Z') } },
-        },
+    let renewals = 0;
+    const renew = async (holderIdentity: string) => {
+      // Distinct, increasing times a second apart, so each renewal is told from the last.
+      const renewTime = new Date(Date.UTC(2030, 0, 1, 0, 0, ++renewals)).toISOString().replace('Z', '000Z');
+      await leases.patchNamespacedLease(
+        { name: 'served-a', namespace, body: { spec: { holderIdentity, renewTime } } },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       );
-    await waitFor('the lease recorded', () =>
-      view.get({ kind: 'testlease', namespace, name: 'served-a' }) ? true : undefined,
-    );
+      return renewTime;
+    };
+    await waitFor('the lease recorded', () => (view.get(key) ? true : undefined));
     await renew('pod-a');
-    await renew('pod-a');
+    const latest = await renew('pod-a');
     await waitFor('two heartbeats', () => (watcher.stats.heartbeats === 2 ? true : undefined));
+    // The record stream did not move (no handler woke), yet the view knows the second renewal.
     expect(await recordedCount('k8s.testlease.>')).toBe(1);
-    expect(await recordedCount('hb.testlease.>', STREAMS.heartbeats)).toBe(1);
+    await waitFor('the latest renewal in the view', () =>
+      view.renewTime(key) === latest ? true : undefined,
+    );
+    expect(view.get(key)?.spec).not.toHaveProperty('renewTime', latest);
 
     await renew('pod-b');
     await waitFor('the holder change recorded', () =>
-      (view.get({ kind: 'testlease', namespace, name: 'served-a' }) as { spec?: { holderIdentity?: string } })
-        ?.spec?.holderIdentity === 'pod-b'
+      (view.get(key) as { spec?: { holderIdentity?: string } })?.spec?.holderIdentity === 'pod-b'
         ? true
         : undefined,
     );

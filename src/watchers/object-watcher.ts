@@ -1,41 +1,54 @@
 import type { KubeConfig, Watch } from '@kubernetes/client-node';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
+import { followLatest } from '../bus/follow-latest.ts';
 import {
+  decodeMessage,
   encodeMessage,
   type ObjectEvent,
-  objectEventId,
   objectEventSchema,
   type RecordedObject,
   recordedObjectSchema,
 } from '../bus/messages.ts';
-import { heartbeatSubject, objectSubject } from '../bus/subjects.ts';
-import { ApiStatusError, listObjects } from './list-objects.ts';
+import type { RecordWriter, StoredRecord, WriteResult } from '../bus/records/record-writer.ts';
+import { heartbeatSubject, kindFilter, objectSubject, parseObjectSubject } from '../bus/subjects.ts';
+import { STREAMS } from '../bus/topology.ts';
+import { listObjects } from './list-objects.ts';
+import { type Identity, keyOfIdentity, relistDiff } from './relist-diff.ts';
 import type { WatchedResource } from './resources.ts';
+import { nextStep, type WatchEnd } from './watch-outcome.ts';
 
 export interface WatcherStats {
+  /** Records stored on the bus. */
   published: number;
+  /** Records the bus already had (another replica, a relist, a retried publish). */
   duplicates: number;
+  /** Records refused because the bus holds a newer state of the object (a lagging replica). */
+  stale: number;
   heartbeats: number;
   tombstones: number;
   relists: number;
+  /** Objects recorded without their content: too large for the bus even compressed. */
+  oversized: number;
+  /** Changes the bus did not store (NATS unreachable); each led to a relist. */
+  recordFailures: number;
 }
 
-interface Known {
-  uid: string;
-  object: RecordedObject;
+/** What a watcher keeps of each recorded object: enough to diff and order, never the object itself. */
+export interface KnownRecord {
+  identity: Identity;
+  stored: StoredRecord;
+  /** The resource's content digest (Leases), to tell a renewal from a change. */
+  digest?: string;
 }
 
+const MIN_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 30_000;
 
 /** The part of the informers client (src/kube/clients.ts) a watcher uses. */
 export interface WatcherClient {
   kubeConfig: KubeConfig;
   newWatch(): Watch;
-}
-
-function keyOf(o: RecordedObject): string {
-  return `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 }
 
 function withoutManagedFields(o: RecordedObject): RecordedObject {
@@ -45,29 +58,92 @@ function withoutManagedFields(o: RecordedObject): RecordedObject {
   return { ...o, metadata };
 }
 
+function identityOf(o: RecordedObject): Identity {
+  const { name, namespace = '', uid, resourceVersion } = o.metadata;
+  return { name, namespace, uid, resourceVersion };
+}
+
+/**
+ * What the bus holds of one kind (K8S_LATEST, the latest record of every
+ * object), reduced to what a watcher keeps. Read once at start.
+ */
+export async function loadRecorded(
+  js: JetStreamClient,
+  resource: WatchedResource,
+  log: Logger,
+): Promise<Map<string, KnownRecord>> {
+  const known = new Map<string, KnownRecord>();
+  const follower = await followLatest({
+    js,
+    stream: STREAMS.latest,
+    filters: [kindFilter('k8s', resource.kind)],
+    log,
+    onMessage: (m) => {
+      const key = parseObjectSubject(m.subject);
+      const decoded = decodeMessage(objectEventSchema, m.data);
+      if (!key || !decoded.ok) return;
+      const { op, object } = decoded.value;
+      if (op === 'delete') {
+        known.delete(keyOfIdentity(key));
+        return;
+      }
+      known.set(keyOfIdentity(key), {
+        identity: identityOf(object),
+        stored: {
+          seq: m.seq,
+          summary: { op, uid: object.metadata.uid, resourceVersion: object.metadata.resourceVersion },
+        },
+        ...(resource.contentDigest && !decoded.value.omitted
+          ? { digest: resource.contentDigest(object) }
+          : {}),
+      });
+    },
+  });
+  await follower.caughtUp;
+  follower.stop();
+  return known;
+}
+
 /**
  * A thin watcher: list + watch one kind of object and record every change on
  * the bus, nothing else.
  *
- * - It resumes from what the stream already holds (`known`, from the view), so
- *   a restart or a second replica republishes nothing the stream has: every
- *   message carries a deterministic `Nats-Msg-Id` and the stream stores it once.
- * - On 410 Gone (the watch fell behind a compaction) it relists and records a
- *   tombstone for every object the stream knows that the list no longer has:
- *   deletions missed during the gap are not lost.
+ * - It starts from what the bus holds (`loadRecorded`), so a restart or a
+ *   second replica records nothing the bus has, and records go through the
+ *   RecordWriter, which never stores an older state of an object over a newer
+ *   one: two replicas, however far one lags, cannot resurrect a deletion.
+ * - It never moves its position past a change the bus did not store: when a
+ *   record cannot be stored (NATS unreachable), the watch is dropped and the
+ *   watcher relists, with backoff, until the bus has caught up with the list.
+ * - On 410 Gone (or any other watch ERROR) it relists and records a tombstone
+ *   for every object the bus holds that the list no longer has.
  * - Watches ask for bookmarks, so a quiet watch resumes without a relist.
- * - Changes a resource marks as heartbeat-only (a Lease renewal) go to the
- *   heartbeat stream, never to the record stream that wakes handlers.
+ * - A Lease change that keeps its content digest is a heartbeat: it goes to
+ *   HEARTBEATS, never to the record stream that wakes handlers.
+ * - An object too large for the bus even compressed is recorded without its
+ *   content, counted and logged, never fatal.
  */
 export class ObjectWatcher {
-  readonly stats: WatcherStats = { published: 0, duplicates: 0, heartbeats: 0, tombstones: 0, relists: 0 };
-  private readonly known = new Map<string, Known>();
+  readonly stats: WatcherStats = {
+    published: 0,
+    duplicates: 0,
+    stale: 0,
+    heartbeats: 0,
+    tombstones: 0,
+    relists: 0,
+    oversized: 0,
+    recordFailures: 0,
+  };
+  private readonly known: Map<string, KnownRecord>;
   private resourceVersion = '';
   private abort: AbortController | undefined;
   private stopped = false;
-  private backoffMs = 500;
+  /** Bumped when a watch is abandoned: events still queued from it are ignored. */
+  private generation = 0;
+  private backoffMs = MIN_BACKOFF_MS;
   private readonly resource: WatchedResource;
   private readonly informers: WatcherClient;
+  private readonly writer: RecordWriter;
   private readonly js: JetStreamClient;
   private readonly log: Logger;
 
@@ -75,27 +151,24 @@ export class ObjectWatcher {
     resource: WatchedResource;
     /** The process's informers client: lists and watches carry its identity and User-Agent. */
     informers: WatcherClient;
+    writer: RecordWriter;
+    /** For heartbeats, which are published without an ordering check (readers keep the latest renewal). */
     js: JetStreamClient;
     log: Logger;
-    /** The last recorded event of each object of this kind, from the stream. */
-    recorded: ObjectEvent[];
-    /** Resume watching from this resourceVersion instead of listing first (a watcher that kept its place). */
-    resumeFrom?: string;
+    /** What the bus holds of this kind (`loadRecorded`). */
+    recorded: Map<string, KnownRecord>;
   }) {
-    this.resourceVersion = opts.resumeFrom ?? '';
     this.resource = opts.resource;
     this.informers = opts.informers;
+    this.writer = opts.writer;
     this.js = opts.js;
     this.log = opts.log.child({ kind: opts.resource.kind });
-    for (const e of opts.recorded) {
-      if (e.op === 'upsert')
-        this.known.set(keyOf(e.object), { uid: e.object.metadata.uid, object: e.object });
-    }
+    this.known = opts.recorded;
   }
 
-  /** Lists, records the differences with the stream, and starts watching. */
+  /** Lists, records the differences with the bus, and starts watching. */
   async start(): Promise<void> {
-    if (!this.resourceVersion) await this.relist();
+    await this.relist();
     this.watch();
   }
 
@@ -114,76 +187,87 @@ export class ObjectWatcher {
       labelSelector: this.resource.labelSelector,
     });
     this.stats.relists++;
-    const listed = new Set<string>();
-    for (const item of list.items) {
-      const object = withoutManagedFields(item);
-      listed.add(keyOf(object));
-      const previous = this.known.get(keyOf(object));
-      if (previous?.object.metadata.resourceVersion === object.metadata.resourceVersion) continue;
-      if (previous && previous.uid !== object.metadata.uid)
-        await this.recordDeletion(previous.object, 'relist-gap');
-      await this.recordUpsert(object, 'list');
-    }
-    for (const [key, { object }] of [...this.known]) {
-      if (!listed.has(key)) await this.recordDeletion(object, 'relist-gap');
-    }
+    const known = new Map([...this.known].map(([key, k]) => [key, k.identity]));
+    const { gone, changed } = relistDiff(known, list.items);
+    for (const identity of gone) await this.recordDeletion(identity, 'relist-gap');
+    for (const item of changed) await this.recordUpsert(withoutManagedFields(item), 'list');
     this.resourceVersion = list.resourceVersion;
     this.log.debug({ items: list.items.length, resourceVersion: list.resourceVersion }, 'listed');
   }
 
   private watch(): void {
     if (this.stopped) return;
+    const generation = ++this.generation;
     const query = {
       resourceVersion: this.resourceVersion,
       allowWatchBookmarks: true,
       labelSelector: this.resource.labelSelector,
     };
+    const end: WatchEnd = { recordFailed: false };
     let queue = Promise.resolve();
-    let gone = false;
+    let ended = false;
     const onEvent = (type: string, obj: unknown) => {
+      if (generation !== this.generation) return;
       if (type === 'ERROR') {
-        gone = (obj as { code?: number }).code === 410;
-        if (!gone) this.log.warn({ status: obj }, 'watch error event');
+        end.errorEvent = obj as WatchEnd['errorEvent'];
+        this.log.info({ status: obj }, 'watch error event');
         return;
       }
       queue = queue
-        .then(() => this.onWatchEvent(type, obj))
-        .catch((err) => this.log.error({ err }, 'recording failed'));
+        .then(() => (generation === this.generation ? this.onWatchEvent(type, obj) : undefined))
+        .catch((err) => {
+          if (generation !== this.generation) return;
+          this.stats.recordFailures++;
+          this.log.warn(
+            { err, resourceVersion: this.resourceVersion },
+            'change not recorded; dropping the watch to relist',
+          );
+          end.recordFailed = true;
+          this.generation++;
+          this.abort?.abort();
+        });
     };
     const onDone = (err: unknown) => {
-      void queue.then(() => this.afterWatch(err, gone));
+      if (ended) return;
+      ended = true;
+      end.err = err ?? undefined;
+      void queue.then(() => this.afterWatch(end));
     };
     this.informers
       .newWatch()
       .watch(this.resource.path, query, onEvent, onDone)
       .then((abort) => {
         this.abort = abort;
-        if (this.stopped) abort.abort();
+        if (this.stopped || generation !== this.generation) abort.abort();
       })
       .catch(onDone);
   }
 
-  private async afterWatch(err: unknown, gone: boolean): Promise<void> {
-    if (this.stopped) return;
-    const expired = gone || (err as { statusCode?: number } | null)?.statusCode === 410;
-    const timedOut = (err as { name?: string } | null)?.name === 'TimeoutError';
-    if (err && !expired && !timedOut) {
-      this.log.warn({ err, backoffMs: this.backoffMs }, 'watch failed; retrying');
-      await new Promise((r) => setTimeout(r, this.backoffMs));
-      this.backoffMs = Math.min(MAX_BACKOFF_MS, this.backoffMs * 2);
-    }
-    try {
-      if (expired) {
-        this.log.info({ resourceVersion: this.resourceVersion }, 'watch expired (410); relisting');
-        await this.relist();
+  private async afterWatch(end: WatchEnd): Promise<void> {
+    let { relist, backoff } = nextStep(end);
+    for (;;) {
+      if (this.stopped) return;
+      if (backoff) {
+        this.log.info(
+          { backoffMs: this.backoffMs, relist, err: end.err },
+          'watch ended; retrying after a pause',
+        );
+        await new Promise((r) => setTimeout(r, this.backoffMs));
+        this.backoffMs = Math.min(MAX_BACKOFF_MS, this.backoffMs * 2);
       }
-      this.watch();
-    } catch (e) {
-      const status = e instanceof ApiStatusError ? e.statusCode : undefined;
-      this.log.warn({ err: e, status }, 'relist failed; retrying');
-      await new Promise((r) => setTimeout(r, this.backoffMs));
-      this.backoffMs = Math.min(MAX_BACKOFF_MS, this.backoffMs * 2);
-      await this.afterWatch({ statusCode: 410 }, true);
+      if (this.stopped) return;
+      try {
+        if (relist) {
+          this.log.info({ resourceVersion: this.resourceVersion }, 'relisting');
+          await this.relist();
+        }
+        this.watch();
+        return;
+      } catch (err) {
+        this.log.warn({ err }, 'relist failed; retrying');
+        relist = true;
+        backoff = true;
+      }
     }
   }
 
@@ -198,52 +282,103 @@ export class ObjectWatcher {
       return;
     }
     const object = withoutManagedFields(parsed.data);
-    this.backoffMs = 500;
     if (type === 'DELETED') await this.recordDeletion(object, 'watch');
     else await this.recordUpsert(object, 'watch');
+    // Only now, with the change stored, may the position move past it.
     this.resourceVersion = object.metadata.resourceVersion;
+    this.backoffMs = MIN_BACKOFF_MS;
+  }
+
+  private subjectKey(o: { name: string; namespace?: string | undefined }) {
+    return { kind: this.resource.kind, namespace: o.namespace ?? '', name: o.name };
   }
 
   private async recordUpsert(object: RecordedObject, observedBy: 'watch' | 'list'): Promise<void> {
-    const previous = this.known.get(keyOf(object));
-    const key = {
-      kind: this.resource.kind,
-      namespace: object.metadata.namespace ?? '',
-      name: object.metadata.name,
-    };
+    const key = keyOfIdentity(object.metadata);
+    const previous = this.known.get(key);
+    const digest = this.resource.contentDigest?.(object);
     const event: ObjectEvent = { op: 'upsert', object, observedBy, observedAt: new Date().toISOString() };
-    const heartbeat =
-      previous?.uid === object.metadata.uid &&
-      this.resource.isHeartbeatOnly?.(previous.object, object) === true;
-    await this.publish(heartbeat ? heartbeatSubject(key) : objectSubject(key), event);
-    if (heartbeat) this.stats.heartbeats++;
-    // A heartbeat leaves `known` at the recorded content, so the next real change
-    // is compared with what the record stream holds.
-    if (!heartbeat) this.known.set(keyOf(object), { uid: object.metadata.uid, object });
+    if (
+      digest !== undefined &&
+      previous?.digest === digest &&
+      previous.identity.uid === object.metadata.uid
+    ) {
+      await this.js.publish(
+        heartbeatSubject(this.subjectKey(object.metadata)),
+        encodeMessage(objectEventSchema, event),
+      );
+      this.stats.heartbeats++;
+      return;
+    }
+    const result = await this.writer.write(
+      objectSubject(this.subjectKey(object.metadata)),
+      event,
+      previous?.stored,
+    );
+    this.count(result, object);
+    if (result.outcome === 'stale') this.adoptStored(key, result, identityOf(object));
+    else
+      this.known.set(key, {
+        identity: identityOf(object),
+        stored: result.stored,
+        ...(digest ? { digest } : {}),
+      });
   }
 
-  private async recordDeletion(object: RecordedObject, observedBy: 'watch' | 'relist-gap'): Promise<void> {
-    const key = {
-      kind: this.resource.kind,
-      namespace: object.metadata.namespace ?? '',
-      name: object.metadata.name,
-    };
-    await this.publish(objectSubject(key), {
+  private async recordDeletion(
+    object: RecordedObject | Identity,
+    observedBy: 'watch' | 'relist-gap',
+  ): Promise<void> {
+    const asObject: RecordedObject =
+      'metadata' in object
+        ? object
+        : {
+            metadata: {
+              name: object.name,
+              namespace: object.namespace,
+              uid: object.uid,
+              resourceVersion: object.resourceVersion,
+            },
+          };
+    const key = keyOfIdentity(asObject.metadata);
+    const event: ObjectEvent = {
       op: 'delete',
-      object,
+      object: asObject,
       observedBy,
       observedAt: new Date().toISOString(),
-    });
-    if (observedBy === 'relist-gap') this.stats.tombstones++;
-    const current = this.known.get(keyOf(object));
-    if (current?.uid === object.metadata.uid) this.known.delete(keyOf(object));
+    };
+    const result = await this.writer.write(
+      objectSubject(this.subjectKey(asObject.metadata)),
+      event,
+      this.known.get(key)?.stored,
+    );
+    this.count(result, asObject);
+    if (observedBy === 'relist-gap' && result.outcome === 'stored') this.stats.tombstones++;
+    if (result.outcome === 'stale') this.adoptStored(key, result, identityOf(asObject));
+    else this.known.delete(key);
   }
 
-  private async publish(subject: string, event: ObjectEvent): Promise<void> {
-    const ack = await this.js.publish(subject, encodeMessage(objectEventSchema, event), {
-      msgID: objectEventId(event),
-    });
-    if (ack.duplicate) this.stats.duplicates++;
-    else this.stats.published++;
+  /** The bus holds a newer state than this watcher saw: adopt it (it is what a later relist compares with). */
+  private adoptStored(key: string, result: WriteResult, seen: Identity): void {
+    const latest = result.stored.summary;
+    if (!latest || latest.op === 'delete') {
+      this.known.delete(key);
+      return;
+    }
+    const identity = { ...seen, uid: latest.uid, resourceVersion: latest.resourceVersion };
+    this.known.set(key, { identity, stored: result.stored });
+  }
+
+  private count(result: WriteResult, object: RecordedObject): void {
+    if (result.outcome === 'stored') this.stats.published++;
+    else if (result.outcome === 'duplicate') this.stats.duplicates++;
+    else this.stats.stale++;
+    if (result.omittedBytes !== undefined) {
+      this.stats.oversized++;
+      this.log.error(
+        { name: object.metadata.name, namespace: object.metadata.namespace, bytes: result.omittedBytes },
+        'object too large for the bus even compressed: recorded without its content; raise the NATS max_payload',
+      );
+    }
   }
 }

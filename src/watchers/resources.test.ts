@@ -1,20 +1,27 @@
 import { describe, expect, it } from 'vitest';
-import { isLeaseRenewalOnly } from './resources.ts';
+import { leaseContentDigest } from './resources.ts';
 
 const lease = (renewTime: string, holderIdentity = 'pod-a', resourceVersion = '1') => ({
   metadata: { name: 'l', resourceVersion, managedFields: [{ time: renewTime }] },
   spec: { holderIdentity, leaseDurationSeconds: 30, renewTime },
 });
 
-describe('isLeaseRenewalOnly', () => {
-  it('is true when only renewTime and bookkeeping changed', () => {
-    expect(isLeaseRenewalOnly(lease('t1'), lease('t2', 'pod-a', '2'))).toBe(true);
+describe('leaseContentDigest', () => {
+  it('is the same when only renewTime and bookkeeping changed', () => {
+    expect(leaseContentDigest(lease('t2', 'pod-a', '2'))).toBe(leaseContentDigest(lease('t1')));
   });
 
-  it('is false for any other change, or with nothing to compare with', () => {
-    expect(isLeaseRenewalOnly(lease('t1'), lease('t2', 'pod-b', '2'))).toBe(false);
-    const annotated = { ...lease('t2'), metadata: { ...lease('t2').metadata, annotations: { a: 'b' } } };
-    expect(isLeaseRenewalOnly(lease('t1'), annotated)).toBe(false);
-    expect(isLeaseRenewalOnly(undefined, lease('t1'))).toBe(false);
+  it('is the same whatever the order of keys', () => {
+    const reordered = {
+      spec: { renewTime: 't1', leaseDurationSeconds: 30, holderIdentity: 'pod-a' },
+      metadata: { name: 'l' },
+    };
+    expect(leaseContentDigest(reordered)).toBe(leaseContentDigest(lease('t1')));
+  });
+
+  it('differs for any other change', () => {
+    expect(leaseContentDigest(lease('t2', 'pod-b', '2'))).not.toBe(leaseContentDigest(lease('t1')));
+    const annotated = { ...lease('t1'), metadata: { ...lease('t1').metadata, annotations: { a: 'b' } } };
+    expect(leaseContentDigest(annotated)).not.toBe(leaseContentDigest(lease('t1')));
   });
 });

@@ -1,4 +1,4 @@
-import { isDeepStrictEqual } from 'node:util';
+import { createHash } from 'node:crypto';
 import { GROUP, MANAGED_BY_LABEL, MANAGED_BY_VALUE, VERSION } from '../api/constants.ts';
 import type { ObjectKind } from '../bus/subjects.ts';
 
@@ -8,26 +8,38 @@ export interface WatchedResource {
   /** Collection path across namespaces, e.g. /apis/apps/v1/deployments. */
   path: string;
   labelSelector?: string;
-  /** A pure function saying whether a change is only a liveness refresh (see lease heartbeats). */
-  isHeartbeatOnly?: (previous: unknown, next: unknown) => boolean;
+  /**
+   * A digest of the content whose change is worth recording. Set for kinds
+   * with liveness refreshes (Leases): a change that keeps the digest is a
+   * heartbeat, published to HEARTBEATS, never to the record stream that wakes
+   * handlers. The watcher keeps the digest, not the object.
+   */
+  contentDigest?: (object: unknown) => string;
 }
 
 const managedBySelector = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
 
-/**
- * Whether a Lease changed only its renewTime: that is liveness, published to
- * the heartbeat stream, and must not become handler work or a status write.
- */
-export function isLeaseRenewalOnly(previous: unknown, next: unknown): boolean {
-  return previous !== undefined && isDeepStrictEqual(withoutRenewal(previous), withoutRenewal(next));
+/** JSON with object keys sorted, so equal content has one text whatever the key order. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
 }
 
-function withoutRenewal(o: unknown): unknown {
-  const lease = structuredClone(o) as { metadata?: Record<string, unknown>; spec?: Record<string, unknown> };
-  delete lease.metadata?.resourceVersion;
-  delete lease.metadata?.managedFields;
-  delete lease.spec?.renewTime;
-  return lease;
+/**
+ * A Lease's content without what every renewal changes (renewTime, and the
+ * resourceVersion and managedFields that come with any write): two Leases with
+ * the same digest differ only by a liveness refresh.
+ */
+export function leaseContentDigest(lease: unknown): string {
+  const l = lease as { metadata?: Record<string, unknown>; spec?: Record<string, unknown> };
+  const { resourceVersion: _rv, managedFields: _mf, ...metadata } = l.metadata ?? {};
+  const { renewTime: _rt, ...spec } = l.spec ?? {};
+  return createHash('sha256')
+    .update(canonicalJson({ ...l, metadata, spec }))
+    .digest('base64url');
 }
 
 /** What Switchyard records. Leases and Deployments only where its own label is. */
@@ -41,7 +53,7 @@ export const RECORDED_RESOURCES: WatchedResource[] = [
     kind: 'lease',
     path: '/apis/coordination.k8s.io/v1/leases',
     labelSelector: managedBySelector,
-    isHeartbeatOnly: isLeaseRenewalOnly,
+    contentDigest: leaseContentDigest,
   },
 ];
 

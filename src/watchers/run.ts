@@ -1,20 +1,21 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { connectBus } from '../bus/connect.ts';
-import { ObjectView } from '../bus/view.ts';
+import { RecordWriter } from '../bus/records/record-writer.ts';
+import { tombstoneTtl, topologyOptions } from '../bus/topology.ts';
 import { loadConfig } from '../config/load.ts';
 import { createKubeClients } from '../kube/clients.ts';
 import { servesGroupVersion } from './list-objects.ts';
-import { ObjectWatcher } from './object-watcher.ts';
+import { loadRecorded, ObjectWatcher } from './object-watcher.ts';
 import { RECORDED_RESOURCES, XRD_RESOURCE } from './resources.ts';
 
 const COMPONENT = 'watchers';
 
 /**
  * The watcher process: one ObjectWatcher per recorded kind, all on the
- * informers client. Replicas may run side by side (each change is stored once);
- * a replica killed at any moment loses nothing (the next one resumes from the
- * stream and relists).
+ * informers client. Replicas may run side by side (each change is stored once,
+ * and never over a newer one); a replica killed at any moment loses nothing
+ * (the next one starts from what the bus holds and relists).
  */
 export async function runWatchers(argv: string[]): Promise<void> {
   const { config } = loadConfig({ argv });
@@ -22,34 +23,32 @@ export async function runWatchers(argv: string[]): Promise<void> {
   const kc = new KubeConfig();
   kc.loadFromDefault();
   const clients = createKubeClients({ kubeConfig: kc, component: COMPONENT, kubernetes: config.kubernetes });
-  const bus = await connectBus({
-    servers: config.nats.url,
-    name: COMPONENT,
-    log,
-    topology: { recordRetentionHours: config.bus.recordRetentionHours, duplicateWindowSeconds: 120 },
-  });
+  const topology = topologyOptions(config.bus);
+  const bus = await connectBus({ servers: config.nats.url, name: COMPONENT, log, topology, mode: 'verify' });
   const crossplane = await servesGroupVersion(
     clients.informers.kubeConfig,
     '/apis/apiextensions.crossplane.io/v1',
   );
   const resources = crossplane ? [...RECORDED_RESOURCES, XRD_RESOURCE] : RECORDED_RESOURCES;
-
-  const view = new ObjectView(
-    resources.map((r) => r.kind),
-    log,
+  const writer = new RecordWriter({
+    js: bus.js,
+    jsm: bus.jsm,
+    maxPayload: bus.nc.info?.max_payload ?? 1024 * 1024,
+    tombstoneTtl: tombstoneTtl(topology),
+  });
+  const watchers = await Promise.all(
+    resources.map(
+      async (resource) =>
+        new ObjectWatcher({
+          resource,
+          informers: clients.informers,
+          writer,
+          js: bus.js,
+          log,
+          recorded: await loadRecorded(bus.js, resource, log),
+        }),
+    ),
   );
-  await view.start(bus.js, bus.jsm);
-  const watchers = resources.map(
-    (resource) =>
-      new ObjectWatcher({
-        resource,
-        informers: clients.informers,
-        js: bus.js,
-        log,
-        recorded: view.events(resource.kind),
-      }),
-  );
-  view.stop();
   await Promise.all(watchers.map((w) => w.start()));
   log.info({ kinds: resources.map((r) => r.kind), crossplane }, 'recording');
 

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { type LocalCluster, startLocalCluster } from '../../src/local-cluster/cluster.ts';
+import { applyBusTopology } from './bus.ts';
 import { FAILED_MARKER, UNCACHED_TEST_RESOURCE } from './local-cluster.ts';
 
 /**
@@ -16,6 +17,7 @@ export default async function setup(project: TestProject) {
     // whose watches bypass the watch cache.
     extraApiServerArgs: [`--watch-cache-sizes=${UNCACHED_TEST_RESOURCE}#0`],
   });
+  await applyBusTopology(cluster.natsUrl);
   process.stderr.write(
     `[local-cluster] up in ${((performance.now() - started) / 1000).toFixed(1)} s at ${cluster.dir}\n`,
   );

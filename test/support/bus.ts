@@ -1,0 +1,54 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { DEFAULT_TOPOLOGY, ensureTopology, type TopologyOptions } from '../../src/bus/topology.ts';
+import { NatsServer } from '../../src/local-cluster/nats.ts';
+
+/** What `switchyard bus setup` does in a cluster: the topology's one owner applies it. */
+export async function applyBusTopology(
+  natsUrl: string,
+  topology: TopologyOptions = DEFAULT_TOPOLOGY,
+): Promise<void> {
+  const nc = await connect({ servers: natsUrl });
+  try {
+    await ensureTopology(await jetstreamManager(nc), topology);
+  } finally {
+    await nc.close();
+  }
+}
+
+export interface OwnBus {
+  server: NatsServer;
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  stop(): Promise<void>;
+}
+
+/**
+ * A NATS server of the test's own, with the topology applied: for tests that
+ * restart NATS or need short retention and duplicate windows, which the run's
+ * shared server must not get. The connection reconnects forever, as a
+ * component's does (`connectBus`).
+ */
+export async function startOwnBus(topology: TopologyOptions = DEFAULT_TOPOLOGY): Promise<OwnBus> {
+  const dir = await mkdtemp(join(tmpdir(), 'switchyard-nats-'));
+  const server = await NatsServer.start(dir, pino({ level: 'warn' }));
+  const nc = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  const jsm = await jetstreamManager(nc);
+  await ensureTopology(jsm, topology);
+  return {
+    server,
+    nc,
+    js: jetstream(nc),
+    jsm,
+    async stop() {
+      await nc.close();
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import { type KubeConfig, Watch } from '@kubernetes/client-node';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { RecordWriter } from '../../src/bus/records/record-writer.ts';
+import { DEFAULT_TOPOLOGY, type TopologyOptions, tombstoneTtl } from '../../src/bus/topology.ts';
+import { loadRecorded, ObjectWatcher } from '../../src/watchers/object-watcher.ts';
+import type { WatchedResource } from '../../src/watchers/resources.ts';
+
+export interface BusHandles {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+}
+
+/** A watcher wired as `switchyard watch` wires it: starting from what the bus holds, writing through a RecordWriter. */
+export async function startRecording(
+  bus: BusHandles,
+  resource: WatchedResource,
+  opts: { kubeConfig: KubeConfig; log: Logger; topology?: TopologyOptions; newWatch?: () => Watch },
+): Promise<ObjectWatcher> {
+  const writer = new RecordWriter({
+    js: bus.js,
+    jsm: bus.jsm,
+    maxPayload: bus.nc.info?.max_payload ?? 1024 * 1024,
+    tombstoneTtl: tombstoneTtl(opts.topology ?? DEFAULT_TOPOLOGY),
+  });
+  const watcher = new ObjectWatcher({
+    resource,
+    informers: { kubeConfig: opts.kubeConfig, newWatch: opts.newWatch ?? (() => new Watch(opts.kubeConfig)) },
+    writer,
+    js: bus.js,
+    log: opts.log,
+    recorded: await loadRecorded(bus.js, resource, opts.log),
+  });
+  await watcher.start();
+  return watcher;
+}
+
+/**
+ * Real watches that a test can cut (as a lost connection would) and hold back
+ * from reconnecting: what it takes to make the apiserver answer a watcher's
+ * own resume with 410 Gone, the path production takes.
+ */
+export class InterruptibleWatches {
+  private readonly kubeConfig: KubeConfig;
+  private readonly open = new Set<AbortController>();
+  private gate: Promise<void> | undefined;
+  private openGate: () => void = () => undefined;
+  /** Watch requests made, in order (resourceVersion asked for). */
+  readonly requests: string[] = [];
+
+  constructor(kubeConfig: KubeConfig) {
+    this.kubeConfig = kubeConfig;
+  }
+
+  readonly newWatch = (): Watch => {
+    const real = new Watch(this.kubeConfig);
+    const watches = this;
+    return Object.assign(Object.create(real) as Watch, {
+      async watch(...args: Parameters<Watch['watch']>) {
+        await watches.gate;
+        watches.requests.push(String((args[1] as { resourceVersion?: string }).resourceVersion ?? ''));
+        const controller = await real.watch(...args);
+        watches.open.add(controller);
+        return controller;
+      },
+    });
+  };
+
+  /** Cuts every open watch and holds new ones until `release()`. */
+  cutAndHold(): void {
+    this.gate = new Promise((resolve) => {
+      this.openGate = resolve;
+    });
+    for (const c of this.open) c.abort();
+    this.open.clear();
+  }
+
+  release(): void {
+    this.gate = undefined;
+    this.openGate();
+  }
+}
