@@ -55,8 +55,8 @@ ensure_debian_package() {
 ensure_nats_server() {
   # shellcheck source=build-nats-server.sh
   source "$SWITCHYARD_ROOT/scripts/lib/build-nats-server.sh"
-  SWITCHYARD_NATS_SERVER="$(build_nats_server)"
-  export SWITCHYARD_NATS_SERVER
+  SWITCHYARD_BIN_NATS="$(build_nats_server)"
+  export SWITCHYARD_BIN_NATS
 }
 
 ensure_kube_bins() {

@@ -1,4 +1,5 @@
 import { pino } from 'pino';
+import { connectBus } from '../bus/connect.ts';
 import { startLocalCluster } from '../local-cluster/cluster.ts';
 
 /**
@@ -13,6 +14,8 @@ export async function runDemo(): Promise<void> {
     'starting the local cluster (etcd, kube-apiserver, kube-controller-manager, nats-server, node agent)',
   );
   const cluster = await startLocalCluster({ log });
+  // What `switchyard bus setup` does in a cluster: the demo owns the local bus's topology.
+  await (await connectBus({ servers: cluster.natsUrl, name: 'demo-setup', log, mode: 'apply' })).close();
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   process.stdout.write(
     [

@@ -9,7 +9,7 @@ import { waitFor } from './wait.ts';
 /**
  * nats-server with JetStream on a file store inside `dir` and the HTTP
  * monitoring port on. The binary is the one scripts/lib/bootstrap.sh builds
- * from the pinned module in tools/nats-server (`SWITCHYARD_NATS_SERVER`).
+ * from the pinned module in tools/nats-server (`SWITCHYARD_BIN_NATS`).
  * `extraConfig` is appended to the generated configuration (accounts, users).
  *
  * The ports and the store are fixed at creation, so `restart()` brings the
@@ -107,10 +107,10 @@ export class NatsServer {
 }
 
 export function natsServerBinary(): string {
-  const binary = process.env.SWITCHYARD_NATS_SERVER;
+  const binary = process.env.SWITCHYARD_BIN_NATS;
   if (!binary) {
     throw new Error(
-      'SWITCHYARD_NATS_SERVER is not set: run through scripts/test.sh or scripts/demo.sh, which build nats-server',
+      'SWITCHYARD_BIN_NATS is not set: run through scripts/test.sh or scripts/demo.sh, which build nats-server',
     );
   }
   return binary;

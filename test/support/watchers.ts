@@ -44,10 +44,10 @@ export async function startRecording(
  */
 export class InterruptibleWatches {
   private readonly kubeConfig: KubeConfig;
-  private readonly open = new Set<AbortController>();
+  private readonly open = new Set<{ controller?: AbortController; cut: boolean }>();
   private gate: Promise<void> | undefined;
   private openGate: () => void = () => undefined;
-  /** Watch requests made, in order (resourceVersion asked for). */
+  /** Watch requests made, in order (the resourceVersion each asked for). */
   readonly requests: string[] = [];
 
   constructor(kubeConfig: KubeConfig) {
@@ -58,11 +58,23 @@ export class InterruptibleWatches {
     const real = new Watch(this.kubeConfig);
     const watches = this;
     return Object.assign(Object.create(real) as Watch, {
-      async watch(...args: Parameters<Watch['watch']>) {
+      async watch(...[path, query, onEvent, onDone]: Parameters<Watch['watch']>) {
         await watches.gate;
-        watches.requests.push(String((args[1] as { resourceVersion?: string }).resourceVersion ?? ''));
-        const controller = await real.watch(...args);
-        watches.open.add(controller);
+        watches.requests.push(String((query as { resourceVersion?: string }).resourceVersion ?? ''));
+        // A lost connection delivers nothing more: drop what the aborted stream still had buffered.
+        // Registered before the request is answered, so a cut right after it still applies.
+        const handle: { controller?: AbortController; cut: boolean } = { cut: false };
+        watches.open.add(handle);
+        const controller = await real.watch(
+          path,
+          query,
+          (type, object, watchObj) => {
+            if (!handle.cut) onEvent(type, object, watchObj);
+          },
+          onDone,
+        );
+        handle.controller = controller;
+        if (handle.cut) controller.abort();
         return controller;
       },
     });
@@ -73,7 +85,10 @@ export class InterruptibleWatches {
     this.gate = new Promise((resolve) => {
       this.openGate = resolve;
     });
-    for (const c of this.open) c.abort();
+    for (const handle of this.open) {
+      handle.cut = true;
+      handle.controller?.abort();
+    }
     this.open.clear();
   }
 
