@@ -10,7 +10,7 @@ import {
   rendezvousWinner,
   resolveIn,
 } from './assignment.ts';
-import { draw, prefixState } from './rendezvous-hash.ts';
+import { draw, prefixState, scoreOf, unitFromHash } from './rendezvous-hash.ts';
 
 const instance = (name: string, spec: InstanceLike['spec'] = {}): InstanceLike => ({
   metadata: { name },
@@ -50,7 +50,7 @@ describe('the rendezvous hash', () => {
     h ^= h >> 33n;
     h = (h * 0xc4ceb9fe1a85ec53n) & mask;
     h ^= h >> 33n;
-    return (Number(h >> 11n) + 1) / (2 ** 53 + 1);
+    return (Number(h >> 12n) + 0.5) / 2 ** 52;
   }
 
   it('is FNV-1a 64 + fmix64 mapped to 53 bits, exactly as documented', () => {
@@ -59,6 +59,28 @@ describe('the rendezvous hash', () => {
         expect(draw(a, b)).toBe(referenceDraw(a, b));
       }),
       { numRuns: 100 },
+    );
+  });
+
+  it('maps the extreme hashes strictly inside (0, 1), to finite positive scores (repro: all-ones drew exactly 1)', () => {
+    const lowest = unitFromHash(0, 0);
+    const highest = unitFromHash(0xffffffff, 0xffffffff);
+    expect(lowest).toBe(2 ** -53);
+    expect(highest).toBe(1 - 2 ** -53);
+    for (const u of [lowest, highest]) {
+      const score = scoreOf(1, u);
+      expect(Number.isFinite(score) && score > 0, `score ${score} for u = ${u}`).toBe(true);
+    }
+    // Neighbours at the top stay distinct: the mapping loses no bit it keeps.
+    expect(unitFromHash(0xffffffff, 0xffffe000)).toBeLessThan(highest);
+  });
+
+  it('gives a one-member pool a winner for every target', () => {
+    const pool = [poolMember('only', 1)];
+    fc.assert(
+      fc.property(targetArb, (t) => {
+        expect(rendezvousWinner(pool, t)?.name).toBe('only');
+      }),
     );
   });
 
