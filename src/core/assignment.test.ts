@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   type AssignmentSubject,
+  assignSubjects,
   explain,
   fleetOf,
   type InstanceLike,
@@ -238,6 +239,41 @@ describe('weighted rendezvous over the pool', () => {
     ];
     expect(rendezvousWinner(tied, 'gadgets.example.com')?.name).toBe('a');
     expect(fleetOf([member('b'), member('a')]).pool.map((m) => m.name)).toEqual(['a', 'b']);
+  });
+});
+
+describe('two configs for one target', () => {
+  const config = (
+    kind: 'CRDConversionConfig' | 'XRDConversionConfig',
+    name: string,
+    target: string,
+    pin?: string,
+  ) => ({ config: `${kind}/${name}`, target, ...(pin === undefined ? {} : { pinnedTo: pin }) }) as const;
+
+  it('is a conflict, the same whatever order the configs come in (repro: CRD and XRD configs resolved by order)', () => {
+    const fleet = fleetOf([instance('a', { default: true }), instance('b')]);
+    const crd = config('CRDConversionConfig', 'c', 'widgets.example.com', 'b');
+    const xrd = config('XRDConversionConfig', 'x', 'widgets.example.com');
+    const one = assignSubjects([crd, xrd], fleet).get('widgets.example.com');
+    const other = assignSubjects([xrd, crd], fleet).get('widgets.example.com');
+    expect(one).toEqual(other);
+    expect(one).toMatchObject({ ok: false, reason: 'DuplicateTarget' });
+    expect(!one?.ok && one?.message).toMatch(
+      /^CRDConversionConfig\/c and XRDConversionConfig\/x all convert/,
+    );
+  });
+
+  it('leaves the other targets resolved', () => {
+    const fleet = fleetOf([instance('a', { default: true })]);
+    const out = assignSubjects(
+      [
+        config('CRDConversionConfig', 'c', 't.x.io'),
+        config('XRDConversionConfig', 'x', 't.x.io'),
+        config('CRDConversionConfig', 'u', 'u.x.io'),
+      ],
+      fleet,
+    );
+    expect(out.get('u.x.io')).toMatchObject({ ok: true, instance: 'a' });
   });
 });
 
