@@ -139,13 +139,12 @@ export type NameListResult =
 
 /** Whether a name can be written to a list (and will be accepted when read back). */
 export function isListableName(name: string): boolean {
-  return (
-    name.length > 0 &&
-    name.length <= MAX_NAME_BYTES &&
-    name.isWellFormed() &&
-    utf8Length(name) <= MAX_NAME_BYTES
-  );
+  if (name.length === 0 || name.length > MAX_NAME_BYTES || !name.isWellFormed()) return false;
+  return name.length * MAX_UTF8_BYTES_PER_UNIT <= MAX_NAME_BYTES || utf8Length(name) <= MAX_NAME_BYTES;
 }
+
+/** UTF-8 spends at most 3 bytes a UTF-16 code unit (a surrogate pair is 4 bytes for 2 units). */
+export const MAX_UTF8_BYTES_PER_UNIT = 3;
 
 export function readNameList(input: ByteReader, limits: NameListLimits): NameListResult {
   const count = input.varint();

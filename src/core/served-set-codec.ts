@@ -39,6 +39,7 @@ import {
   ByteReader,
   ByteWriter,
   isListableName,
+  MAX_UTF8_BYTES_PER_UNIT,
   type NameListLimits,
   readNameList,
   utf8Length,
@@ -201,8 +202,13 @@ function expectedForm(served: ReadonlySet<string>, expected: ExpectedSet): strin
   return sealed(FORM_EXPECTED, header.finish(), exceptions.finish());
 }
 
+// Counting UTF-8 bytes costs more than the rest of encoding a name; the code-unit count bounds
+// it within a factor of three, so the exact count is taken only near the limit.
 function withinListLimits(names: readonly string[]): boolean {
   if (names.length > LIST_LIMITS.maxNames) return false;
+  let units = 0;
+  for (const name of names) units += name.length;
+  if (units * MAX_UTF8_BYTES_PER_UNIT <= LIST_LIMITS.maxTotalBytes) return true;
   let total = 0;
   for (const name of names) total += utf8Length(name);
   return total <= LIST_LIMITS.maxTotalBytes;
