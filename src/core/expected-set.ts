@@ -70,9 +70,9 @@ function expectedTargetsByInstance(view: ExpectationView): Map<string, Set<strin
     // The candidates are the data plane's: shouldHoldPlan decides, so the two cannot drift.
     for (const instance of new Set([assigned, named])) {
       if (instance === undefined || !shouldHoldPlan(instance, assigned, namedService)) continue;
-      let set = out.get(instance);
-      if (set === undefined) out.set(instance, (set = new Set()));
+      const set = out.get(instance) ?? new Set<string>();
       set.add(target);
+      out.set(instance, set);
     }
   }
   return out;
