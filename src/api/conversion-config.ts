@@ -60,6 +60,26 @@ export const xrdConfigSpecSchema = z.object({
 export type CrdConfigSpec = z.infer<typeof crdConfigSpecSchema>;
 export type XrdConfigSpec = z.infer<typeof xrdConfigSpecSchema>;
 
+/**
+ * What a move that is still waiting has observed, kept in the config's status so that any
+ * handler replica, after any restart, measures the same waits (core/handover.ts reads and
+ * returns it). Absent when no move is waiting.
+ */
+export const handoverProgressSchema = z
+  .object({
+    destination: z
+      .string()
+      .max(63)
+      .meta({ description: 'The instance this wait is for; a new one restarts it.' }),
+    waitingSince: z.iso.datetime().meta({ description: 'When the wait for this destination began.' }),
+    silentSince: z.iso.datetime().optional().meta({
+      description:
+        'Since when the destination has had ready Pods and no Lease at all (the grace before an unverified move).',
+    }),
+  })
+  .meta({ description: 'The state of a move that waits for its destination (the HandoverReady gate).' });
+export type HandoverProgress = z.infer<typeof handoverProgressSchema>;
+
 export const configStatusSchema = z.object({
   observedGeneration: z.int().min(0).optional(),
   phase: phaseSchema.optional(),
@@ -69,6 +89,7 @@ export const configStatusSchema = z.object({
     .meta({ description: 'The instance the assignment resolves to now; the move to it may still be gated.' }),
   webhookPath: z.string().optional(),
   message: z.string().optional(),
+  handover: handoverProgressSchema.optional(),
   conditions: conditionsSchema.optional(),
 });
 export type ConfigStatus = z.infer<typeof configStatusSchema>;

@@ -9,6 +9,7 @@ import {
   XRD_CONFIG_KIND,
   xrdConfigSpecSchema,
 } from './conversion-config.ts';
+import { DNS_1035_LABEL_PATTERN } from './names.ts';
 import { type CelValidation, type StructuralSchema, toStructural } from './openapi.ts';
 import { WEBHOOK_SERVER_KIND, webhookServerSpecSchema, webhookServerStatusSchema } from './webhook-server.ts';
 
@@ -84,7 +85,12 @@ const RESOURCES: ResourceDefinition[] = [
     rootValidations: [
       {
         rule: `self.metadata.name.size() <= ${MAX_INSTANCE_NAME_LENGTH}`,
-        message: `name must be at most ${MAX_INSTANCE_NAME_LENGTH} characters: it prefixes the instance's Service name`,
+        message: `name must be at most ${MAX_INSTANCE_NAME_LENGTH} characters: it prefixes the instance's Service name <name>-webhook-server, a DNS-1035 label of at most 63`,
+      },
+      {
+        rule: `self.metadata.name.matches('${DNS_1035_LABEL_PATTERN}')`,
+        message:
+          "name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter, ending with a letter or digit): it names the instance's Service <name>-webhook-server",
       },
     ],
     columns: [

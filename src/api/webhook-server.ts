@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { conditionsSchema } from './conditions.ts';
 import { API_VERSION } from './constants.ts';
-import { namespaceNameSchema, objectMetaSchema, targetNameSchema } from './names.ts';
+import { instanceNameSchema, namespaceNameSchema, objectMetaSchema, targetNameSchema } from './names.ts';
 import { opaqueObject } from './openapi.ts';
 
 export const WEBHOOK_SERVER_KIND = 'ConversionWebhookServer';
@@ -59,8 +59,30 @@ export const webhookServerSpecSchema = z.object({
 });
 export type WebhookServerSpec = z.infer<typeof webhookServerSpecSchema>;
 
+/**
+ * The most target names a status list holds. Above it the list is left out and only its count
+ * and digest are published (core/status-lists.ts): two lists of 1,000 names of up to 253 bytes
+ * are at most ~0.5 MiB, a third of the apiserver's 1.5 MiB object limit, and a list longer
+ * than that is read with `explain`, not `kubectl get`.
+ */
+export const STATUS_LIST_MAX = 1000;
+
 const sortedTargetList = (description: string) =>
-  z.array(targetNameSchema).meta({ description, 'x-kubernetes-list-type': 'atomic' });
+  z
+    .array(targetNameSchema)
+    .max(STATUS_LIST_MAX)
+    .meta({
+      description: `${description} Left out above ${STATUS_LIST_MAX} names: see the count and digest.`,
+      'x-kubernetes-list-type': 'atomic',
+    });
+
+const targetsDigest = (list: string) =>
+  z
+    .string()
+    .regex(/^sha256:[0-9a-f]{64}$/)
+    .meta({
+      description: `sha256 of the ${list} names in code-unit order, each followed by a newline (LC_ALL=C sort | sha256sum).`,
+    });
 
 export const webhookServerStatusSchema = z.object({
   observedGeneration: z.int().min(0).optional(),
@@ -72,8 +94,11 @@ export const webhookServerStatusSchema = z.object({
   servedTargets: sortedTargetList(
     'Targets every live replica reports it can serve (sorted). Absent while any report cannot be read.',
   ).optional(),
+  servedTargetCount: z.int().min(0).optional(),
+  servedTargetsDigest: targetsDigest('served').optional(),
   assignedTargets: sortedTargetList('Targets whose configs resolve to this instance (sorted).').optional(),
   assignedTargetCount: z.int().min(0).optional(),
+  assignedTargetsDigest: targetsDigest('assigned').optional(),
   conditions: conditionsSchema.optional(),
 });
 export type WebhookServerStatus = z.infer<typeof webhookServerStatusSchema>;
@@ -81,7 +106,7 @@ export type WebhookServerStatus = z.infer<typeof webhookServerStatusSchema>;
 export const webhookServerSchema = z.object({
   apiVersion: z.literal(API_VERSION),
   kind: z.literal(WEBHOOK_SERVER_KIND),
-  metadata: objectMetaSchema,
+  metadata: objectMetaSchema.extend({ name: instanceNameSchema }),
   spec: webhookServerSpecSchema,
   status: webhookServerStatusSchema.optional(),
 });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { aggregate, isLive, type ReplicaReport } from './aggregate.ts';
+import { aggregate, isLive, leaseState, nextLeaseTransitionMs, type ReplicaReport } from './aggregate.ts';
 import type { DecodedServedSet } from './served-set-codec.ts';
 
 const NOW = 1_700_000_000_000;
@@ -51,6 +51,24 @@ describe('instance aggregate', () => {
     expect(isLive({ renewTimeMs: NOW - 89_999, leaseDurationSeconds: 90 }, NOW)).toBe(true);
     expect(isLive({ renewTimeMs: NOW - 90_000, leaseDurationSeconds: 90 }, NOW)).toBe(false);
     expect(isLive({ renewTimeMs: undefined, leaseDurationSeconds: 90 }, NOW)).toBe(false);
+  });
+
+  it('bounds clock skew: a renewTime more than one duration ahead is undecidable, not live for ever', () => {
+    const ahead = (seconds: number) => ({ renewTimeMs: NOW + seconds * 1000, leaseDurationSeconds: 90 });
+    expect(leaseState(ahead(90), NOW)).toBe('live');
+    expect(leaseState(ahead(91), NOW)).toBe('ahead');
+    expect(leaseState(ahead(10 * 365 * 86_400), NOW)).toBe('ahead');
+    // Live at most until renewTime + duration, so at most two durations past the reader's now.
+    expect(nextLeaseTransitionMs(ahead(90), NOW)).toBe(NOW + 180_000);
+    const result = aggregate(
+      [lease('ok', set(['a.x.io'])), lease('skewed', set(['a.x.io']), -3_600)],
+      2,
+      NOW,
+    );
+    expect(result).toMatchObject({
+      kind: 'unknown',
+      unreadable: [{ replica: 'skewed', why: 'renewTimeAhead' }],
+    });
   });
 
   it('is unknown, not partial, when any live report is truncated or undecodable', () => {

@@ -6,15 +6,31 @@
 //
 // "Unknown" is an answer of its own: if any live report is truncated or cannot be decoded,
 // the intersection cannot be computed, and no partial answer is given instead.
+//
+// Clocks: liveness compares a renewTime written by a replica's node with this reader's `now`.
+// The assumption is that clocks agree to well within a lease duration (NTP keeps them within
+// a second; the duration is 90 s). A renewTime more than one duration ahead of `now` breaks
+// the assumption beyond what can be interpreted, so that Lease is *undecidable* ("cannot
+// tell", like an unreadable report) instead of live until some far future. A reader whose own
+// clock runs ahead sees Leases stale, never live: it waits, it never overstates.
 import type { DecodedServedSet } from './served-set-codec.ts';
 
 export interface ReplicaReport {
-  /** The replica (pod) that published the Lease. */
+  /** The Pod that published the Lease: its spec.holderIdentity, which is the Pod's name. */
   replica: string;
   /** Lease spec.renewTime, in epoch milliseconds; undefined when never renewed. */
   renewTimeMs: number | undefined;
   leaseDurationSeconds: number | undefined;
   report: DecodedServedSet;
+}
+
+/** Why a live Lease's report cannot be used. */
+export type UnreadableWhy = 'truncated' | 'undecodable' | 'renewTimeAhead';
+
+export interface Unreadable {
+  replica: string;
+  why: UnreadableWhy;
+  detail: string;
 }
 
 export type InstanceAggregate =
@@ -31,19 +47,44 @@ export type InstanceAggregate =
   | {
       kind: 'unknown';
       /** The live replicas whose report cannot be used, with why. */
-      unreadable: Array<{ replica: string; why: 'truncated' | 'undecodable'; detail: string }>;
+      unreadable: Unreadable[];
       reportingReplicas: number;
       staleReplicas: number;
       readyReplicas: number;
     };
 
-/** Live while renewTime + leaseDurationSeconds is in the future. */
-export function isLive(
-  report: Pick<ReplicaReport, 'renewTimeMs' | 'leaseDurationSeconds'>,
-  nowMs: number,
-): boolean {
-  if (report.renewTimeMs === undefined || report.leaseDurationSeconds === undefined) return false;
-  return report.renewTimeMs + report.leaseDurationSeconds * 1000 > nowMs;
+/**
+ * The state of a Lease at `nowMs`, in the order a reader trusts it: live while renewTime +
+ * leaseDurationSeconds is in the future; stale once it is past (or never renewed); `ahead`
+ * when renewTime is more than one duration ahead of the reader's clock (see the clocks note).
+ */
+export type LeaseState = 'live' | 'stale' | 'ahead';
+
+export type LeaseTiming = Pick<ReplicaReport, 'renewTimeMs' | 'leaseDurationSeconds'>;
+
+export function leaseState(lease: LeaseTiming, nowMs: number): LeaseState {
+  if (lease.renewTimeMs === undefined || lease.leaseDurationSeconds === undefined) return 'stale';
+  const durationMs = lease.leaseDurationSeconds * 1000;
+  if (lease.renewTimeMs - durationMs > nowMs) return 'ahead';
+  return lease.renewTimeMs + durationMs > nowMs ? 'live' : 'stale';
+}
+
+export function isLive(lease: LeaseTiming, nowMs: number): boolean {
+  return leaseState(lease, nowMs) === 'live';
+}
+
+/**
+ * When time alone next changes this Lease's state: a live Lease expires, an `ahead` one comes
+ * within one duration of the reader's clock. Undefined for a stale Lease: only a renewal
+ * changes it.
+ */
+export function nextLeaseTransitionMs(lease: LeaseTiming, nowMs: number): number | undefined {
+  if (lease.renewTimeMs === undefined || lease.leaseDurationSeconds === undefined) return undefined;
+  const durationMs = lease.leaseDurationSeconds * 1000;
+  const state = leaseState(lease, nowMs);
+  if (state === 'live') return lease.renewTimeMs + durationMs;
+  if (state === 'ahead') return lease.renewTimeMs - durationMs;
+  return undefined;
 }
 
 export function aggregate(
@@ -51,13 +92,14 @@ export function aggregate(
   readyReplicas: number,
   nowMs: number,
 ): InstanceAggregate {
-  const live = reports.filter((r) => isLive(r, nowMs));
-  const reportingReplicas = live.length;
-  const staleReplicas = reports.length - live.length;
-  const unreadable = live.flatMap((r) => unreadableEntry(r));
+  const states = reports.map((r) => leaseState(r, nowMs));
+  const counted = reports.filter((_, i) => states[i] !== 'stale');
+  const reportingReplicas = counted.length;
+  const staleReplicas = reports.length - counted.length;
+  const unreadable = counted.flatMap((r) => unreadableEntry(r, nowMs));
   if (unreadable.length > 0)
     return { kind: 'unknown', unreadable, reportingReplicas, staleReplicas, readyReplicas };
-  const sets = live.flatMap((r) => (r.report.kind === 'set' ? [r.report] : []));
+  const sets = counted.flatMap((r) => (r.report.kind === 'set' ? [r.report] : []));
   const { served, unsettled } = intersect(sets);
   return {
     kind: 'known',
@@ -69,9 +111,17 @@ export function aggregate(
   };
 }
 
-function unreadableEntry(
-  r: ReplicaReport,
-): Array<{ replica: string; why: 'truncated' | 'undecodable'; detail: string }> {
+function unreadableEntry(r: ReplicaReport, nowMs: number): Unreadable[] {
+  if (leaseState(r, nowMs) === 'ahead') {
+    const aheadSeconds = Math.round(((r.renewTimeMs ?? nowMs) - nowMs) / 1000);
+    return [
+      {
+        replica: r.replica,
+        why: 'renewTimeAhead',
+        detail: `renewTime is ${aheadSeconds}s ahead of this reader's clock, more than the lease duration`,
+      },
+    ];
+  }
   if (r.report.kind === 'truncated') {
     return [
       {

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   type AssignmentSubject,
+  assignSubjects,
   explain,
   fleetOf,
   type InstanceLike,
@@ -10,7 +11,7 @@ import {
   rendezvousWinner,
   resolveIn,
 } from './assignment.ts';
-import { draw, prefixState } from './rendezvous-hash.ts';
+import { draw, prefixState, scoreOf, unitFromHash } from './rendezvous-hash.ts';
 
 const instance = (name: string, spec: InstanceLike['spec'] = {}): InstanceLike => ({
   metadata: { name },
@@ -50,7 +51,7 @@ describe('the rendezvous hash', () => {
     h ^= h >> 33n;
     h = (h * 0xc4ceb9fe1a85ec53n) & mask;
     h ^= h >> 33n;
-    return (Number(h >> 11n) + 1) / (2 ** 53 + 1);
+    return (Number(h >> 12n) + 0.5) / 2 ** 52;
   }
 
   it('is FNV-1a 64 + fmix64 mapped to 53 bits, exactly as documented', () => {
@@ -59,6 +60,28 @@ describe('the rendezvous hash', () => {
         expect(draw(a, b)).toBe(referenceDraw(a, b));
       }),
       { numRuns: 100 },
+    );
+  });
+
+  it('maps the extreme hashes strictly inside (0, 1), to finite positive scores (repro: all-ones drew exactly 1)', () => {
+    const lowest = unitFromHash(0, 0);
+    const highest = unitFromHash(0xffffffff, 0xffffffff);
+    expect(lowest).toBe(2 ** -53);
+    expect(highest).toBe(1 - 2 ** -53);
+    for (const u of [lowest, highest]) {
+      const score = scoreOf(1, u);
+      expect(Number.isFinite(score) && score > 0, `score ${score} for u = ${u}`).toBe(true);
+    }
+    // Neighbours at the top stay distinct: the mapping loses no bit it keeps.
+    expect(unitFromHash(0xffffffff, 0xffffe000)).toBeLessThan(highest);
+  });
+
+  it('gives a one-member pool a winner for every target', () => {
+    const pool = [poolMember('only', 1)];
+    fc.assert(
+      fc.property(targetArb, (t) => {
+        expect(rendezvousWinner(pool, t)?.name).toBe('only');
+      }),
     );
   });
 
@@ -216,6 +239,41 @@ describe('weighted rendezvous over the pool', () => {
     ];
     expect(rendezvousWinner(tied, 'gadgets.example.com')?.name).toBe('a');
     expect(fleetOf([member('b'), member('a')]).pool.map((m) => m.name)).toEqual(['a', 'b']);
+  });
+});
+
+describe('two configs for one target', () => {
+  const config = (
+    kind: 'CRDConversionConfig' | 'XRDConversionConfig',
+    name: string,
+    target: string,
+    pin?: string,
+  ) => ({ config: `${kind}/${name}`, target, ...(pin === undefined ? {} : { pinnedTo: pin }) }) as const;
+
+  it('is a conflict, the same whatever order the configs come in (repro: CRD and XRD configs resolved by order)', () => {
+    const fleet = fleetOf([instance('a', { default: true }), instance('b')]);
+    const crd = config('CRDConversionConfig', 'c', 'widgets.example.com', 'b');
+    const xrd = config('XRDConversionConfig', 'x', 'widgets.example.com');
+    const one = assignSubjects([crd, xrd], fleet).get('widgets.example.com');
+    const other = assignSubjects([xrd, crd], fleet).get('widgets.example.com');
+    expect(one).toEqual(other);
+    expect(one).toMatchObject({ ok: false, reason: 'DuplicateTarget' });
+    expect(!one?.ok && one?.message).toMatch(
+      /^CRDConversionConfig\/c and XRDConversionConfig\/x all convert/,
+    );
+  });
+
+  it('leaves the other targets resolved', () => {
+    const fleet = fleetOf([instance('a', { default: true })]);
+    const out = assignSubjects(
+      [
+        config('CRDConversionConfig', 'c', 't.x.io'),
+        config('XRDConversionConfig', 'x', 't.x.io'),
+        config('CRDConversionConfig', 'u', 'u.x.io'),
+      ],
+      fleet,
+    );
+    expect(out.get('u.x.io')).toMatchObject({ ok: true, instance: 'a' });
   });
 });
 

@@ -12,6 +12,7 @@
 // (about 1/(N+1)) and nothing between existing members; there is no virtual-node count to tune,
 // and weights give exactly proportional shares. See rendezvous-hash.ts for the exact function.
 import { type ConversionConfig, targetNameOf } from '../api/conversion-config.ts';
+import { compareNames } from './name-list.ts';
 import { drawFrom, type HashState, prefixState, scoreOf } from './rendezvous-hash.ts';
 
 /** The part of a ConversionWebhookServer that assignment reads. */
@@ -31,7 +32,16 @@ export interface AssignmentSubject {
 
 export type DecidingRule = 'Pinned' | 'Pool' | 'Default';
 
-export type AssignmentErrorReason = 'PinnedInstanceMissing' | 'NoInstance' | 'MultipleDefaults';
+export type AssignmentErrorReason =
+  | 'PinnedInstanceMissing'
+  | 'NoInstance'
+  | 'MultipleDefaults'
+  | 'DuplicateTarget';
+
+/** A subject with the config it comes from, `<kind>/<name>`: what tells two configs for one target apart. */
+export interface ConfigSubject extends AssignmentSubject {
+  config: string;
+}
 
 export type Resolution =
   | { ok: true; instance: string; decidedBy: DecidingRule }
@@ -52,8 +62,12 @@ export interface Fleet {
   defaults: readonly string[];
 }
 
-export function subjectOf(config: ConversionConfig): AssignmentSubject {
-  return { target: targetNameOf(config), pinnedTo: config.spec.webhookServerRef?.name };
+export function subjectOf(config: ConversionConfig): ConfigSubject {
+  return {
+    config: `${config.kind}/${config.metadata.name}`,
+    target: targetNameOf(config),
+    pinnedTo: config.spec.webhookServerRef?.name,
+  };
 }
 
 /** A member only with sharding enabled and a positive integer weight (admission rejects others). */
@@ -93,13 +107,42 @@ export function assignAll(
   configs: readonly ConversionConfig[],
   instances: readonly InstanceLike[],
 ): Map<string, Resolution> {
-  const fleet = fleetOf(instances);
+  return assignSubjects(configs.map(subjectOf), fleetOf(instances));
+}
+
+/**
+ * Resolves every subject, keyed by target name. Target names are unique across both config
+ * kinds (admission rejects a second config for a target); a view that holds two anyway gets a
+ * DuplicateTarget error for that target, the same whatever order the configs come in, and
+ * never one of them picked by position.
+ */
+export function assignSubjects(subjects: readonly ConfigSubject[], fleet: Fleet): Map<string, Resolution> {
+  const byTarget = new Map<string, ConfigSubject[]>();
+  for (const subject of subjects) {
+    const same = byTarget.get(subject.target);
+    if (same === undefined) byTarget.set(subject.target, [subject]);
+    else same.push(subject);
+  }
   const out = new Map<string, Resolution>();
-  for (const config of configs) {
-    const subject = subjectOf(config);
-    out.set(subject.target, resolveIn(fleet, subject));
+  for (const [target, claims] of byTarget) {
+    const configs = [...new Set(claims.map((c) => c.config))].sort(compareNames);
+    const [only] = claims;
+    out.set(
+      target,
+      configs.length === 1 && only !== undefined ? resolveIn(fleet, only) : duplicate(target, configs),
+    );
   }
   return out;
+}
+
+function duplicate(target: string, configs: readonly string[]): Resolution {
+  return {
+    ok: false,
+    reason: 'DuplicateTarget',
+    message:
+      `${configs.join(' and ')} all convert ${target}; target names are unique across CRDConversionConfig and ` +
+      'XRDConversionConfig, so none of them is served until all but one are deleted or retargeted',
+  };
 }
 
 export function resolveIn(fleet: Fleet, subject: AssignmentSubject): Resolution {
@@ -195,9 +238,4 @@ export function explain(subject: AssignmentSubject, instances: readonly Instance
           .sort((a, b) => b.score - a.score || compareNames(a.instance, b.instance))
       : [];
   return { target: subject.target, resolution, scores };
-}
-
-// Code-unit order, the same in every locale and every language's default string sort.
-function compareNames(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

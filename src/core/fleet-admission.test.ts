@@ -54,4 +54,22 @@ describe('fleet admission rules', () => {
     expect(violationsIntroduced(broken, repaired)).toEqual([]);
     expect(violationsIntroduced(broken, worse).map((v) => v.rule)).toEqual(['SingleDefault']);
   });
+
+  it('does not call a violation new because the fleet is listed in another order (repro: DefaultInPool)', () => {
+    const d1 = cws('d1', { default: true });
+    const d2 = cws('d2', { default: true });
+    const x = cws('x', { sharding: { enabled: true } });
+    expect(violationsIntroduced([d1, d2, x], [d2, x, d1])).toEqual([]);
+    expect(violationsIntroduced([x, d2, d1], [d1, d2, x])).toEqual([]);
+  });
+
+  it('words a violation the same whatever the order of the fleet', () => {
+    const fleet = [
+      cws('d2', { default: true }),
+      cws('y', { sharding: { enabled: true } }),
+      cws('d1', { default: true }),
+      cws('x', { sharding: { enabled: true } }),
+    ];
+    expect(fleetViolations(fleet)).toEqual(fleetViolations([...fleet].reverse()));
+  });
 });

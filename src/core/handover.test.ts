@@ -1,164 +1,326 @@
 import { describe, expect, it } from 'vitest';
-import type { InstanceAggregate } from './aggregate.ts';
+import type { HandoverProgress } from '../api/conversion-config.ts';
+import type { ReplicaReport } from './aggregate.ts';
 import {
+  DEFAULT_HANDOVER_POLICY,
   decideHandover,
   type HandoverInput,
-  STALL_AFTER_MS,
+  type HandoverReason,
   shouldHoldPlan,
-  UNREPORTED_GRACE_MS,
 } from './handover.ts';
+import type { DecodedServedSet } from './served-set-codec.ts';
 
 const T = 'gadgets.example.com';
-const known = (served: string[], reporting: number, ready: number, extra: Partial<InstanceAggregate> = {}) =>
-  ({
-    kind: 'known',
-    servedTargets: served,
-    unsettledTargets: [],
-    reportingReplicas: reporting,
-    staleReplicas: 0,
-    readyReplicas: ready,
-    ...extra,
-  }) as InstanceAggregate;
+const NOW = Date.parse('2026-03-01T12:00:00.000Z');
+const GRACE = DEFAULT_HANDOVER_POLICY.unreportedGraceMs;
+const STALL = DEFAULT_HANDOVER_POLICY.stallAfterMs;
+const DURATION_S = 90;
 
-function input(overrides: Partial<HandoverInput>): HandoverInput {
+const serves = (served: string[], unsettled: string[] = []): DecodedServedSet => ({
+  kind: 'set',
+  served: new Set(served),
+  unsettled: new Set(unsettled),
+});
+/** A Lease of Pod `pod` renewed `ageSeconds` ago (negative: ahead of the reader's clock). */
+const lease = (pod: string, report: DecodedServedSet = serves([T]), ageSeconds = 5): ReplicaReport => ({
+  replica: pod,
+  renewTimeMs: NOW - ageSeconds * 1000,
+  leaseDurationSeconds: DURATION_S,
+  report,
+});
+const iso = (ms: number) => new Date(ms).toISOString();
+/** status.handover of a wait for `destination` that began `waitedMs` ago, silent for `silentMs`. */
+const waiting = (destination: string, waitedMs: number, silentMs?: number): HandoverProgress => ({
+  destination,
+  waitingSince: iso(NOW - waitedMs),
+  ...(silentMs === undefined ? {} : { silentSince: iso(NOW - silentMs) }),
+});
+
+function input(overrides: Partial<HandoverInput> = {}): HandoverInput {
   return {
     target: T,
     destination: 'b',
     currentServiceName: 'a-webhook-server',
-    instances: new Set(['a', 'b']),
-    destinationAggregate: known([T], 2, 2),
-    waitedMs: 0,
+    replicas: { readyPods: ['b-1', 'b-2'], leases: [lease('b-1'), lease('b-2')] },
+    nowMs: NOW,
     ...overrides,
   };
 }
+const silentB = (readyPods = ['b-1']) => ({ readyPods, leases: [] });
 
 describe('handover decision', () => {
-  it.each([
+  it.each<{ scenario: string; given: Partial<HandoverInput>; action: string; reason: HandoverReason }>([
     {
-      scenario: 'first apply: the target names no webhook Service yet',
-      given: { currentServiceName: undefined, destinationAggregate: known([], 0, 0) },
+      scenario: 'first apply: the target names no webhook Service yet, the destination has a ready Pod',
+      given: { currentServiceName: undefined, replicas: silentB() },
       action: 'patch',
-      status: 'True',
       reason: 'FirstApply',
     },
     {
-      scenario: 'first apply: the target names a Service that is no instance of ours',
-      given: { currentServiceName: 'legacy-converter', destinationAggregate: known([], 0, 2) },
-      action: 'patch',
-      status: 'True',
-      reason: 'FirstApply',
-    },
-    {
-      scenario: 'no move: the target already names the destination',
-      given: { currentServiceName: 'b-webhook-server', destinationAggregate: known([], 0, 0) },
-      action: 'patch',
-      status: 'True',
-      reason: 'NoMove',
-    },
-    {
-      scenario: 'the destination has no ready replicas',
-      given: { destinationAggregate: known([], 0, 0) },
+      scenario: 'first apply waits for a ready Pod of the destination',
+      given: { currentServiceName: undefined, replicas: { readyPods: [], leases: [] } },
       action: 'wait',
-      status: 'False',
       reason: 'DestinationNotReady',
     },
     {
-      scenario: 'waiting for the destination to publish anything',
-      given: { destinationAggregate: known([], 0, 2), waitedMs: UNREPORTED_GRACE_MS - 1 },
+      scenario: 'no move: the target already names the destination',
+      given: { currentServiceName: 'b-webhook-server', replicas: { readyPods: [], leases: [] } },
+      action: 'patch',
+      reason: 'NoMove',
+    },
+    {
+      scenario: 'a move from a deleted instance is gated on the destination, not a first apply',
+      given: {
+        replicas: { readyPods: ['b-1', 'b-2'], leases: [lease('b-1', serves([])), lease('b-2', serves([]))] },
+      },
       action: 'wait',
-      status: 'False',
+      reason: 'HandoverPending',
+    },
+    {
+      scenario: 'a move from a foreign Service is gated on the destination',
+      given: {
+        currentServiceName: 'legacy-converter',
+        replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([]))] },
+      },
+      action: 'wait',
+      reason: 'HandoverPending',
+    },
+    {
+      scenario: 'the destination has no ready Pods',
+      given: { replicas: { readyPods: [], leases: [lease('b-1')] } },
+      action: 'wait',
+      reason: 'DestinationNotReady',
+    },
+    {
+      scenario: 'waiting for a ready, silent destination to publish anything',
+      given: { replicas: silentB(), progress: waiting('b', GRACE, GRACE - 1) },
+      action: 'wait',
       reason: 'HandoverAwaitingReports',
     },
     {
-      scenario: 'nothing published after the grace period: proceed, and say it was not verified',
-      given: { destinationAggregate: known([], 0, 2), waitedMs: UNREPORTED_GRACE_MS },
+      scenario: 'silent while ready for the whole grace: proceed, and say it was not verified',
+      given: { replicas: silentB(), progress: waiting('b', GRACE, GRACE) },
       action: 'patch',
-      status: 'True',
       reason: 'HandoverUnverified',
     },
     {
-      scenario: 'the destination publishes but every Lease is stale: wedged, not silent',
+      scenario:
+        'grace after DestinationNotReady: time spent unready does not count (repro: ready 1, waited 120 s)',
+      given: { replicas: silentB(), progress: waiting('b', 120_000) },
+      action: 'wait',
+      reason: 'HandoverAwaitingReports',
+    },
+    {
+      scenario: 'a destination change mid-wait restarts the grace',
+      given: { replicas: silentB(), progress: waiting('c', 5 * 60_000, 5 * 60_000) },
+      action: 'wait',
+      reason: 'HandoverAwaitingReports',
+    },
+    {
+      scenario: 'every Lease of the destination is stale: wedged, not silent, and no unverified move',
       given: {
-        destinationAggregate: known([], 0, 2, { staleReplicas: 2 }),
-        waitedMs: UNREPORTED_GRACE_MS * 2,
+        replicas: {
+          readyPods: ['b-1', 'b-2'],
+          leases: [lease('b-1', serves([T]), 91), lease('b-2', serves([T]), 91)],
+        },
+        progress: waiting('b', GRACE * 3, GRACE * 3),
       },
       action: 'wait',
-      status: 'False',
       reason: 'HandoverPending',
     },
     {
-      scenario: 'fewer replicas report than are ready',
-      given: { destinationAggregate: known([T], 1, 2) },
+      scenario: 'every Lease stale past the stall bound: stalled',
+      given: {
+        replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([T]), 300)] },
+        progress: waiting('b', STALL),
+      },
       action: 'wait',
-      status: 'False',
+      reason: 'HandoverStalled',
+    },
+    {
+      scenario: 'a ready Pod without a Lease while another reports',
+      given: { replicas: { readyPods: ['b-1', 'b-2'], leases: [lease('b-1')] } },
+      action: 'wait',
       reason: 'HandoverPending',
     },
     {
-      scenario: 'not every replica serves the target yet',
-      given: { destinationAggregate: known([], 2, 2) },
+      scenario: 'a terminating Pod with a live Lease does not stand in for a silent ready Pod',
+      given: { replicas: { readyPods: ['b-1', 'b-2'], leases: [lease('b-old'), lease('b-1')] } },
       action: 'wait',
-      status: 'False',
+      reason: 'HandoverPending',
+    },
+    {
+      scenario: 'a ready Pod whose Lease is stale',
+      given: {
+        replicas: { readyPods: ['b-1', 'b-2'], leases: [lease('b-1'), lease('b-2', serves([T]), 91)] },
+      },
+      action: 'wait',
+      reason: 'HandoverPending',
+    },
+    {
+      scenario: 'not every ready Pod serves the target yet',
+      given: { replicas: { readyPods: ['b-1', 'b-2'], leases: [lease('b-1'), lease('b-2', serves([]))] } },
+      action: 'wait',
+      reason: 'HandoverPending',
+    },
+    {
+      scenario: 'an unsettled target (a view that differs from the writer’s) is not served',
+      given: {
+        replicas: { readyPods: ['b-1', 'b-2'], leases: [lease('b-1'), lease('b-2', serves([], [T]))] },
+      },
+      action: 'wait',
       reason: 'HandoverPending',
     },
     {
       scenario: 'a truncated report blocks, however long it takes',
       given: {
-        destinationAggregate: {
-          kind: 'unknown',
-          unreadable: [
-            { replica: 'b-1', why: 'truncated', detail: '60000 targets exceed the annotation budget' },
-          ],
-          reportingReplicas: 2,
-          staleReplicas: 0,
-          readyReplicas: 2,
-        } as InstanceAggregate,
-        waitedMs: STALL_AFTER_MS * 3,
+        replicas: { readyPods: ['b-1'], leases: [lease('b-1', { kind: 'truncated', servedCount: 60_000 })] },
+        progress: waiting('b', STALL * 3),
       },
       action: 'wait',
-      status: 'False',
       reason: 'HandoverUnknown',
     },
     {
       scenario: 'an undecodable report blocks',
       given: {
-        destinationAggregate: {
-          kind: 'unknown',
-          unreadable: [{ replica: 'b-0', why: 'undecodable', detail: 'unsupported format version "v9"' }],
-          reportingReplicas: 2,
-          staleReplicas: 0,
-          readyReplicas: 2,
-        } as InstanceAggregate,
+        replicas: { readyPods: ['b-1'], leases: [lease('b-1', { kind: 'undecodable', reason: 'checksum' })] },
       },
       action: 'wait',
-      status: 'False',
       reason: 'HandoverUnknown',
     },
     {
-      scenario: 'a wait that outlasts the stall threshold is called stalled',
-      given: { destinationAggregate: known([], 2, 2), waitedMs: STALL_AFTER_MS },
+      scenario: 'a renewTime more than one duration ahead of the reader is undecidable, and blocks',
+      given: { replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([T]), -(DURATION_S + 1))] } },
       action: 'wait',
-      status: 'False',
+      reason: 'HandoverUnknown',
+    },
+    {
+      scenario: 'a renewTime a little ahead of the reader (within one duration) is live',
+      given: { replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([T]), -30)] } },
+      action: 'patch',
+      reason: 'HandoverReady',
+    },
+    {
+      scenario: 'a wait that outlasts the stall threshold is called stalled',
+      given: {
+        replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([]))] },
+        progress: waiting('b', STALL),
+      },
+      action: 'wait',
       reason: 'HandoverStalled',
     },
     {
-      scenario: 'verified: every live replica of the destination serves the target',
+      scenario: 'verified: every ready Pod of the destination has a live report serving the target',
       given: {},
       action: 'patch',
-      status: 'True',
       reason: 'HandoverReady',
     },
-  ])('$scenario → $action, $reason', ({ given, action, status, reason }) => {
-    const decision = decideHandover(input(given as Partial<HandoverInput>));
+    {
+      scenario: 'verified: a Lease of a Pod that is not ready does not veto',
+      given: { replicas: { readyPods: ['b-1'], leases: [lease('b-1'), lease('b-starting', serves([]))] } },
+      action: 'patch',
+      reason: 'HandoverReady',
+    },
+  ])('$scenario → $action, $reason', ({ given, action, reason }) => {
+    const decision = decideHandover(input(given));
     expect(decision.action, decision.condition.message).toBe(action);
-    expect(decision.condition).toMatchObject({ type: 'HandoverReady', status, reason });
+    expect(decision.condition).toMatchObject({
+      type: 'HandoverReady',
+      status: action === 'patch' ? 'True' : 'False',
+      reason,
+    });
   });
 
-  it('never patches a move while the destination is not verified, short of nothing being published', () => {
-    const waits = [known([], 2, 2), known([T], 1, 3), known([], 0, 0)];
-    for (const destinationAggregate of waits) {
-      for (const waitedMs of [0, UNREPORTED_GRACE_MS, STALL_AFTER_MS * 10]) {
-        expect(decideHandover(input({ destinationAggregate, waitedMs })).action).toBe('wait');
+  it('never patches a move while the destination is not verified, short of it publishing nothing', () => {
+    const unverified = [
+      { readyPods: ['b-1', 'b-2'], leases: [lease('b-1'), lease('b-2', serves([]))] },
+      { readyPods: ['b-1', 'b-2', 'b-3'], leases: [lease('b-1'), lease('b-old')] },
+      { readyPods: [], leases: [] },
+      { readyPods: ['b-1'], leases: [lease('b-1', serves([T]), 120)] },
+    ];
+    for (const replicas of unverified) {
+      for (const waitedMs of [0, GRACE, STALL * 10]) {
+        const progress = waiting('b', waitedMs, waitedMs);
+        expect(decideHandover(input({ replicas, progress })).action).toBe('wait');
       }
+    }
+  });
+
+  it('counts the grace only from when the destination is ready and silent, and carries it in status.handover', () => {
+    // Unready for 5 minutes: the wait began then, the grace has not.
+    const unready = decideHandover(
+      input({ replicas: { readyPods: [], leases: [] }, progress: waiting('b', 5 * 60_000) }),
+    );
+    expect(unready.progress).toEqual(waiting('b', 5 * 60_000));
+    // Ready and silent now: the grace starts now and is stored.
+    const first = decideHandover(input({ replicas: silentB(), progress: unready.progress }));
+    expect(first.progress).toEqual({ ...waiting('b', 5 * 60_000), silentSince: iso(NOW) });
+    expect(first.recheckAtMs).toBe(NOW + GRACE);
+    // Looked at again when the recheck falls due: the grace is up.
+    const later = decideHandover(
+      input({ replicas: silentB(), progress: first.progress, nowMs: NOW + GRACE }),
+    );
+    expect(later).toMatchObject({
+      action: 'patch',
+      condition: { reason: 'HandoverUnverified' },
+      progress: undefined,
+    });
+  });
+
+  it('restarts the grace when the destination stops being silent', () => {
+    const progress = waiting('b', GRACE * 2, GRACE * 2);
+    const published = decideHandover(
+      input({ replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([]))] }, progress }),
+    );
+    expect(published.progress?.silentSince).toBeUndefined();
+  });
+
+  it('restarts every clock when the destination changes', () => {
+    const d = decideHandover(input({ replicas: silentB(), progress: waiting('c', STALL * 2, STALL * 2) }));
+    expect(d.progress).toEqual({ destination: 'b', waitingSince: iso(NOW), silentSince: iso(NOW) });
+    expect(d.condition.reason).toBe('HandoverAwaitingReports');
+  });
+
+  it('takes a configured grace', () => {
+    const policy = { ...DEFAULT_HANDOVER_POLICY, unreportedGraceMs: 30_000 };
+    const d = decideHandover(input({ replicas: silentB(), progress: waiting('b', 30_000, 30_000), policy }));
+    expect(d.condition.reason).toBe('HandoverUnverified');
+    expect(d.condition.message).toMatch(/while ready for 30s/);
+  });
+
+  it('says when all Leases are stale that it waits rather than proceeds, and schedules the stall', () => {
+    const d = decideHandover(
+      input({ replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([T]), 100)] } }),
+    );
+    expect(d.condition.message).toMatch(/all 1 Leases of b are stale/);
+    expect(d.condition.message).toMatch(/waits instead of proceeding unverified/);
+    expect(d.recheckAtMs).toBe(NOW + STALL);
+  });
+
+  it('schedules a re-check when a live Lease expires, or an ahead one becomes readable', () => {
+    const live = decideHandover(
+      input({ replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([]), 10)] } }),
+    );
+    expect(live.recheckAtMs).toBe(NOW - 10_000 + DURATION_S * 1000);
+    const ahead = decideHandover(
+      input({ replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([T]), -200)] } }),
+    );
+    expect(ahead.recheckAtMs).toBe(NOW + 200_000 - DURATION_S * 1000);
+  });
+
+  it('has nothing to re-check once patched', () => {
+    expect(decideHandover(input())).toMatchObject({ progress: undefined, recheckAtMs: undefined });
+  });
+
+  it('never trusts a stored start time ahead of its clock or unreadable', () => {
+    for (const waitingSince of [iso(NOW + STALL * 2), 'not a time']) {
+      const d = decideHandover(
+        input({
+          replicas: silentB(),
+          progress: { destination: 'b', waitingSince, silentSince: waitingSince },
+        }),
+      );
+      expect(d.progress).toEqual({ destination: 'b', waitingSince: iso(NOW), silentSince: iso(NOW) });
     }
   });
 
@@ -173,9 +335,13 @@ describe('handover decision', () => {
     expect(decision.condition).toBe(previous);
   });
 
-  it('says in the message what it waits for', () => {
-    const d = decideHandover(input({ destinationAggregate: known([T], 1, 3) }));
-    expect(d.condition.message).toBe(`moving ${T} from a to b: 1 of 3 ready replicas report`);
+  it('names the ready Pods it waits for', () => {
+    const d = decideHandover(
+      input({ replicas: { readyPods: ['b-2', 'b-1', 'b-3'], leases: [lease('b-1'), lease('b-old')] } }),
+    );
+    expect(d.condition.message).toBe(
+      `moving ${T} from Service a-webhook-server to b: 1 of 3 ready Pods report; no live report from b-2, b-3`,
+    );
   });
 });
 

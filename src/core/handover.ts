@@ -1,30 +1,54 @@
 // The handover gate: when may a target's spec.conversion be pointed at the instance the
 // resolver now picks, and what does the config's HandoverReady condition say meanwhile.
 //
-// A move from A to B is patched only once every live replica of B reports the target
-// (reportingReplicas ≥ readyReplicas and the target is in the intersection); until then A keeps
-// serving, because A's replicas hold a plan while the live target still names A's Service (see
-// `shouldHoldPlan`). A first apply has nothing to hand over from and is patched at once.
+// A move to B is patched only once every *ready Pod* of B (the Pods B's Service sends
+// conversions to) has a live Lease reporting the target; until then the source keeps serving,
+// because its replicas hold a plan while the live target still names its Service (see
+// `shouldHoldPlan`). Counting Pods, not replicas: a terminating Pod's still-live Lease must not
+// stand in for a ready Pod that never reported. Any Service the target names that is not B's
+// is a source, ours, a deleted instance's or a foreign one: deleting a pool member must never
+// repoint its targets unverified. Only a target that names no Service at all is a first apply,
+// patched as soon as B has a ready Pod.
 //
-// Two exceptions decide the rest. If B publishes nothing at all (an old fleet mid-upgrade, or a
-// namespace missing the Lease Role), blocking forever would be a regression, so after a grace
-// period the move proceeds and says so: HandoverUnverified. A truncated or undecodable report
-// is different: B is publishing, and what it says cannot be read, so the move blocks.
+// Two exceptions decide the rest. If B publishes nothing at all (an old fleet mid-upgrade, or
+// a namespace missing the Lease Role), blocking forever would be a regression, so after a grace
+// period the move proceeds and says so: HandoverUnverified. The grace counts only time during
+// which B had ready Pods and no Lease at all: waiting for readiness, or for an earlier
+// destination, does not use it up. A truncated, undecodable or clock-skewed report is
+// different: B is publishing, and what it says cannot be used, so the move blocks. So does a
+// destination whose Leases are all stale: it publishes (its Role works), but nothing renews.
+//
+// The decision is pure and takes time as `nowMs`. What it must remember between looks (when
+// this wait began, since when B has been silent) is `HandoverProgress`: the handler stores it
+// in the config's `status.handover` and passes it back, so any replica resumes the same clocks
+// after a restart. `recheckAtMs` says when time alone can change the answer (grace end, stall
+// threshold, a Lease expiring), for a durable delayed re-check; events do the rest.
 import type { ConditionStatus } from '../api/conditions.ts';
 import { webhookServiceName } from '../api/constants.ts';
-import type { InstanceAggregate } from './aggregate.ts';
+import type { HandoverProgress } from '../api/conversion-config.ts';
+import { aggregate, leaseState, nextLeaseTransitionMs, type ReplicaReport } from './aggregate.ts';
 
 export const HANDOVER_READY = 'HandoverReady';
 
-/**
- * How long a move waits for a destination that publishes nothing before proceeding unverified.
- * Twice the replicas' heartbeat (30 s) plus margin: a replica that has just started has had
- * time to publish its first Lease, so silence by then means it does not publish at all.
- */
-export const UNREPORTED_GRACE_MS = 90_000;
+export interface HandoverPolicy {
+  /** How long B may have ready Pods and no Lease at all before a move proceeds unverified. */
+  unreportedGraceMs: number;
+  /** A move still waiting after this long is called stalled, so operators can alert on it. */
+  stallAfterMs: number;
+}
 
-/** A move still waiting after this long is called stalled, so operators can alert on it. */
-export const STALL_AFTER_MS = 10 * 60_000;
+/**
+ * Grace 90 s. The reference waits 30 s from the start of the move; here the clock starts only
+ * once B has ready Pods, so readiness does not eat into it. A replica publishes its Lease as it
+ * starts and retries a failed write on each 30 s heartbeat: 90 s is the first write and two
+ * retries. Silence by then means B does not publish at all, not that one write failed, which
+ * 30 s (one heartbeat) cannot tell apart during a rollout. Stall after 10 min: far beyond any
+ * rollout of webhook-server replicas that compile within seconds.
+ */
+export const DEFAULT_HANDOVER_POLICY: Readonly<HandoverPolicy> = Object.freeze({
+  unreportedGraceMs: 90_000,
+  stallAfterMs: 10 * 60_000,
+});
 
 export type HandoverReason =
   | 'FirstApply'
@@ -49,35 +73,49 @@ export type HandoverAction = 'patch' | 'wait';
 export interface HandoverDecision {
   action: HandoverAction;
   condition: HandoverCondition;
+  /** What to store in the config's status.handover; undefined: remove it (nothing waits). */
+  progress: HandoverProgress | undefined;
+  /** When time alone may change this decision (epoch ms); undefined when only an event can. */
+  recheckAtMs: number | undefined;
+}
+
+/** The destination as the gate sees it: which Pods take conversions, and what each published. */
+export interface DestinationReplicas {
+  /**
+   * The destination's ready Pods: endpoints of its Service's EndpointSlices with
+   * `conditions.ready` true, by `targetRef.name` (`targetRef.kind` Pod).
+   */
+  readyPods: readonly string[];
+  /** Every served-set Lease of the destination; each names its Pod in `replica` (holderIdentity). */
+  leases: readonly ReplicaReport[];
 }
 
 export interface HandoverInput {
   target: string;
   /** The instance the resolver assigns the target to now. */
   destination: string;
-  /** The Service name the live target's spec.conversion points at, if it uses a webhook Service. */
+  /** The Service the live target's spec.conversion webhook points at; undefined if none. */
   currentServiceName: string | undefined;
-  /** Names of all instances that exist: a Service of one of them means a move, not a first apply. */
-  instances: ReadonlySet<string>;
-  /** The destination's aggregate; readyReplicas is its Deployment's. */
-  destinationAggregate: InstanceAggregate;
-  /** How long this move has been waiting (since HandoverReady last turned False), 0 if it just began. */
-  waitedMs: number;
+  replicas: DestinationReplicas;
+  nowMs: number;
+  /** status.handover as the last decision returned it, if any. */
+  progress?: HandoverProgress | undefined;
   /** The current HandoverReady condition, if any: a verdict on the last move outlives it. */
   previous?: HandoverCondition | undefined;
+  policy?: Readonly<HandoverPolicy>;
 }
 
 export function decideHandover(input: HandoverInput): HandoverDecision {
-  const source = instanceBehind(input.currentServiceName, input.instances);
-  if (source === input.destination) return noMove(input);
-  if (source === undefined) {
-    return patch(
-      'True',
-      'FirstApply',
-      `no instance serves ${input.target} yet; pointing it at ${input.destination}`,
-    );
+  if (input.currentServiceName === webhookServiceName(input.destination)) return noMove(input);
+  const clock = resumeClock(input);
+  const { target, destination } = input;
+  if (input.replicas.readyPods.length === 0) {
+    return waitFor(clock, 'DestinationNotReady', `${describe(input)}: ${destination} has no ready Pods`);
   }
-  return gateMove(input, source);
+  if (input.currentServiceName === undefined) {
+    return patch('FirstApply', `no Service serves ${target} yet; pointing it at ${destination}`);
+  }
+  return gateMove(clock, input.currentServiceName);
 }
 
 /**
@@ -94,77 +132,140 @@ export function shouldHoldPlan(
   return assignedInstance === instance || currentServiceName === webhookServiceName(instance);
 }
 
-function instanceBehind(serviceName: string | undefined, instances: ReadonlySet<string>): string | undefined {
-  if (serviceName === undefined) return undefined;
-  for (const instance of instances) if (webhookServiceName(instance) === serviceName) return instance;
-  return undefined;
+/** The clocks of the wait for this destination, resumed from status.handover when it is for the same one. */
+interface WaitClock {
+  input: HandoverInput;
+  policy: Readonly<HandoverPolicy>;
+  waitingSinceMs: number;
+  silentSinceMs: number | undefined;
+}
+
+function resumeClock(input: HandoverInput): WaitClock {
+  const policy = input.policy ?? DEFAULT_HANDOVER_POLICY;
+  const saved = input.progress?.destination === input.destination ? input.progress : undefined;
+  return {
+    input,
+    policy,
+    waitingSinceMs: pastTime(saved?.waitingSince, input.nowMs),
+    silentSinceMs: saved?.silentSince === undefined ? undefined : pastTime(saved.silentSince, input.nowMs),
+  };
+}
+
+// A stored time that does not parse, or lies ahead of this reader's clock, restarts at now:
+// a wait may come out longer than it was, never shorter.
+function pastTime(iso: string | undefined, nowMs: number): number {
+  const ms = iso === undefined ? Number.NaN : Date.parse(iso);
+  return Number.isNaN(ms) ? nowMs : Math.min(ms, nowMs);
+}
+
+function describe(input: HandoverInput): string {
+  const from = input.currentServiceName === undefined ? '' : ` from Service ${input.currentServiceName}`;
+  return `moving ${input.target}${from} to ${input.destination}`;
 }
 
 function noMove(input: HandoverInput): HandoverDecision {
-  if (input.previous?.status === 'True') return { action: 'patch', condition: input.previous };
-  return patch('True', 'NoMove', `${input.target} is already served by ${input.destination}`);
+  if (input.previous?.status === 'True') return done(input.previous);
+  return patch('NoMove', `${input.target} is already served by ${input.destination}`);
 }
 
-function gateMove(input: HandoverInput, source: string): HandoverDecision {
-  const { destination, destinationAggregate: agg, target, waitedMs } = input;
-  const move = `moving ${target} from ${source} to ${destination}`;
-  if (agg.readyReplicas === 0)
-    return wait(input, 'DestinationNotReady', `${move}: ${destination} has no ready replicas`);
-  if (agg.reportingReplicas === 0 && agg.staleReplicas > 0) {
-    // It does publish (its Lease Role works), but no replica renews: wedged, not silent.
-    return wait(
-      input,
+function gateMove(clock: WaitClock, source: string): HandoverDecision {
+  const { input } = clock;
+  const { destination, target, nowMs } = input;
+  const { readyPods, leases } = input.replicas;
+  const move = `moving ${target} from Service ${source} to ${destination}`;
+  if (leases.length === 0) return awaitFirstLease(clock, move);
+  if (leases.every((l) => leaseState(l, nowMs) === 'stale')) {
+    return waitFor(
+      clock,
       'HandoverPending',
-      `${move}: all ${agg.staleReplicas} Leases of ${destination} are stale`,
+      `${move}: all ${leases.length} Leases of ${destination} are stale. Its replicas publish but none renews ` +
+        "(wedged, or this reader's clock runs ahead of theirs), so the move waits instead of proceeding unverified",
     );
   }
-  if (agg.reportingReplicas === 0) {
-    if (waitedMs < UNREPORTED_GRACE_MS) {
-      return wait(
-        input,
-        'HandoverAwaitingReports',
-        `${move}: waiting for ${destination}'s replicas to publish what they serve`,
-      );
-    }
-    return patch(
-      'True',
-      'HandoverUnverified',
-      `${move} without verification: no replica of ${destination} published a served set within ${UNREPORTED_GRACE_MS / 1000}s ` +
-        '(replicas from before Lease publishing, or no Lease Role in its namespace)',
-    );
-  }
+  const ready = new Set(readyPods);
+  const ofReadyPods = leases.filter((l) => ready.has(l.replica));
+  const agg = aggregate(ofReadyPods, readyPods.length, nowMs);
   if (agg.kind === 'unknown') {
     const who = agg.unreadable.map((u) => `${u.replica} (${u.why}: ${u.detail})`).join(', ');
-    return wait(input, 'HandoverUnknown', `${move}: blocked, cannot read what ${destination} serves: ${who}`);
+    return waitFor(
+      clock,
+      'HandoverUnknown',
+      `${move}: blocked, cannot read what ${destination} serves: ${who}`,
+    );
   }
-  if (agg.reportingReplicas < agg.readyReplicas) {
-    return wait(
-      input,
+  const unreported = readyPods.filter(
+    (pod) => !ofReadyPods.some((l) => l.replica === pod && liveAt(l, nowMs)),
+  );
+  if (unreported.length > 0) {
+    return waitFor(
+      clock,
       'HandoverPending',
-      `${move}: ${agg.reportingReplicas} of ${agg.readyReplicas} ready replicas report`,
+      `${move}: ${readyPods.length - unreported.length} of ${readyPods.length} ready Pods report; ` +
+        `no live report from ${listed(unreported)}`,
     );
   }
   if (!agg.servedTargets.includes(target)) {
     const why = agg.unsettledTargets.includes(target)
-      ? 'some replicas report it in a part of their set this view cannot settle yet'
-      : 'not every replica can serve it yet';
-    return wait(input, 'HandoverPending', `${move}: ${why}`);
+      ? 'some Pods report it in a part of their set this view cannot settle yet'
+      : 'not every ready Pod can serve it yet';
+    return waitFor(clock, 'HandoverPending', `${move}: ${why}`);
   }
-  return patch(
-    'True',
-    'HandoverReady',
-    `${move}: all ${agg.reportingReplicas} live replicas of ${destination} serve it`,
+  return patch('HandoverReady', `${move}: all ${readyPods.length} ready Pods of ${destination} serve it`);
+}
+
+// B has ready Pods and not one Lease: the only state in which the grace runs.
+function awaitFirstLease(clock: WaitClock, move: string): HandoverDecision {
+  const { input, policy } = clock;
+  const silentSinceMs = clock.silentSinceMs ?? input.nowMs;
+  const graceEndsMs = silentSinceMs + policy.unreportedGraceMs;
+  if (input.nowMs >= graceEndsMs) {
+    return patch(
+      'HandoverUnverified',
+      `${move} without verification: no Pod of ${input.destination} published a served set while ready ` +
+        `for ${policy.unreportedGraceMs / 1000}s (replicas from before Lease publishing, or no Lease Role in its namespace)`,
+    );
+  }
+  return waitFor(
+    { ...clock, silentSinceMs },
+    'HandoverAwaitingReports',
+    `${move}: waiting for ${input.destination}'s ready Pods to publish what they serve`,
+    graceEndsMs,
   );
 }
 
-function patch(status: ConditionStatus, reason: HandoverReason, message: string): HandoverDecision {
-  return { action: 'patch', condition: { type: HANDOVER_READY, status, reason, message } };
+function liveAt(lease: ReplicaReport, nowMs: number): boolean {
+  return leaseState(lease, nowMs) === 'live';
 }
 
-// A wait that outlasts STALL_AFTER_MS keeps waiting, under a reason that says it is stuck.
-function wait(input: HandoverInput, reason: HandoverReason, message: string): HandoverDecision {
-  const stalled = input.waitedMs >= STALL_AFTER_MS && reason !== 'HandoverUnknown';
-  const minutes = Math.floor(input.waitedMs / 60_000);
+const LISTED_PODS = 5;
+
+function listed(pods: readonly string[]): string {
+  const sorted = [...pods].sort();
+  const shown = sorted.slice(0, LISTED_PODS).join(', ');
+  return sorted.length > LISTED_PODS ? `${shown} and ${sorted.length - LISTED_PODS} more` : shown;
+}
+
+function patch(reason: HandoverReason, message: string): HandoverDecision {
+  return done({ type: HANDOVER_READY, status: 'True', reason, message });
+}
+
+function done(condition: HandoverCondition): HandoverDecision {
+  return { action: 'patch', condition, progress: undefined, recheckAtMs: undefined };
+}
+
+// A wait that outlasts stallAfterMs keeps waiting, under a reason that says it is stuck. An
+// unreadable report is its own verdict (it blocks by design) and keeps its reason.
+function waitFor(
+  clock: WaitClock,
+  reason: HandoverReason,
+  message: string,
+  graceEndsMs?: number,
+): HandoverDecision {
+  const { input, policy, waitingSinceMs, silentSinceMs } = clock;
+  const stallsAtMs = reason === 'HandoverUnknown' ? undefined : waitingSinceMs + policy.stallAfterMs;
+  const stalled = stallsAtMs !== undefined && input.nowMs >= stallsAtMs;
+  const minutes = Math.floor((input.nowMs - waitingSinceMs) / 60_000);
+  const leaseTransitions = input.replicas.leases.map((l) => nextLeaseTransitionMs(l, input.nowMs));
   return {
     action: 'wait',
     condition: {
@@ -173,5 +274,20 @@ function wait(input: HandoverInput, reason: HandoverReason, message: string): Ha
       reason: stalled ? 'HandoverStalled' : reason,
       message: stalled ? `${message} (stalled: waiting for ${minutes} min, was ${reason})` : message,
     },
+    progress: {
+      destination: input.destination,
+      waitingSince: new Date(waitingSinceMs).toISOString(),
+      ...(graceEndsMs !== undefined && silentSinceMs !== undefined
+        ? { silentSince: new Date(silentSinceMs).toISOString() }
+        : {}),
+    },
+    recheckAtMs: earliestAfter(input.nowMs, [stallsAtMs, graceEndsMs, ...leaseTransitions]),
   };
+}
+
+function earliestAfter(nowMs: number, times: ReadonlyArray<number | undefined>): number | undefined {
+  let earliest: number | undefined;
+  for (const t of times)
+    if (t !== undefined && t > nowMs && (earliest === undefined || t < earliest)) earliest = t;
+  return earliest;
 }

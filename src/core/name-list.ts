@@ -5,6 +5,12 @@
 // The reader never throws: it reports malformed input as an error value, and accepts only the
 // canonical form (strictly ascending, non-empty, well-formed names), so one set has exactly one
 // encoding and a hostile value cannot smuggle duplicates or unsorted tails past it.
+//
+// Front coding makes a tiny input expand quadratically: `a`, `aa`, `aaa`, … costs ~5 bytes an
+// entry and i bytes of name, so 100,000 entries (a few hundred KiB) would build 5 GB of
+// strings. The reader therefore checks its limits (name length, name count, total name bytes)
+// on every entry, before it builds the name: time and memory are bounded by the limits, not by
+// what the input claims.
 
 const utf8 = new TextEncoder();
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
@@ -72,6 +78,11 @@ export class ByteReader {
     return this.offset === this.data.length;
   }
 
+  /** How many bytes have been read. */
+  get position(): number {
+    return this.offset;
+  }
+
   /** A varint below 2^48, or undefined when the input ends or the value is too large. */
   varint(): number | undefined {
     let value = 0;
@@ -113,30 +124,66 @@ export function writeNameList(out: ByteWriter, sortedNames: readonly string[]): 
   }
 }
 
-export type NameListResult = { ok: true; names: string[] } | { ok: false; reason: string };
+/** The largest name a list may hold: a target name is a DNS subdomain, at most 253 bytes. */
+export const MAX_NAME_BYTES = 253;
 
-export function readNameList(input: ByteReader, maxNames: number): NameListResult {
+export interface NameListLimits {
+  maxNames: number;
+  /** Sum of the UTF-8 lengths of all names. */
+  maxTotalBytes: number;
+}
+
+export type NameListResult =
+  | { ok: true; names: string[]; totalBytes: number }
+  | { ok: false; reason: string };
+
+/** Whether a name can be written to a list (and will be accepted when read back). */
+export function isListableName(name: string): boolean {
+  if (name.length === 0 || name.length > MAX_NAME_BYTES || !name.isWellFormed()) return false;
+  return name.length * MAX_UTF8_BYTES_PER_UNIT <= MAX_NAME_BYTES || utf8Length(name) <= MAX_NAME_BYTES;
+}
+
+/** UTF-8 spends at most 3 bytes a UTF-16 code unit (a surrogate pair is 4 bytes for 2 units). */
+export const MAX_UTF8_BYTES_PER_UNIT = 3;
+
+export function readNameList(input: ByteReader, limits: NameListLimits): NameListResult {
   const count = input.varint();
-  if (count === undefined || count > maxNames) return { ok: false, reason: 'bad name count' };
+  if (count === undefined) return { ok: false, reason: 'bad name count' };
+  if (count > limits.maxNames) return { ok: false, reason: `more than ${limits.maxNames} names` };
   const names: string[] = [];
   let previous = '';
+  let totalBytes = 0;
   for (let i = 0; i < count; i++) {
     const shared = input.varint();
     const length = input.varint();
     if (shared === undefined || length === undefined || shared > previous.length) {
       return { ok: false, reason: `bad entry ${i}` };
     }
+    // Every code unit of the shared prefix is at least one UTF-8 byte, so shared + length is a
+    // lower bound of the name's size, checked before the name is built.
+    if (shared + length > MAX_NAME_BYTES) {
+      return { ok: false, reason: `entry ${i} longer than ${MAX_NAME_BYTES} bytes` };
+    }
     const suffix = input.bytes(length);
     const text = suffix === undefined ? undefined : decodeUtf8(suffix);
     if (text === undefined) return { ok: false, reason: `bad entry ${i}` };
     const name = previous.slice(0, shared) + text;
-    if (!name.isWellFormed() || (i > 0 && compareNames(previous, name) >= 0) || name.length === 0) {
-      return { ok: false, reason: 'names not strictly ascending, empty or ill-formed' };
-    }
+    if (!isListableName(name))
+      return { ok: false, reason: `entry ${i}: empty, ill-formed or longer than ${MAX_NAME_BYTES} bytes` };
+    totalBytes += utf8Length(name);
+    if (totalBytes > limits.maxTotalBytes)
+      return { ok: false, reason: `names exceed ${limits.maxTotalBytes} bytes in total` };
+    if (i > 0 && compareNames(previous, name) >= 0)
+      return { ok: false, reason: 'names not strictly ascending' };
     names.push(name);
     previous = name;
   }
-  return { ok: true, names };
+  return { ok: true, names, totalBytes };
+}
+
+/** The UTF-8 length of a well-formed string. */
+export function utf8Length(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
 }
 
 function decodeUtf8(bytes: Uint8Array): string | undefined {

@@ -2,7 +2,7 @@
 // any language, computes the same owner for the same (instance, target):
 //
 //   h     = FNV-1a 64 over UTF-8(instance) ‖ 0x00 ‖ UTF-8(target), then MurmurHash3's fmix64
-//   u     = (top 53 bits of h + 1) / (2^53 + 1)            ∈ (0, 1), never 0 or 1
+//   u     = (top 52 bits of h + 1/2) / 2^52                ∈ (0, 1), never 0 or 1
 //   score = −weight / ln(u)                                highest wins, ties to the smaller name
 //
 // −ln(u) is Exp(1); divided by the weight it is Exp(weight), and the minimum of independent
@@ -10,6 +10,12 @@
 // weight × hash instead does not give proportional shares (2:1 weights win 75%, not 67%).
 // fmix64 is there because FNV's last multiply leaves the instances' draws for one target
 // visibly correlated in the high bits; it costs a few multiplies per draw.
+//
+// Why 52 bits and a half: u must lie strictly inside (0, 1), since ln(0) and ln(1) make a score
+// of 0 or −∞ (a one-member pool with no winner). A double holds 53 significant bits, and there
+// are only 2^53 − 1 multiples of 2^−53 strictly inside (0, 1), so 53 bits cannot all map there
+// exactly; (k + 1)/(2^53 + 1) rounds its denominator to 2^53 and reaches 1. (2k + 1)/2^53 for a
+// 52-bit k is exact (2k + 1 < 2^53), symmetric, and lies in [2^−53, 1 − 2^−53].
 //
 // JavaScript has no cheap 64-bit integers (BigInt is ~50× slower), so the state is two
 // unsigned 32-bit halves and every multiply is spelled out on them.
@@ -19,7 +25,7 @@ const FNV_OFFSET_LO = 0x84222325;
 // FNV 64 prime = 2^40 + 0x1b3.
 const FNV_PRIME_LOW_PART = 0x1b3;
 const TWO_32 = 4294967296;
-const U_DENOMINATOR = 2 ** 53 + 1;
+const TWO_52 = 2 ** 52;
 
 /** Two unsigned 32-bit halves of an in-progress 64-bit FNV-1a state. */
 export interface HashState {
@@ -99,8 +105,13 @@ function finishDraw(hi: number, lo: number): number {
   l = Math.imul(l, 0x1a85ec53) >>> 0;
   h = h2;
   l = (l ^ (h >>> 1)) >>> 0;
-  const top53 = h * 2097152 + (l >>> 11);
-  return (top53 + 1) / U_DENOMINATOR;
+  return unitFromHash(h, l);
+}
+
+/** The draw u ∈ (0, 1) of a finished 64-bit hash: its top 52 bits k, as (k + 1/2) / 2^52, exactly. */
+export function unitFromHash(hi: number, lo: number): number {
+  const top52 = hi * 1048576 + (lo >>> 12);
+  return (top52 + 0.5) / TWO_52;
 }
 
 // High 32 bits of the low 64 bits of (aHi·2^32 + aLo) × (bHi·2^32 + bLo). The low 32 bits are

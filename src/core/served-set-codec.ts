@@ -15,15 +15,36 @@
 // Small sets are published as plain names (self-contained, immune to view skew), and names are
 // also the fallback when the exceptions make the digest form larger than the names.
 //
-// The format is versioned in the value (`v1.<form>.<body>`); a reader refuses any other
-// version. Over budget, the value is an explicit truncation marker, never a partial list.
+// The format is versioned in the value (`v2.<form>.<body>`); a reader refuses any other
+// version, v1 included (it had no checksum, so a reader could not tell a corrupted v1 value
+// from a good one). Over budget, the value is an explicit truncation marker, never a partial
+// list.
+//
+// Integrity: a body starts with a 128-bit checksum (SHA-256 prefix) over the form and the whole
+// uncompressed payload; a mismatch, or any byte after the deflate stream, is undecodable. A
+// flipped bit in an exceptions list would otherwise turn a missing target into a served one.
+//
+// Hostile values: anyone who may write Leases in an instance's namespace can publish any value.
+// Decoding is bounded whatever it is given: the inflated payload is capped (inflate stops at
+// the cap), and the name lists at a name count, a per-name length and a total size (see
+// name-list.ts). The encoder checks the same limits and publishes the truncation marker rather
+// than a value a reader would refuse.
 //
 // Soundness: a target is reported served only if the writer listed it as an extra, or it is in
 // a bucket whose contents the reader and writer agree on (equal SHA-256 prefixes) and the
 // writer did not list it as missing. Decoding never throws.
 import { createHash } from 'node:crypto';
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import { ByteReader, ByteWriter, readNameList, writeNameList } from './name-list.ts';
+import { deflateRawSync, inflateRawSync, type ZlibOptions } from 'node:zlib';
+import {
+  ByteReader,
+  ByteWriter,
+  isListableName,
+  MAX_UTF8_BYTES_PER_UNIT,
+  type NameListLimits,
+  readNameList,
+  utf8Length,
+  writeNameList,
+} from './name-list.ts';
 import { drawFrom, prefixState } from './rendezvous-hash.ts';
 
 /**
@@ -32,7 +53,7 @@ import { drawFrom, prefixState } from './rendezvous-hash.ts';
  */
 export const DEFAULT_BUDGET_BYTES = 192 * 1024;
 
-const FORMAT_VERSION = 'v1';
+const FORMAT_VERSION = 'v2';
 const FORM_NAMES = 'n';
 const FORM_EXPECTED = 'e';
 const FORM_TRUNCATED = 't';
@@ -49,10 +70,14 @@ const NAMES_PER_BUCKET = 1024;
 const MAX_BUCKETS = 65536;
 const DIGEST_BYTES = 16;
 
-// Decoding limits for hostile values.
+const CHECKSUM_BYTES = 16;
+
+// Decoding limits for hostile values, far above anything that fits the budget: realistic names
+// front-code and deflate to ~6 bytes each, so a 192 KiB value holds ~32,000 of them, ~1 MiB
+// inflated. Worst case within the limits: 16 MiB of names, decoded in well under a second.
 const MAX_VALUE_LENGTH = 256 * 1024;
-const MAX_INFLATED_BYTES = 64 * 1024 * 1024;
-const MAX_NAMES = 10_000_000;
+const MAX_INFLATED_BYTES = 8 * 1024 * 1024;
+const LIST_LIMITS: NameListLimits = { maxNames: 250_000, maxTotalBytes: 16 * 1024 * 1024 };
 
 const BUCKET_HASH = prefixState('switchyard/served-set-bucket');
 
@@ -75,7 +100,7 @@ export interface Bucketing {
 }
 
 export function expectedSetOf(names: Iterable<string>): ExpectedSet {
-  const set = new Set([...names].filter((n) => n.length > 0 && n.isWellFormed()));
+  const set = new Set([...names].filter(isListableName));
   const memo = new Map<number, Bucketing>();
   return {
     names: set,
@@ -108,10 +133,10 @@ export function encodeServedSet(
 ): string {
   const budget = options.budgetBytes ?? DEFAULT_BUDGET_BYTES;
   const names = servableNames(served);
-  const fits = (value: string) => value.length <= budget;
+  const fits = (value: string | undefined): value is string => value !== undefined && value.length <= budget;
   if (names.size <= NAMES_FORM_MAX_NAMES) {
     const small = namesForm(names);
-    if (small.length <= NAMES_FORM_PREFERRED_BYTES && fits(small)) return small;
+    if (fits(small) && small.length <= NAMES_FORM_PREFERRED_BYTES) return small;
   }
   const digested = expectedForm(names, expected);
   if (fits(digested)) return digested;
@@ -141,11 +166,11 @@ function undecodable(reason: string): DecodedServedSet {
   return { kind: 'undecodable', reason };
 }
 
-// Names that cannot be targets (empty, or not well-formed UTF-16) are left out: leaving a name
-// out can only understate what the replica serves.
+// Names that cannot be targets (empty, not well-formed UTF-16, over 253 bytes) are left out:
+// leaving a name out can only understate what the replica serves.
 function servableNames(served: Iterable<string>): Set<string> {
   const out = new Set<string>();
-  for (const name of served) if (name.length > 0 && name.isWellFormed()) out.add(name);
+  for (const name of served) if (isListableName(name)) out.add(name);
   return out;
 }
 
@@ -154,56 +179,127 @@ function sorted(names: Iterable<string>): string[] {
   return [...names].sort();
 }
 
-function namesForm(names: ReadonlySet<string>): string {
-  const out = new ByteWriter();
-  writeNameList(out, sorted(names));
-  return `${FORMAT_VERSION}.${FORM_NAMES}.${base64(deflateRawSync(out.finish(), { level: 9 }))}`;
+// Undefined when the lists exceed what a reader accepts: the caller falls back as if over budget.
+function namesForm(names: ReadonlySet<string>): string | undefined {
+  const list = sorted(names);
+  if (!withinListLimits(list)) return undefined;
+  const payload = new ByteWriter();
+  writeNameList(payload, list);
+  return sealed(FORM_NAMES, new Uint8Array(), payload.finish());
 }
 
-function expectedForm(served: ReadonlySet<string>, expected: ExpectedSet): string {
+function expectedForm(served: ReadonlySet<string>, expected: ExpectedSet): string | undefined {
   const missing = sorted([...expected.names].filter((n) => !served.has(n)));
   const extras = sorted([...served].filter((n) => !expected.names.has(n)));
+  if (!withinListLimits([...missing, ...extras])) return undefined;
   const bucketCount = bucketCountFor(expected.names.size);
   const exceptions = new ByteWriter();
   writeNameList(exceptions, missing);
   writeNameList(exceptions, extras);
+  const header = new ByteWriter();
+  header.varint(bucketCount);
+  header.bytes(expected.bucketing(bucketCount).digests);
+  return sealed(FORM_EXPECTED, header.finish(), exceptions.finish());
+}
+
+// Counting UTF-8 bytes costs more than the rest of encoding a name; the code-unit count bounds
+// it within a factor of three, so the exact count is taken only near the limit.
+function withinListLimits(names: readonly string[]): boolean {
+  if (names.length > LIST_LIMITS.maxNames) return false;
+  let units = 0;
+  for (const name of names) units += name.length;
+  if (units * MAX_UTF8_BYTES_PER_UNIT <= LIST_LIMITS.maxTotalBytes) return true;
+  let total = 0;
+  for (const name of names) total += utf8Length(name);
+  return total <= LIST_LIMITS.maxTotalBytes;
+}
+
+// body = checksum ‖ header ‖ deflate(payload); the checksum covers form, header and payload.
+function sealed(form: string, header: Uint8Array, payload: Uint8Array): string | undefined {
+  if (payload.length > MAX_INFLATED_BYTES) return undefined;
   const out = new ByteWriter();
-  out.varint(bucketCount);
-  out.bytes(expected.bucketing(bucketCount).digests);
-  out.bytes(deflateRawSync(exceptions.finish(), { level: 9 }));
-  return `${FORMAT_VERSION}.${FORM_EXPECTED}.${base64(out.finish())}`;
+  out.bytes(checksum(form, header, payload));
+  out.bytes(header);
+  out.bytes(deflateRawSync(payload, { level: 9 }));
+  return `${FORMAT_VERSION}.${form}.${base64(out.finish())}`;
+}
+
+function checksum(form: string, header: Uint8Array, payload: Uint8Array): Uint8Array {
+  return createHash('sha256')
+    .update(form)
+    .update(header)
+    .update(payload)
+    .digest()
+    .subarray(0, CHECKSUM_BYTES);
+}
+
+/** Whether an encoded value is the truncation marker (the replica's set did not fit). */
+export function isTruncationMarker(value: string): boolean {
+  return value.startsWith(`${FORMAT_VERSION}.${FORM_TRUNCATED}.`);
 }
 
 function truncatedMarker(servedCount: number): string {
   return `${FORMAT_VERSION}.${FORM_TRUNCATED}.${servedCount}`;
 }
 
-function decodeNamesForm(body: string): DecodedServedSet {
+/** A body's parts once its checksum holds: the header, read on by the caller, and the payload. */
+interface Opened {
+  header: ByteReader;
+  payload: Uint8Array;
+}
+
+// Splits checksum ‖ header ‖ deflate stream (the header is `headerLength(bytes)` long), inflates
+// the stream within the cap, and verifies the checksum: anything else is a reason to refuse.
+function open(
+  form: string,
+  body: string,
+  headerLength: (afterChecksum: ByteReader) => number | undefined,
+): Opened | string {
   const bytes = fromBase64(body);
-  const inflated = bytes === undefined ? undefined : inflate(bytes);
-  if (inflated === undefined) return undecodable('names: not base64 of a deflate stream');
-  const input = new ByteReader(inflated);
-  const list = readNameList(input, MAX_NAMES);
+  if (bytes === undefined) return 'not base64';
+  const input = new ByteReader(bytes);
+  const sum = input.bytes(CHECKSUM_BYTES);
+  const afterChecksum = input.rest();
+  const length = headerLength(new ByteReader(afterChecksum));
+  if (sum === undefined || length === undefined || length > afterChecksum.length)
+    return 'truncated or bad header';
+  const header = afterChecksum.subarray(0, length);
+  const payload = inflateExactly(afterChecksum.subarray(length));
+  if (payload === undefined)
+    return `not one deflate stream of at most ${MAX_INFLATED_BYTES} bytes with nothing after it`;
+  if (Buffer.compare(sum, checksum(form, header, payload)) !== 0) return 'checksum mismatch';
+  return { header: new ByteReader(header), payload };
+}
+
+function decodeNamesForm(body: string): DecodedServedSet {
+  const opened = open(FORM_NAMES, body, () => 0);
+  if (typeof opened === 'string') return undecodable(`names: ${opened}`);
+  const input = new ByteReader(opened.payload);
+  const list = readNameList(input, LIST_LIMITS);
   if (!list.ok) return undecodable(`names: ${list.reason}`);
   if (!input.done) return undecodable('names: trailing bytes');
   return { kind: 'set', served: new Set(list.names), unsettled: new Set() };
 }
 
+// The header is varint(bucket count) ‖ bucket count × 16 digest bytes.
+function expectedHeaderLength(header: ByteReader): number | undefined {
+  const bucketCount = header.varint();
+  if (bucketCount === undefined || !isValidBucketCount(bucketCount)) return undefined;
+  return header.position + bucketCount * DIGEST_BYTES;
+}
+
 function decodeExpectedForm(body: string, expected: ExpectedSet): DecodedServedSet {
-  const bytes = fromBase64(body);
-  if (bytes === undefined) return undecodable('expected: not base64');
-  const input = new ByteReader(bytes);
-  const bucketCount = input.varint();
-  if (bucketCount === undefined || !isValidBucketCount(bucketCount))
-    return undecodable('expected: bad bucket count');
-  const digests = input.bytes(bucketCount * DIGEST_BYTES);
-  const inflated = digests === undefined ? undefined : inflate(input.rest());
-  if (digests === undefined || inflated === undefined)
-    return undecodable('expected: truncated or bad exceptions');
-  const exceptions = new ByteReader(inflated);
-  const missing = readNameList(exceptions, MAX_NAMES);
-  const extras = readNameList(exceptions, MAX_NAMES);
+  const opened = open(FORM_EXPECTED, body, expectedHeaderLength);
+  if (typeof opened === 'string') return undecodable(`expected: ${opened}`);
+  const bucketCount = opened.header.varint() as number;
+  const digests = opened.header.rest();
+  const exceptions = new ByteReader(opened.payload);
+  const missing = readNameList(exceptions, LIST_LIMITS);
   if (!missing.ok) return undecodable(`expected: missing list: ${missing.reason}`);
+  const extras = readNameList(exceptions, {
+    maxNames: LIST_LIMITS.maxNames - missing.names.length,
+    maxTotalBytes: LIST_LIMITS.maxTotalBytes - missing.totalBytes,
+  });
   if (!extras.ok) return undecodable(`expected: extras list: ${extras.reason}`);
   if (!exceptions.done) return undecodable('expected: trailing bytes');
   return reconstruct(expected, bucketCount, digests, new Set(missing.names), extras.names);
@@ -280,9 +376,16 @@ function bucketDigest(sortedNames: readonly string[]): Uint8Array {
   return createHash('sha256').update(JSON.stringify(sortedNames)).digest().subarray(0, DIGEST_BYTES);
 }
 
-function inflate(bytes: Uint8Array): Uint8Array | undefined {
+// One complete raw deflate stream that inflates to at most the cap, and not a byte after it:
+// zlib stops at the end of the stream and would otherwise ignore what follows. `info` exposes
+// the engine, whose bytesWritten is the input it consumed.
+function inflateExactly(bytes: Uint8Array): Uint8Array | undefined {
   try {
-    return inflateRawSync(bytes, { maxOutputLength: MAX_INFLATED_BYTES });
+    const { buffer, engine } = inflateRawSync(bytes, {
+      maxOutputLength: MAX_INFLATED_BYTES,
+      info: true,
+    } as ZlibOptions) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+    return engine.bytesWritten === bytes.length ? buffer : undefined;
   } catch {
     return undefined;
   }
@@ -292,8 +395,10 @@ function base64(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
 }
 
-// Buffer.from(…, 'base64') skips characters it does not know; a strict reader refuses them.
+// Buffer.from(…, 'base64') skips characters it does not know and ignores the unused low bits
+// of the last character; a strict reader refuses both, so one value has one meaning.
 function fromBase64(text: string): Uint8Array | undefined {
   if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return undefined;
-  return Buffer.from(text, 'base64');
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.toString('base64') === text ? bytes : undefined;
 }
