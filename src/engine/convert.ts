@@ -6,6 +6,9 @@
 // each rule writes its destination from the pristine input. Rules therefore never see each
 // other's output, and their order never matters. A value a rule cannot convert fails the
 // conversion with the object and the path; nothing is dropped silently.
+//
+// The output always carries a `metadata` object: the apiserver rejects a converted object
+// without one, and server-side-apply pruning can send objects whose metadata is absent or null.
 import { deepCopy, deepEqual, isJsonObject, type JsonObject, readPath, setOwn, writePath } from './json.ts';
 import { joinPath, type Segments } from './paths.ts';
 import type { Direction, OmitTree, Op, Router, SpokePlan } from './plan.ts';
@@ -23,9 +26,9 @@ export type ConvertResult = { ok: true; object: unknown } | { ok: false; error: 
 type Step = { plan: SpokePlan; direction: Direction; to: string };
 
 export function convert(router: Router, object: unknown, from: string, to: string): ConvertResult {
-  if (from === to) return { ok: true, object };
   if (!isJsonObject(object))
     return { ok: false, error: { object: '(not an object)', message: 'input is not an object' } };
+  if (from === to) return { ok: true, object: withMetadata(object) };
   const steps = route(router, from, to);
   if (typeof steps === 'string') return failure(object, steps);
   const group = groupOf(object, from);
@@ -36,7 +39,13 @@ export function convert(router: Router, object: unknown, from: string, to: strin
     if (!converted.ok) return failure(object, converted.message, converted.path, converted.ruleIndex);
     current = converted.object;
   }
-  return { ok: true, object: current };
+  return { ok: true, object: withMetadata(current) };
+}
+
+/** The object itself when it has metadata; otherwise a shallow copy with `metadata: {}`. */
+function withMetadata(object: JsonObject): JsonObject {
+  if (object.metadata !== undefined && object.metadata !== null) return object;
+  return { ...object, metadata: {} };
 }
 
 /** The one or two plan applications from `from` to `to`, or why there are none. */
