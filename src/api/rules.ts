@@ -75,10 +75,19 @@ export const constantParamsSchema = z
   .meta({ description: 'Force a field to a fixed value on the side that declares it.' });
 export type ConstantParams = z.infer<typeof constantParamsSchema>;
 
-export const enumMappingSchema = z.object({
-  hub: z.string().max(MAX_PATH_LENGTH),
-  spoke: z.string().max(MAX_PATH_LENGTH),
+/**
+ * One enumerated value: a string, an integer, a number or a boolean, matched by type and value
+ * (`1` is not `"1"`). A structural schema cannot say "one of these scalar types", so the CRD
+ * keeps it schemaless and the zod schema (admission) and the compiler (against the target's
+ * schema) check it.
+ */
+export const enumValueSchema = z.union([z.string().max(MAX_PATH_LENGTH), z.number(), z.boolean()]).meta({
+  description: 'A string, integer, number or boolean value of the field.',
+  'x-kubernetes-preserve-unknown-fields': true,
 });
+export type EnumValue = z.infer<typeof enumValueSchema>;
+
+export const enumMappingSchema = z.object({ hub: enumValueSchema, spoke: enumValueSchema });
 export type EnumMapping = z.infer<typeof enumMappingSchema>;
 
 export const enumRemapParamsSchema = z

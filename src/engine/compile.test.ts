@@ -3,7 +3,7 @@ import { type CompileResult, type ConversionSpec, compile, type TargetVersion } 
 import { convert } from './convert.ts';
 import type { DiagnosticCode } from './diagnostics.ts';
 import { formatDiagnostic } from './diagnostics.ts';
-import { enumOf, int, obj, object, root, spec, str, versions } from './test-support.ts';
+import { arrayOf, enumOf, int, obj, object, root, spec, str, versions } from './test-support.ts';
 
 const sameSpec = { name: str(), size: enumOf('Small', 'Large') };
 const twoVersions = versions({ v2: root(sameSpec), v1: root(sameSpec) });
@@ -105,11 +105,11 @@ const rows: Row[] = [
     expected: { code: 'ShapeMismatch', ruleIndex: 0, path: 'spec.a' },
   },
   {
-    name: 'EnumRemap on a field that is not a string',
+    name: 'EnumRemap on a field that is not a scalar',
     spec: spec('v2', {
       v1: [{ strategy: 'EnumRemap', enumRemap: { path: 'spec.n', mapping: [{ hub: '1', spoke: '2' }] } }],
     }),
-    versions: versions({ v2: root({ n: int() }), v1: root({ n: int() }) }),
+    versions: versions({ v2: root({ n: arrayOf(int()) }), v1: root({ n: arrayOf(int()) }) }),
     expected: { code: 'ShapeMismatch', ruleIndex: 0, path: 'spec.n' },
   },
   {

@@ -9,6 +9,7 @@
 //
 // The output always carries a `metadata` object: the apiserver rejects a converted object
 // without one, and server-side-apply pruning can send objects whose metadata is absent or null.
+import type { EnumValue } from '../api/rules.ts';
 import { deepCopy, deepEqual, isJsonObject, type JsonObject, readPath, setOwn, writePath } from './json.ts';
 import { joinPath, type Segments } from './paths.ts';
 import type { Direction, OmitTree, Op, Router, SpokePlan } from './plan.ts';
@@ -108,7 +109,8 @@ function applyOp(op: Op, input: JsonObject, output: JsonObject): OpProblem | und
     case 'remap': {
       const value = readPath(input, op.from);
       if (value === undefined) return undefined;
-      const mapped = typeof value === 'string' ? op.table.get(value) : undefined;
+      // A Map compares keys by type and value, so 1 never matches "1"; objects never match.
+      const mapped = op.table.get(value as EnumValue);
       if (mapped !== undefined) return write(output, op.to, mapped, op);
       if (op.onUnmapped === 'Drop') return undefined;
       return {

@@ -149,16 +149,16 @@ export function misfit(value: unknown, schema: TargetSchema, where: string): str
   if (schema['x-kubernetes-int-or-string']) {
     return typeof value === 'string' || Number.isInteger(value)
       ? undefined
-      : `${where} is not an int-or-string`;
+      : `${where} is ${shown(value)}, not an int-or-string`;
   }
   switch (schema.type) {
     case 'string':
     case 'boolean':
-      return typeof value === schema.type ? undefined : `${where} is not a ${schema.type}`;
+      return typeof value === schema.type ? undefined : `${where} is ${shown(value)}, not a ${schema.type}`;
     case 'integer':
-      return Number.isInteger(value) ? undefined : `${where} is not an integer`;
+      return Number.isInteger(value) ? undefined : `${where} is ${shown(value)}, not an integer`;
     case 'number':
-      return typeof value === 'number' ? undefined : `${where} is not a number`;
+      return typeof value === 'number' ? undefined : `${where} is ${shown(value)}, not a number`;
     case 'array':
       return misfitArray(value, schema, where);
     case 'object':
@@ -166,6 +166,12 @@ export function misfit(value: unknown, schema: TargetSchema, where: string): str
     default:
       return hasNamedProperties(schema) ? misfitObject(value, schema, where) : undefined;
   }
+}
+
+/** A value as a message shows it: scalars verbatim (so "1" and 1 read differently), not whole objects. */
+function shown(value: unknown): string {
+  if (Array.isArray(value)) return 'an array';
+  return isJsonObject(value) ? 'an object' : JSON.stringify(value);
 }
 
 function misfitArray(value: unknown, schema: TargetSchema, where: string): string | undefined {

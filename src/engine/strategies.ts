@@ -9,7 +9,9 @@ import type {
   ConstantRule,
   DefaultValueRule,
   DeleteRule,
+  EnumMapping,
   EnumRemapRule,
+  EnumValue,
   FieldRenameRule,
   Rule,
   RuleCondition,
@@ -196,7 +198,9 @@ function oneSided(
   return { ok: true, transform };
 }
 
-// --- EnumRemap: a string field whose values are spelled differently on each side.
+// --- EnumRemap: a scalar field whose values are spelled differently on each side. Values are
+// strings, integers, numbers or booleans, matched by type and value; each side's values are
+// checked against that side's schema, so a hub integer may map to a spoke string.
 
 function enumRemap(rule: EnumRemapRule, at: Located): TransformResult {
   const { path, mapping, onUnmappedHubValue, onUnmappedSpokeValue } = rule.enumRemap;
@@ -204,8 +208,8 @@ function enumRemap(rule: EnumRemapRule, at: Located): TransformResult {
   const spoke = lookup('spoke', path, at);
   if (!hub.ok || !spoke.ok) return failed(hub, spoke);
   const diagnostics = [
-    ...stringLeafProblems('hub', hub.node, at),
-    ...stringLeafProblems('spoke', spoke.node, at),
+    ...scalarLeafProblems('hub', hub.node, at),
+    ...scalarLeafProblems('spoke', spoke.node, at),
     ...mappingValueProblems('hub', hub.node, mapping, at),
     ...mappingValueProblems('spoke', spoke.node, mapping, at),
   ];
@@ -237,15 +241,15 @@ function enumRemap(rule: EnumRemapRule, at: Located): TransformResult {
 }
 
 /** With duplicates in the table, conversion uses the first entry; the loss check sees the rest. */
-function firstWins(pairs: [string, string][]): Map<string, string> {
-  const table = new Map<string, string>();
+function firstWins(pairs: [EnumValue, EnumValue][]): Map<EnumValue, EnumValue> {
+  const table = new Map<EnumValue, EnumValue>();
   for (const [from, to] of pairs) if (!table.has(from)) table.set(from, to);
   return table;
 }
 
 function remapLoss(
-  forward: ReadonlyMap<string, string>,
-  backward: ReadonlyMap<string, string>,
+  forward: ReadonlyMap<EnumValue, EnumValue>,
+  backward: ReadonlyMap<EnumValue, EnumValue>,
   policy: 'Error' | 'Drop',
   source: SchemaNode,
   policyField: string,
@@ -253,24 +257,28 @@ function remapLoss(
   for (const [from, to] of forward) {
     const back = backward.get(to);
     if (back !== from) {
-      return `"${from}" becomes "${to}", which converts back to "${back}", so the original value cannot be restored`;
+      return `${JSON.stringify(from)} becomes ${JSON.stringify(to)}, which converts back to ${JSON.stringify(back)}, so the original value cannot be restored`;
     }
   }
   const declared = source.schema.enum;
-  const allMapped = declared?.every((value) => typeof value === 'string' && forward.has(value)) ?? false;
+  const allMapped = declared?.every((value) => forward.has(value as EnumValue)) ?? false;
   if (policy === 'Drop' && !allMapped)
     return `values the mapping does not list are dropped (${policyField}: Drop)`;
   return undefined;
 }
 
-function stringLeafProblems(side: SideKey, node: SchemaNode, at: Located): Diagnostic[] {
-  if (node.isLeaf && node.schema.type === 'string') return [];
+const SCALAR_TYPES = new Set(['string', 'integer', 'number', 'boolean']);
+
+function scalarLeafProblems(side: SideKey, node: SchemaNode, at: Located): Diagnostic[] {
+  const scalar =
+    node.isLeaf && (SCALAR_TYPES.has(node.schema.type ?? '') || node.schema['x-kubernetes-int-or-string']);
+  if (scalar) return [];
   return [
     error(
       'ShapeMismatch',
       locate(at, node.path),
-      `EnumRemap maps string values, but ${side} ${node.path} is ${describeShape(node.schema)}.`,
-      'Point EnumRemap at a string field.',
+      `EnumRemap maps string, integer, number or boolean values, but ${side} ${node.path} is ${describeShape(node.schema)}.`,
+      'Point EnumRemap at a field typed string, integer, number or boolean on both sides.',
     ),
   ];
 }
@@ -278,7 +286,7 @@ function stringLeafProblems(side: SideKey, node: SchemaNode, at: Located): Diagn
 function mappingValueProblems(
   side: SideKey,
   node: SchemaNode,
-  mapping: readonly { hub: string; spoke: string }[],
+  mapping: readonly EnumMapping[],
   at: Located,
 ): Diagnostic[] {
   return mapping.flatMap((entry, i) => {
@@ -298,10 +306,10 @@ function mappingValueProblems(
 function uncoveredEnumValues(
   side: SideKey,
   node: SchemaNode,
-  table: ReadonlyMap<string, string>,
+  table: ReadonlyMap<EnumValue, EnumValue>,
   at: Located,
 ): Diagnostic[] {
-  const missing = (node.schema.enum ?? []).filter((value) => typeof value === 'string' && !table.has(value));
+  const missing = (node.schema.enum ?? []).filter((value) => !table.has(value as EnumValue));
   if (missing.length === 0) return [];
   const policy = side === 'hub' ? 'onUnmappedHubValue' : 'onUnmappedSpokeValue';
   return [
