@@ -6,7 +6,7 @@
 // is an error, and a single error anywhere means no Router at all: the webhook-server keeps
 // its last good plan rather than serve part of a config.
 import type { Rule } from '../api/rules.ts';
-import { type Diagnostic, error, isError } from './diagnostics.ts';
+import { type Diagnostic, error, isError, warning } from './diagnostics.ts';
 import { isPrefixOf, joinPath, overlaps, type Segments } from './paths.ts';
 import { DIRECTIONS, type Direction, type OmitTree, type Op, type Router, type SpokePlan } from './plan.ts';
 import { describeShape, indexSchema, type SchemaIndex, type TargetSchema } from './schema.ts';
@@ -42,16 +42,26 @@ export function compile(spec: ConversionSpec, versions: readonly TargetVersion[]
   const hub = indexSchema(hubSchema);
   const diagnostics: Diagnostic[] = [...spokeProblems];
   const spokes = new Map<string, SpokePlan>();
+  const unlisted = new Set<string>();
   for (const spoke of spokesToCompile(spec, versions)) {
     const schema = byName.get(spoke.version)?.schema;
-    if (!schema && spoke.implicit) diagnostics.push(missingSchema(spoke.version, undefined));
-    if (!schema || spokes.has(spoke.version)) continue; // a listed spoke's problems come from checkSpokes
+    if (spokes.has(spoke.version)) continue; // listed twice: checkSpokes reports it
+    if (spoke.implicit) {
+      const identity = schema && compileSpoke(spec.hubVersion, hub, spoke.version, indexSchema(schema), []);
+      if (identity?.plan) spokes.set(spoke.version, identity.plan);
+      else {
+        unlisted.add(spoke.version);
+        diagnostics.push(unlistedServedVersion(spec.hubVersion, spoke.version, identity?.diagnostics));
+      }
+      continue;
+    }
+    if (!schema) continue; // checkSpokes reports it
     const compiled = compileSpoke(spec.hubVersion, hub, spoke.version, indexSchema(schema), spoke.rules);
-    diagnostics.push(...(spoke.implicit ? compiled.diagnostics.map(explainImplicit) : compiled.diagnostics));
+    diagnostics.push(...compiled.diagnostics);
     if (compiled.plan) spokes.set(spoke.version, compiled.plan);
   }
   if (diagnostics.some(isError)) return { ok: false, diagnostics };
-  return { ok: true, router: { hubVersion: spec.hubVersion, spokes }, warnings: diagnostics };
+  return { ok: true, router: { hubVersion: spec.hubVersion, spokes, unlisted }, warnings: diagnostics };
 }
 
 // --- versions
@@ -121,8 +131,8 @@ function checkSpokes(spec: ConversionSpec, byName: ReadonlyMap<string, TargetVer
         error(
           'SpokeNotServed',
           at,
-          `${version} is not served, so no client can request it.`,
-          `Serve ${version} on the target, or remove it from spokes.`,
+          `${version} is listed in spokes but not served by the target.`,
+          `To retire ${version}, remove it from spokes first (it stays valid while still served), then stop serving it; otherwise serve it again.`,
         ),
       ];
     }
@@ -146,6 +156,28 @@ interface SpokeToCompile {
   implicit: boolean;
 }
 
+/**
+ * A served version the config does not list converts only when its schema equals the hub's:
+ * then an identity plan (no rules) is provably exact. Otherwise this is the middle step of
+ * retiring the version (dropped from spokes, still served): valid, with its requests failing
+ * closed, and a warning for as long as it lasts. Failing closed rather than passing the object
+ * through: a pass-through would hand clients objects in the wrong shape, silently.
+ * `differences` is what compiling it against the hub without rules found; absent: no schema.
+ */
+function unlistedServedVersion(hubVersion: string, version: string, differences: Diagnostic[] | undefined) {
+  const paths = [...new Set(differences?.flatMap((d) => (d.path ? [d.path] : [])))];
+  const shown = paths.length > 3 ? [...paths.slice(0, 3), `${paths.length - 3} more`] : paths;
+  const why = differences
+    ? `its schema differs from the hub ${hubVersion}${shown.length > 0 ? ` (${shown.join(', ')})` : ''}`
+    : 'it has no openAPIV3Schema';
+  return warning(
+    'UnlistedServedVersion',
+    { version },
+    `${version} is served but not listed in spokes, and ${why}: conversions to and from ${version} fail until this is resolved.`,
+    `If you are retiring ${version}, stop serving it (served: false) and migrate objects stored at it, then remove it; otherwise list ${version} in spokes with rules for its differences.`,
+  );
+}
+
 function spokesToCompile(spec: ConversionSpec, versions: readonly TargetVersion[]): SpokeToCompile[] {
   const listed = new Set(spec.spokes.map((s) => s.version));
   const valid = spec.spokes.filter((s) => s.version !== spec.hubVersion);
@@ -153,13 +185,6 @@ function spokesToCompile(spec: ConversionSpec, versions: readonly TargetVersion[
     .filter((v) => v.served && v.name !== spec.hubVersion && !listed.has(v.name))
     .map((v) => ({ version: v.name, rules: [], implicit: true }));
   return [...valid.map((s) => ({ ...s, implicit: false })), ...implicit];
-}
-
-function explainImplicit(d: Diagnostic): Diagnostic {
-  return {
-    ...d,
-    hint: `${d.hint} Version ${d.version} is served but not listed in spokes, so it must match the hub exactly or be listed with rules.`,
-  };
 }
 
 // --- one spoke

@@ -52,19 +52,26 @@ function withMetadata(object: JsonObject): JsonObject {
 /** The one or two plan applications from `from` to `to`, or why there are none. */
 function route(router: Router, from: string, to: string): Step[] | string {
   const hub = router.hubVersion;
-  const spokePlan = (version: string) => router.spokes.get(version);
   const steps: Step[] = [];
   if (from !== hub) {
-    const plan = spokePlan(from);
-    if (!plan) return `no conversion plan for version ${from}`;
+    const plan = router.spokes.get(from);
+    if (!plan) return noPlan(router, from);
     steps.push({ plan, direction: 'spokeToHub', to: hub });
   }
   if (to !== hub) {
-    const plan = spokePlan(to);
-    if (!plan) return `no conversion plan for version ${to}`;
+    const plan = router.spokes.get(to);
+    if (!plan) return noPlan(router, to);
     steps.push({ plan, direction: 'hubToSpoke', to });
   }
   return steps;
+}
+
+function noPlan(router: Router, version: string): string {
+  if (!router.unlisted.has(version)) {
+    const converted = [`${router.hubVersion} (hub)`, ...router.spokes.keys()].join(', ');
+    return `no conversion plan for version ${version}; this config converts ${converted}`;
+  }
+  return `no conversion plan for version ${version}: it is served but not listed in the config's spokes and differs from the hub ${router.hubVersion}; list ${version} in spokes with rules, or, if it is being retired, stop serving it and migrate objects stored at it`;
 }
 
 /** The API group, from the object itself; its version must be the one we convert from. */

@@ -24,6 +24,7 @@ export const DIAGNOSTIC_CODES = [
   'UnclaimedField',
   // warnings
   'PartialCoverage',
+  'UnlistedServedVersion',
 ] as const;
 export type DiagnosticCode = (typeof DIAGNOSTIC_CODES)[number];
 

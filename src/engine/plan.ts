@@ -81,4 +81,6 @@ export interface SpokePlan {
 export interface Router {
   hubVersion: string;
   spokes: ReadonlyMap<string, SpokePlan>;
+  /** Served versions the config does not list and that differ from the hub: not converted. */
+  unlisted: ReadonlySet<string>;
 }

@@ -190,3 +190,92 @@ describe('EnumRemap maps string, integer, number and boolean values, matched by 
     expect(ruleSchema.safeParse(remap([[value, 1]])).success).toBe(false);
   });
 });
+
+describe('retiring a served version: drop it from spokes, stop serving it, remove it (reference docs/cli.md)', () => {
+  const hubSpec = { size: str(), owner: str() };
+  const v1Spec = { capacity: str(), owner: str() };
+  const rename = {
+    strategy: 'FieldRename',
+    fieldRename: { hubPath: 'spec.size', spokePath: 'spec.capacity' },
+  };
+  const target = (v1: { served: boolean; schema?: TargetSchema } | undefined) => [
+    { name: 'v3', served: true, storage: true, schema: root(hubSpec) },
+    { name: 'v2', served: true, storage: false, schema: root(hubSpec) },
+    ...(v1 ? [{ name: 'v1', served: v1.served, storage: false, schema: v1.schema ?? root(v1Spec) }] : []),
+  ];
+  const steps: {
+    step: string;
+    config: ReturnType<typeof spec>;
+    versions: ReturnType<typeof target>;
+    warnings: string[];
+    v1: 'converts' | 'fails closed' | 'absent';
+  }[] = [
+    {
+      step: '0. v1 is a spoke with rules',
+      config: spec('v3', { v2: [], v1: [rename] }),
+      versions: target({ served: true }),
+      warnings: [],
+      v1: 'converts',
+    },
+    {
+      step: '1. v1 dropped from spokes, still served, differs from the hub',
+      config: spec('v3', { v2: [] }),
+      versions: target({ served: true }),
+      warnings: ['UnlistedServedVersion'],
+      v1: 'fails closed',
+    },
+    {
+      step: '1. (v1 identical to the hub) dropped from spokes, still served',
+      config: spec('v3', { v2: [] }),
+      versions: target({ served: true, schema: root(hubSpec) }),
+      warnings: [],
+      v1: 'converts',
+    },
+    {
+      step: '2. v1 no longer served',
+      config: spec('v3', { v2: [] }),
+      versions: target({ served: false }),
+      warnings: [],
+      v1: 'absent',
+    },
+    {
+      step: '3. v1 removed from the target',
+      config: spec('v3', { v2: [] }),
+      versions: target(undefined),
+      warnings: [],
+      v1: 'absent',
+    },
+  ];
+
+  it.each(steps)('$step: the config stays valid', (row) => {
+    const result = compile(row.config, row.versions);
+    const router = compiled(result);
+    expect(result.ok && result.warnings.map((w) => w.code)).toEqual(row.warnings);
+    const v2 = convert(router, object('v2', { size: '1', owner: 'me' }), 'v2', 'v3');
+    expect(v2.ok, 'the remaining spoke must keep converting throughout').toBe(true);
+    const fromV1 = convert(router, object('v1', { capacity: '1', size: '1', owner: 'me' }), 'v1', 'v3');
+    expect(fromV1.ok).toBe(row.v1 === 'converts');
+    if (row.v1 === 'fails closed' && !fromV1.ok) {
+      expect(fromV1.error.message).toContain('version v1: it is served but not listed');
+      expect(fromV1.error.message).toContain('list v1 in spokes with rules, or, if it is being retired');
+    }
+  });
+
+  it('the warning names the version, what differs, and the next step', () => {
+    const result = compile(spec('v3', { v2: [] }), target({ served: true }));
+    expect(result.ok && result.warnings).toEqual([
+      expect.objectContaining({
+        severity: 'warning',
+        code: 'UnlistedServedVersion',
+        version: 'v1',
+        message: expect.stringContaining('its schema differs from the hub v3 (spec.size, spec.capacity)'),
+        hint: expect.stringContaining('stop serving it (served: false)'),
+      }),
+    ]);
+  });
+
+  it('the other order (stop serving while still listed) is rejected, naming the order that works', () => {
+    const result = compile(spec('v3', { v2: [], v1: [rename] }), target({ served: false }));
+    expect(errorsOf(result)).toEqual([expect.objectContaining({ code: 'SpokeNotServed', version: 'v1' })]);
+  });
+});
