@@ -16,6 +16,20 @@ import { arrow, type ResolvedRule, resolveRule, type SideKey } from './strategie
 export interface ConversionSpec {
   hubVersion: string;
   spokes: readonly { version: string; rules: readonly Rule[] }[];
+  /** Absent or Error: an unclaimed field that differs rejects the config; Warn: it is dropped. */
+  unmappedFieldPolicy?: 'Error' | 'Warn' | undefined;
+  unmappedFieldReason?: string | undefined;
+}
+
+/** What an unclaimed field that differs between hub and spoke does. */
+type UnmappedFields = { warn: false } | { warn: true; reason: string };
+
+const FAIL_ON_UNMAPPED: UnmappedFields = { warn: false };
+
+function unmappedFieldsOf(spec: ConversionSpec): UnmappedFields {
+  return spec.unmappedFieldPolicy === 'Warn'
+    ? { warn: true, reason: spec.unmappedFieldReason ?? '' }
+    : FAIL_ON_UNMAPPED;
 }
 
 /** One version of the target, as its CRD (storage) or XRD (referenceable) declares it. */
@@ -47,7 +61,9 @@ export function compile(spec: ConversionSpec, versions: readonly TargetVersion[]
     const schema = byName.get(spoke.version)?.schema;
     if (spokes.has(spoke.version)) continue; // listed twice: checkSpokes reports it
     if (spoke.implicit) {
-      const identity = schema && compileSpoke(spec.hubVersion, hub, spoke.version, indexSchema(schema), []);
+      const identity =
+        schema &&
+        compileSpoke(spec.hubVersion, hub, spoke.version, indexSchema(schema), [], FAIL_ON_UNMAPPED);
       if (identity?.plan) spokes.set(spoke.version, identity.plan);
       else {
         unlisted.add(spoke.version);
@@ -56,7 +72,14 @@ export function compile(spec: ConversionSpec, versions: readonly TargetVersion[]
       continue;
     }
     if (!schema) continue; // checkSpokes reports it
-    const compiled = compileSpoke(spec.hubVersion, hub, spoke.version, indexSchema(schema), spoke.rules);
+    const compiled = compileSpoke(
+      spec.hubVersion,
+      hub,
+      spoke.version,
+      indexSchema(schema),
+      spoke.rules,
+      unmappedFieldsOf(spec),
+    );
     diagnostics.push(...compiled.diagnostics);
     if (compiled.plan) spokes.set(spoke.version, compiled.plan);
   }
@@ -200,6 +223,7 @@ function compileSpoke(
   version: string,
   spoke: SchemaIndex,
   rules: readonly Rule[],
+  unmapped: UnmappedFields,
 ): { plan?: SpokePlan; diagnostics: Diagnostic[] } {
   const ctx = { hub, spoke, version };
   const diagnostics: Diagnostic[] = [];
@@ -222,9 +246,25 @@ function compileSpoke(
   );
   // Coverage is only meaningful once every rule resolved: an unresolved rule would show up
   // again as the fields it meant to claim.
-  if (resolved.length === rules.length) diagnostics.push(...uncoveredFields(hub, spoke, claims, version));
+  const unclaimed = resolved.length === rules.length ? uncoveredFields(hub, spoke, claims, version) : [];
+  diagnostics.push(
+    ...unclaimed.map((u) => (unmapped.warn ? droppedWithWarning(u, unmapped.reason) : u.diagnostic)),
+  );
   if (diagnostics.some(isError)) return { diagnostics };
-  return { plan: buildPlan(hubVersion, hub, version, spoke, resolved, claims), diagnostics };
+  const dropped = unmapped.warn ? unclaimed : [];
+  return { plan: buildPlan(hubVersion, hub, version, spoke, resolved, claims, dropped), diagnostics };
+}
+
+/** unmappedFieldPolicy: Warn: the field is left out of the output, and the warning says where. */
+function droppedWithWarning(unclaimed: Unclaimed, reason: string): Diagnostic {
+  const d = unclaimed.diagnostic;
+  const where = unclaimed.lost.map(arrow).join(' and ');
+  return warning(
+    d.code,
+    d,
+    `${d.message} Under unmappedFieldPolicy: Warn it is dropped converting ${where} (unmappedFieldReason: ${reason}).`,
+    d.hint,
+  );
 }
 
 function claimsBySide(rules: readonly ResolvedRule[]): Record<SideKey, Claim[]> {
@@ -297,17 +337,25 @@ function unacknowledgedLosses(rules: readonly ResolvedRule[], version: string): 
  * side and be claimed on neither (a field claimed on one side only would be both passed
  * through and written by a rule).
  */
+interface Unclaimed {
+  diagnostic: Diagnostic;
+  segments: Segments;
+  /** The directions a value at this path would not be carried over in. */
+  lost: Direction[];
+}
+
 function uncoveredFields(
   hub: SchemaIndex,
   spoke: SchemaIndex,
   claims: Record<SideKey, Claim[]>,
   version: string,
-): Diagnostic[] {
+): Unclaimed[] {
   const claimant = (side: SideKey, segments: Segments) =>
     claims[side].find((c) => isPrefixOf(c.segments, segments));
   const reported = new Set<string>();
-  const out: Diagnostic[] = [];
+  const out: Unclaimed[] = [];
   const check = (side: SideKey, own: SchemaIndex, other: SchemaIndex) => {
+    const away: Direction = side === 'hub' ? 'hubToSpoke' : 'spokeToHub';
     for (const leaf of own.leaves) {
       if (reported.has(leaf.path) || claimant(side, leaf.segments)) continue;
       const counterpart = other.nodes.get(leaf.path);
@@ -316,35 +364,40 @@ function uncoveredFields(
       reported.add(leaf.path);
       const at = { version, path: leaf.path };
       const shape = describeShape(leaf.schema);
+      const push = (diagnostic: Diagnostic, lost: Direction[]) =>
+        out.push({ diagnostic, segments: leaf.segments, lost });
       if (otherClaim) {
-        out.push(
+        push(
           error(
             'UnclaimedField',
             at,
             `The ${side} field ${leaf.path} (${shape}) is claimed by no rule, but rule ${otherClaim.ruleIndex} writes it on the other side, so it cannot pass through.`,
             `Claim the ${side} field too: FieldRename it to where it moved, or give it a DefaultValue/Constant/Delete rule.`,
           ),
+          [away],
         );
       } else if (!counterpart) {
         const other_ = side === 'hub' ? 'spoke' : 'hub';
-        out.push(
+        push(
           error(
             'UnclaimedField',
             at,
             `The ${side} declares ${leaf.path} (${shape}) but the ${other_} does not, and no rule claims it.`,
             `FieldRename it to the ${other_} field it became, or add DefaultValue, Constant or Delete with existsOn: ${side === 'hub' ? 'Hub' : 'Spoke'} (acknowledgeLossy: true).`,
           ),
+          [away],
         );
       } else {
         const hubShape = describeShape((side === 'hub' ? leaf : counterpart).schema);
         const spokeShape = describeShape((side === 'hub' ? counterpart : leaf).schema);
-        out.push(
+        push(
           error(
             'UnclaimedField',
             at,
             `${leaf.path} differs: hub ${hubShape}, spoke ${spokeShape}${hubShape === spokeShape ? ' (enum values, format, nullability or nested fields differ)' : ''}; no rule claims it.`,
             'Add an EnumRemap if only enum values differ; otherwise make the shapes identical or move the field with FieldRename plus one-sided rules.',
           ),
+          [...DIRECTIONS],
         );
       }
     }
@@ -363,10 +416,13 @@ function buildPlan(
   spoke: SchemaIndex,
   rules: readonly ResolvedRule[],
   claims: Record<SideKey, Claim[]>,
+  dropped: readonly Unclaimed[],
 ): SpokePlan {
   const opsFor = (d: Direction) => rules.flatMap((r): Op[] => (r.ops[d] ? [r.ops[d]] : []));
-  const losslessFor = (d: Direction) => rules.every((r) => r.losses[d] === undefined);
-  const claimed = [...claims.hub, ...claims.spoke].map((c) => c.segments);
+  const losslessFor = (d: Direction) =>
+    rules.every((r) => r.losses[d] === undefined) && dropped.every((u) => !u.lost.includes(d));
+  // A dropped field is omitted like a claimed one: left out of the copy, written by no rule.
+  const claimed = [...claims.hub, ...claims.spoke, ...dropped].map((c) => c.segments);
   return {
     hubVersion,
     spokeVersion,

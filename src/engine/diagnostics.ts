@@ -12,6 +12,7 @@ export const DIAGNOSTIC_CODES = [
   'HubListedAsSpoke',
   'MissingSchema',
   // rule checks
+  'InvalidRule',
   'InvalidPath',
   'UnknownPath',
   'ShapeMismatch',

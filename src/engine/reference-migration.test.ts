@@ -4,6 +4,7 @@
 // TeraSky-OSS/declarative-conversion-operator); docs/migrating-from-the-reference-operator.md
 // states every difference these tests pin down.
 import { describe, expect, it } from 'vitest';
+import { conversionConfigSchema } from '../api/conversion-config.ts';
 import { ruleSchema } from '../api/rules.ts';
 import { type CompileResult, compile } from './compile.ts';
 import { convert } from './convert.ts';
@@ -277,5 +278,186 @@ describe('retiring a served version: drop it from spokes, stop serving it, remov
   it('the other order (stop serving while still listed) is rejected, naming the order that works', () => {
     const result = compile(spec('v3', { v2: [], v1: [rename] }), target({ served: false }));
     expect(errorsOf(result)).toEqual([expect.objectContaining({ code: 'SpokeNotServed', version: 'v1' })]);
+  });
+});
+
+describe('nothing the user wrote is silently dropped (reference docs/configuration/xrdconversionconfig.md)', () => {
+  const base = {
+    apiVersion: 'switchyard.dev/v1alpha1',
+    kind: 'XRDConversionConfig',
+    metadata: { name: 'xwidgets-conversion' },
+    spec: {
+      targetXRD: { name: 'xwidgets.example.org' },
+      hubVersion: 'v3',
+      spokes: [{ version: 'v2', rules: [] }],
+    },
+  };
+  const withSpec = (extra: object) => ({ ...base, spec: { ...base.spec, ...extra } });
+  const withRule = (rule: object) => withSpec({ spokes: [{ version: 'v2', rules: [rule] }] });
+  const rename = { strategy: 'FieldRename', fieldRename: { hubPath: 'spec.a', spokePath: 'spec.b' } };
+
+  const rejected: { name: string; config: object; says: string[] }[] = [
+    {
+      name: 'a rule with two params blocks (fieldRename and delete)',
+      config: withRule({ ...rename, delete: { path: 'spec.a', existsOn: 'Hub' } }),
+      says: ['a FieldRename rule takes exactly one params block', 'remove delete'],
+    },
+    {
+      name: 'an unknown rule field',
+      config: withRule({ ...rename, priority: 1 }),
+      says: ['a FieldRename rule has no field priority', 'acknowledgeLossy'],
+    },
+    {
+      name: 'an unknown params field',
+      config: withRule({ ...rename, fieldRename: { ...rename.fieldRename, losslessOverride: true } }),
+      says: ['fieldRename has no field losslessOverride'],
+    },
+    {
+      name: 'a strategy of the reference that Switchyard does not implement',
+      config: withRule({ strategy: 'TypeCoerce', typeCoerce: { path: 'spec.a' } }),
+      says: [
+        'strategy "TypeCoerce" is not supported',
+        'FieldRename, Delete, DefaultValue, Constant, EnumRemap',
+      ],
+    },
+    {
+      name: 'a misspelt strategy',
+      config: withRule({ strategy: 'fieldRename', fieldRename: rename.fieldRename }),
+      says: ['strategy "fieldRename" is not supported'],
+    },
+    {
+      name: 'an unknown spec field',
+      config: withSpec({ conversionStrategy: 'Webhook' }),
+      says: ['an XRDConversionConfig spec has no field conversionStrategy'],
+    },
+    {
+      name: 'an unknown spoke field',
+      config: withSpec({ spokes: [{ version: 'v2', rules: [], unmappedFieldPolicy: 'Warn' }] }),
+      says: ['a spoke has no field unmappedFieldPolicy'],
+    },
+    {
+      name: 'unmappedFieldPolicy: Warn without unmappedFieldReason',
+      config: withSpec({ unmappedFieldPolicy: 'Warn' }),
+      says: ['unmappedFieldReason is required when unmappedFieldPolicy is Warn'],
+    },
+    {
+      name: 'driftPolicy: FailClosed',
+      config: withSpec({ driftPolicy: 'FailClosed' }),
+      says: ['driftPolicy "FailClosed" is not supported', 'KeepServingStale'],
+    },
+  ];
+
+  it.each(rejected)('the API rejects $name, naming it', (row) => {
+    const result = conversionConfigSchema.safeParse(row.config);
+    expect(result.success, 'a field the engine would ignore must not be accepted').toBe(false);
+    const messages = result.error?.issues.map((i) => i.message).join('\n') ?? '';
+    for (const text of row.says) expect(messages).toContain(text);
+  });
+
+  it.each([
+    ['unmappedFieldPolicy: Error', { unmappedFieldPolicy: 'Error' }],
+    [
+      'unmappedFieldPolicy: Warn with a reason',
+      { unmappedFieldPolicy: 'Warn', unmappedFieldReason: 'legacy' },
+    ],
+    ['driftPolicy: KeepServingStale (what Switchyard always does)', { driftPolicy: 'KeepServingStale' }],
+  ])('the API accepts %s', (_, extra) => {
+    expect(conversionConfigSchema.safeParse(withSpec(extra)).success).toBe(true);
+  });
+
+  const twoVersions = versions({ v3: root({ a: str() }), v2: root({ b: str() }) });
+  it.each([
+    [
+      'an unknown strategy',
+      { strategy: 'TypeCoerce', typeCoerce: {} },
+      'strategy "TypeCoerce" is not supported; the supported strategies are FieldRename, Delete',
+    ],
+    ['no strategy at all', { fieldRename: rename.fieldRename }, 'a rule without a strategy is not supported'],
+    [
+      'two params blocks',
+      { ...rename, delete: { path: 'spec.a', existsOn: 'Hub' } },
+      'a FieldRename rule takes exactly one params block, fieldRename, but also has delete',
+    ],
+    ['a missing params block', { strategy: 'Delete' }, 'a Delete rule needs its params block, delete'],
+  ])('compile() given %s (not parsed by the API) returns a diagnostic, never a TypeError', (_, rule, says) => {
+    const config = { hubVersion: 'v3', spokes: [{ version: 'v2', rules: [rule as never] }] };
+    const result = compile(config, twoVersions);
+    expect(errorsOf(result)).toContainEqual(
+      expect.objectContaining({
+        code: 'InvalidRule',
+        version: 'v2',
+        ruleIndex: 0,
+        message: expect.stringContaining(says),
+      }),
+    );
+  });
+});
+
+describe('unmappedFieldPolicy: Warn downgrades an unclaimed field to a warning and drops it', () => {
+  const warn = { unmappedFieldPolicy: 'Warn' as const, unmappedFieldReason: 'extra is being retired' };
+  const rows: {
+    name: string;
+    hub: Record<string, TargetSchema>;
+    spoke: Record<string, TargetSchema>;
+    down: [Record<string, unknown>, Record<string, unknown>];
+    up: [Record<string, unknown>, Record<string, unknown>];
+    lossless: { hubToSpoke: boolean; spokeToHub: boolean };
+  }[] = [
+    {
+      name: 'a hub-only field',
+      hub: { name: str(), extra: str() },
+      spoke: { name: str() },
+      down: [{ name: 'n', extra: 'x' }, { name: 'n' }],
+      up: [{ name: 'n' }, { name: 'n' }],
+      lossless: { hubToSpoke: false, spokeToHub: true },
+    },
+    {
+      name: 'a spoke-only field',
+      hub: { name: str() },
+      spoke: { name: str(), extra: int() },
+      down: [{ name: 'n' }, { name: 'n' }],
+      up: [{ name: 'n', extra: 1 }, { name: 'n' }],
+      lossless: { hubToSpoke: true, spokeToHub: false },
+    },
+    {
+      name: 'a field whose type differs',
+      hub: { name: str(), extra: str() },
+      spoke: { name: str(), extra: int() },
+      down: [{ name: 'n', extra: '1' }, { name: 'n' }],
+      up: [{ name: 'n', extra: 1 }, { name: 'n' }],
+      lossless: { hubToSpoke: false, spokeToHub: false },
+    },
+  ];
+
+  it.each(rows)('$name: rejected under Error (the default)', (row) => {
+    const result = compile(spec('v3', { v2: [] }), versions({ v3: root(row.hub), v2: root(row.spoke) }));
+    expect(errorsOf(result)).toContainEqual(
+      expect.objectContaining({ code: 'UnclaimedField', path: 'spec.extra' }),
+    );
+  });
+
+  it.each(rows)('$name: under Warn, a warning with the reason, and the value is dropped', (row) => {
+    const result = compile(
+      { ...spec('v3', { v2: [] }), ...warn },
+      versions({ v3: root(row.hub), v2: root(row.spoke) }),
+    );
+    const router = compiled(result);
+    expect(result.ok && result.warnings).toEqual([
+      expect.objectContaining({
+        severity: 'warning',
+        code: 'UnclaimedField',
+        path: 'spec.extra',
+        message: expect.stringContaining('(unmappedFieldReason: extra is being retired)'),
+      }),
+    ]);
+    expect(convert(router, object('v3', row.down[0]), 'v3', 'v2')).toEqual({
+      ok: true,
+      object: object('v2', row.down[1]),
+    });
+    expect(convert(router, object('v2', row.up[0]), 'v2', 'v3')).toEqual({
+      ok: true,
+      object: object('v3', row.up[1]),
+    });
+    expect(router.spokes.get('v2')?.lossless).toEqual(row.lossless);
   });
 });

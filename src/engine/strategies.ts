@@ -5,18 +5,20 @@
 // "Lossy in a direction" means: an object converted that way and back may not come back
 // equal. That is the property the round-trip tests check and the one `acknowledgeLossy`
 // acknowledges.
-import type {
-  ConstantRule,
-  DefaultValueRule,
-  DeleteRule,
-  EnumMapping,
-  EnumRemapRule,
-  EnumValue,
-  FieldRenameRule,
-  Rule,
-  RuleCondition,
-  Side,
-  Strategy,
+import {
+  type ConstantRule,
+  type DefaultValueRule,
+  type DeleteRule,
+  type EnumMapping,
+  type EnumRemapRule,
+  type EnumValue,
+  type FieldRenameRule,
+  PARAMS_KEY,
+  type Rule,
+  type RuleCondition,
+  type Side,
+  type Strategy,
+  unknownStrategyMessage,
 } from '../api/rules.ts';
 import { type Diagnostic, error, warning } from './diagnostics.ts';
 import { parsePath, type Segments } from './paths.ts';
@@ -68,6 +70,8 @@ type TransformResult = { ok: true; transform: Transform } | { ok: false; diagnos
 
 export function resolveRule(rule: Rule, ruleIndex: number, ctx: PairContext): Resolution {
   const at: Located = { ruleIndex, ctx };
+  const malformed = malformedRule(rule, at);
+  if (malformed) return { ok: false, diagnostics: [malformed] };
   const transformed = transformOf(rule, at);
   const condition = rule.when ? resolveCondition(rule.when, at) : undefined;
   const diagnostics = [
@@ -88,6 +92,39 @@ export function resolveRule(rule: Rule, ruleIndex: number, ctx: PairContext): Re
     rule: withCondition(resolved, condition.condition, reads, rule.when as RuleCondition),
     warnings: [partialCoverage(resolved, rule.when as RuleCondition, at)],
   };
+}
+
+/**
+ * The API's schema guarantees a known strategy and exactly its params block, but compile is
+ * also called on rules that never went through it (replay of an old message, a test, a CLI):
+ * those get a diagnostic, never a TypeError from reading a missing params block.
+ */
+function malformedRule(rule: Rule, at: Located): Diagnostic | undefined {
+  const strategy: unknown = rule.strategy;
+  const where = { version: at.ctx.version, ruleIndex: at.ruleIndex };
+  if (typeof strategy !== 'string' || !Object.hasOwn(PARAMS_KEY, strategy)) {
+    return error(
+      'InvalidRule',
+      where,
+      `${unknownStrategyMessage(rule)}.`,
+      'Use one of the supported strategies.',
+    );
+  }
+  const own = PARAMS_KEY[strategy as Strategy];
+  const record = rule as unknown as Record<string, unknown>;
+  const extra = Object.values(PARAMS_KEY).filter((key) => key !== own && record[key] !== undefined);
+  const params = record[own];
+  if (typeof params === 'object' && params !== null && extra.length === 0) return undefined;
+  const problem =
+    extra.length > 0
+      ? `a ${strategy} rule takes exactly one params block, ${own}, but also has ${extra.join(', ')}`
+      : `a ${strategy} rule needs its params block, ${own}`;
+  return error(
+    'InvalidRule',
+    where,
+    `${problem}.`,
+    `Give the rule ${own} only; put other params in rules of their own.`,
+  );
 }
 
 function transformOf(rule: Rule, at: Located): TransformResult {
