@@ -238,11 +238,12 @@ function compileSpoke(
     }
   });
   const claims = claimsBySide(resolved);
+  const checked = resolved.map((rule) => withPredicateStability(rule, claims));
   diagnostics.push(
     ...conflicts(claims.hub, 'hub', version),
     ...conflicts(claims.spoke, 'spoke', version),
-    ...oneSidedProblems(resolved, claims, version),
-    ...unacknowledgedLosses(resolved, version),
+    ...oneSidedProblems(checked, claims, version),
+    ...unacknowledgedLosses(checked, version),
   );
   // Coverage is only meaningful once every rule resolved: an unresolved rule would show up
   // again as the fields it meant to claim.
@@ -252,7 +253,26 @@ function compileSpoke(
   );
   if (diagnostics.some(isError)) return { diagnostics };
   const dropped = unmapped.warn ? unclaimed : [];
-  return { plan: buildPlan(hubVersion, hub, version, spoke, resolved, claims, dropped), diagnostics };
+  return { plan: buildPlan(hubVersion, hub, version, spoke, checked, claims, dropped), diagnostics };
+}
+
+/**
+ * A `when` rule that carries its value over where the predicate does not match is lossless
+ * only if the predicate reads the same value after the round trip. It does when its field
+ * passes through; if a rule claims it, the value may change on the way and the predicate with
+ * it, so the carried value is not guaranteed to come back: a loss to acknowledge.
+ */
+function withPredicateStability(rule: ResolvedRule, claims: Record<SideKey, Claim[]>): ResolvedRule {
+  const carry = rule.carriesUnless;
+  if (!carry) return rule;
+  const changer = [...claims.hub, ...claims.spoke].find((c) => overlaps(c.segments, carry.segments));
+  if (!changer) return rule;
+  const losses = { ...rule.losses };
+  for (const direction of DIRECTIONS) {
+    losses[direction] ??=
+      `${rule.path} is carried over unchanged where ${carry.when.path} is not ${JSON.stringify(carry.when.equals)}, but rule ${changer.ruleIndex} claims ${carry.when.path}, so the predicate can read differently on the way back (converting ${arrow(direction)}) and the value may not be restored.`;
+  }
+  return { ...rule, losses };
 }
 
 /** unmappedFieldPolicy: Warn: the field is left out of the output, and the warning says where. */

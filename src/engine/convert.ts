@@ -93,8 +93,8 @@ function applyStep(step: Step, input: JsonObject, group: string): StepResult {
   const output = copyExcept(input, step.plan.omit[step.direction]);
   output.apiVersion = `${group}/${step.to}`;
   for (const op of step.plan.ops[step.direction]) {
-    if (op.when && !deepEqual(readPath(input, op.when.segments), op.when.equals)) continue;
-    const problem = applyOp(op, input, output);
+    const skipped = op.when !== undefined && !deepEqual(readPath(input, op.when.segments), op.when.equals);
+    const problem = skipped ? carryUnchanged(op, input, output) : applyOp(op, input, output);
     if (problem) return { ok: false, message: problem.message, path: problem.path, ruleIndex: op.ruleIndex };
   }
   return { ok: true, object: output };
@@ -126,6 +126,13 @@ function applyOp(op: Op, input: JsonObject, output: JsonObject): OpProblem | und
       };
     }
   }
+}
+
+/** A skipped `when` rule that compile found lossless carries its value over as it is. */
+function carryUnchanged(op: Op, input: JsonObject, output: JsonObject): OpProblem | undefined {
+  if (!op.when?.carry || op.kind === 'write') return undefined;
+  const value = readPath(input, op.from);
+  return value === undefined ? undefined : write(output, op.to, deepCopy(value), op);
 }
 
 function write(output: JsonObject, to: Segments, value: unknown, op: Op): OpProblem | undefined {

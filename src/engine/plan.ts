@@ -11,6 +11,8 @@ export const DIRECTIONS: readonly Direction[] = ['hubToSpoke', 'spokeToHub'];
 export interface Condition {
   segments: Segments;
   equals: unknown;
+  /** When it does not hold: copy the input's value at `from` to `to` unchanged (else skip). */
+  carry?: boolean;
 }
 
 interface OpBase {

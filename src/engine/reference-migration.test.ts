@@ -461,3 +461,120 @@ describe('unmappedFieldPolicy: Warn downgrades an unclaimed field to a warning a
     expect(router.spokes.get('v2')?.lossless).toEqual(row.lossless);
   });
 });
+
+describe('`when` rules need acknowledgeLossy only where a skipped rule really loses the value', () => {
+  const when = { path: 'spec.mode', equals: 'legacy' };
+  const remap = (extra: object = {}) => ({
+    strategy: 'EnumRemap',
+    enumRemap: {
+      path: 'spec.size',
+      mapping: [
+        { hub: 'Small', spoke: 'S' },
+        { hub: 'Large', spoke: 'L' },
+      ],
+    },
+    when,
+    ...extra,
+  });
+  const rows: {
+    name: string;
+    rule: object;
+    hub: Record<string, TargetSchema>;
+    spoke: Record<string, TargetSchema>;
+    verdict: 'lossless' | 'lossy';
+    /** Where the predicate does not match: hub spec in, spoke spec out. */
+    unmatched?: [Record<string, unknown>, Record<string, unknown>];
+  }[] = [
+    {
+      name: 'EnumRemap between fields of the same shape: the unmatched value is carried over unchanged',
+      rule: remap(),
+      hub: { mode: str(), size: str() },
+      spoke: { mode: str(), size: str() },
+      verdict: 'lossless',
+      unmatched: [
+        { mode: 'current', size: 'Small' },
+        { mode: 'current', size: 'Small' },
+      ],
+    },
+    {
+      name: 'FieldRename onto the same path: carried over unchanged',
+      rule: { strategy: 'FieldRename', fieldRename: { hubPath: 'spec.size', spokePath: 'spec.size' }, when },
+      hub: { mode: str(), size: str() },
+      spoke: { mode: str(), size: str() },
+      verdict: 'lossless',
+      unmatched: [
+        { mode: 'current', size: 'x' },
+        { mode: 'current', size: 'x' },
+      ],
+    },
+    {
+      name: 'EnumRemap between different enums: the spoke cannot hold the unmapped value, so it is lost',
+      rule: remap(),
+      hub: { mode: str(), size: { type: 'string', enum: ['Small', 'Large'] } },
+      spoke: { mode: str(), size: { type: 'string', enum: ['S', 'L'] } },
+      verdict: 'lossy',
+    },
+    {
+      name: 'FieldRename to another path (the reference example: tuning → advancedTuning): lost',
+      rule: {
+        strategy: 'FieldRename',
+        fieldRename: { hubPath: 'spec.tuning', spokePath: 'spec.advancedTuning' },
+        when: { path: 'spec.mode', equals: 'advanced' },
+      },
+      hub: { mode: str(), tuning: str() },
+      spoke: { mode: str(), advancedTuning: str() },
+      verdict: 'lossy',
+    },
+    {
+      name: 'a predicate on the field the rule itself changes: it reads differently on the way back',
+      rule: remap({ when: { path: 'spec.size', equals: 'Small' } }),
+      hub: { size: str() },
+      spoke: { size: str() },
+      verdict: 'lossy',
+    },
+  ];
+
+  it.each(rows)('$name', (row) => {
+    const versionsOf = versions({ v3: root(row.hub), v2: root(row.spoke) });
+    const result = compile(spec('v3', { v2: [row.rule] }), versionsOf);
+    if (row.verdict === 'lossy') {
+      const [d] = errorsOf(result);
+      expect(d, 'a value really lost must never be served unacknowledged').toMatchObject({
+        code: 'UnacknowledgedLossy',
+        message: expect.stringMatching(
+          /on objects whose spec\.\w+ is not .*, the rule does not apply|may not be restored/,
+        ),
+        hint: expect.stringContaining('acknowledgeLossy: true'),
+      });
+      expect(compile(spec('v3', { v2: [{ ...row.rule, acknowledgeLossy: true }] }), versionsOf).ok).toBe(
+        true,
+      );
+      return;
+    }
+    const router = compiled(result);
+    expect(result.ok && result.warnings.map((w) => w.code)).toEqual(['PartialCoverage']);
+    const [hubSpec, spokeSpec] = row.unmatched as [Record<string, unknown>, Record<string, unknown>];
+    expect(convert(router, object('v3', hubSpec), 'v3', 'v2')).toEqual({
+      ok: true,
+      object: object('v2', spokeSpec),
+    });
+    expect(convert(router, object('v2', spokeSpec), 'v2', 'v3')).toEqual({
+      ok: true,
+      object: object('v3', hubSpec),
+    });
+    expect(router.spokes.get('v2')?.lossless).toEqual({ hubToSpoke: true, spokeToHub: true });
+  });
+
+  it('where the predicate matches, the rule applies as usual', () => {
+    const router = compiled(
+      compile(
+        spec('v3', { v2: [remap()] }),
+        versions({ v3: root({ mode: str(), size: str() }), v2: root({ mode: str(), size: str() }) }),
+      ),
+    );
+    expect(convert(router, object('v3', { mode: 'legacy', size: 'Large' }), 'v3', 'v2')).toEqual({
+      ok: true,
+      object: object('v2', { mode: 'legacy', size: 'L' }),
+    });
+  });
+});

@@ -22,7 +22,7 @@ import {
 } from '../api/rules.ts';
 import { type Diagnostic, error, warning } from './diagnostics.ts';
 import { parsePath, type Segments } from './paths.ts';
-import type { Condition, Direction, Op } from './plan.ts';
+import { type Condition, DIRECTIONS, type Direction, type Op } from './plan.ts';
 import { describeShape, misfit, type SchemaIndex, type SchemaNode } from './schema.ts';
 
 export type SideKey = 'hub' | 'spoke';
@@ -48,6 +48,12 @@ export interface ResolvedRule {
    * are known.
    */
   needsClaimedElsewhere?: { side: SideKey; segments: Segments };
+  /**
+   * A `when` rule that carries its value over unchanged where the predicate does not match:
+   * lossless only if the predicate reads the same on both sides of a round trip, i.e. no rule
+   * claims its field, which compile checks once all claims are known.
+   */
+  carriesUnless?: { when: RuleCondition; segments: Segments };
 }
 
 export type Resolution =
@@ -63,9 +69,14 @@ type Lookup = { ok: true; node: SchemaNode } | { ok: false; diagnostic: Diagnost
 
 /** What a strategy decides; the common parts of a rule (`when`, acknowledgement) are added after. */
 type Transform = Omit<ResolvedRule, 'ruleIndex' | 'strategy' | 'acknowledged'> & {
-  /** Directions in which the rule reads a value from the input (and so can skip one). */
-  reads: Readonly<Record<Direction, boolean>>;
+  /**
+   * What happens to the input's value where a `when` predicate does not match: nothing (the
+   * rule reads no value that way), carried over unchanged (the rule reads and writes the same
+   * path, declared with the same shape on both sides), or lost.
+   */
+  onSkip: SkipOutcome;
 };
+export type SkipOutcome = 'nothing' | 'carry' | 'lose';
 type TransformResult = { ok: true; transform: Transform } | { ok: false; diagnostics: Diagnostic[] };
 
 export function resolveRule(rule: Rule, ruleIndex: number, ctx: PairContext): Resolution {
@@ -79,7 +90,7 @@ export function resolveRule(rule: Rule, ruleIndex: number, ctx: PairContext): Re
     ...(condition && !condition.ok ? condition.diagnostics : []),
   ];
   if (!transformed.ok || (condition && !condition.ok)) return { ok: false, diagnostics };
-  const { reads, ...transform } = transformed.transform;
+  const { onSkip, ...transform } = transformed.transform;
   const resolved: ResolvedRule = {
     ...transform,
     ruleIndex,
@@ -89,8 +100,8 @@ export function resolveRule(rule: Rule, ruleIndex: number, ctx: PairContext): Re
   if (!condition) return { ok: true, rule: resolved, warnings: [] };
   return {
     ok: true,
-    rule: withCondition(resolved, condition.condition, reads, rule.when as RuleCondition),
-    warnings: [partialCoverage(resolved, rule.when as RuleCondition, at)],
+    rule: withCondition(resolved, condition.condition, onSkip, rule.when as RuleCondition),
+    warnings: [partialCoverage(resolved, rule.when as RuleCondition, onSkip, at)],
   };
 }
 
@@ -175,7 +186,7 @@ function fieldRename(rule: FieldRenameRule, at: Located): TransformResult {
         spokeToHub: { ...base, kind: 'move', from: s, to: h },
       },
       losses: {},
-      reads: { hubToSpoke: true, spokeToHub: true },
+      onSkip: hubPath === spokePath ? 'carry' : 'lose',
     },
   };
 }
@@ -228,7 +239,7 @@ function oneSided(
     losses: {
       [away]: `${path} exists only on the ${side}; converting ${arrow(away)} drops its value (${strategy}).`,
     },
-    reads: { hubToSpoke: false, spokeToHub: false },
+    onSkip: 'nothing',
   };
   if (at.ctx[other].nodes.has(path))
     transform.needsClaimedElsewhere = { side: other, segments: found.node.segments };
@@ -272,7 +283,7 @@ function enumRemap(rule: EnumRemapRule, at: Located): TransformResult {
         spokeToHub: { ...base, from: segments, to: segments, table: up, onUnmapped: onUnmappedSpokeValue },
       },
       losses,
-      reads: { hubToSpoke: true, spokeToHub: true },
+      onSkip: hub.node.signature === spoke.node.signature ? 'carry' : 'lose',
     },
   };
 }
@@ -390,34 +401,51 @@ function resolveCondition(when: RuleCondition, at: Located): ConditionResult {
 }
 
 /**
- * A skipped rule writes nothing, and its claimed source is not passed through either. So in
- * each direction where the rule reads a value, objects the condition does not match lose it.
+ * Where the predicate does not match, the rule is skipped and its claimed fields are not
+ * passed through as such. What that costs depends on the rule (see SkipOutcome): a rule that
+ * reads and writes the same path, declared alike on both sides, carries the value over
+ * unchanged instead (lossless, so no acknowledgement); any other rule that reads a value
+ * loses it on those objects, which must be acknowledged.
  */
 function withCondition(
   rule: ResolvedRule,
   condition: Condition,
-  reads: Readonly<Record<Direction, boolean>>,
+  onSkip: SkipOutcome,
   when: RuleCondition,
 ): ResolvedRule {
   const ops: Partial<Record<Direction, Op>> = {};
   const losses = { ...rule.losses };
-  for (const direction of ['hubToSpoke', 'spokeToHub'] as const) {
+  const carry = onSkip === 'carry';
+  for (const direction of DIRECTIONS) {
     const op = rule.ops[direction];
-    if (op) ops[direction] = { ...op, when: condition };
-    if (reads[direction] && !losses[direction]) {
-      losses[direction] =
-        `${rule.path} is not carried over converting ${arrow(direction)} when ${when.path} is not ${JSON.stringify(when.equals)}.`;
-    }
+    if (op) ops[direction] = { ...op, when: { ...condition, carry } };
+    if (onSkip === 'lose' && !losses[direction])
+      losses[direction] = lostWhenSkipped(rule.path, direction, when);
   }
-  return { ...rule, ops, losses };
+  const resolved: ResolvedRule = { ...rule, ops, losses };
+  if (carry) resolved.carriesUnless = { when, segments: condition.segments };
+  return resolved;
 }
 
-function partialCoverage(rule: ResolvedRule, when: RuleCondition, at: Located): Diagnostic {
+export function lostWhenSkipped(path: string, direction: Direction, when: RuleCondition): string {
+  return `on objects whose ${when.path} is not ${JSON.stringify(when.equals)}, the rule does not apply and ${path} is dropped converting ${arrow(direction)} (a field a rule claims is never passed through as is).`;
+}
+
+function partialCoverage(
+  rule: ResolvedRule,
+  when: RuleCondition,
+  onSkip: SkipOutcome,
+  at: Located,
+): Diagnostic {
+  const otherwise =
+    onSkip === 'carry'
+      ? `on other objects it carries ${rule.path} over unchanged`
+      : `on other objects it writes nothing`;
   return warning(
     'PartialCoverage',
     locate(at, rule.path),
-    `The rule applies only when ${when.path} is ${JSON.stringify(when.equals)}; on other objects it writes nothing.`,
-    'Make sure objects the condition does not match have no value here, or add an unconditional rule.',
+    `The rule applies only when ${when.path} is ${JSON.stringify(when.equals)}; ${otherwise}.`,
+    'Make sure objects the condition does not match need no conversion here, or add an unconditional rule.',
   );
 }
 
