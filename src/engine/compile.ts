@@ -9,7 +9,13 @@ import type { Rule } from '../api/rules.ts';
 import { type Diagnostic, error, isError, warning } from './diagnostics.ts';
 import { isPrefixOf, joinPath, overlaps, type Segments } from './paths.ts';
 import { DIRECTIONS, type Direction, type OmitTree, type Op, type Router, type SpokePlan } from './plan.ts';
-import { describeShape, indexSchema, type SchemaIndex, type TargetSchema } from './schema.ts';
+import {
+  describeShape,
+  differingKeywords,
+  indexSchema,
+  type SchemaIndex,
+  type TargetSchema,
+} from './schema.ts';
 import { arrow, type ResolvedRule, resolveRule, type SideKey } from './strategies.ts';
 
 /** The part of a CRDConversionConfig / XRDConversionConfig spec that compile reads. */
@@ -414,7 +420,7 @@ function uncoveredFields(
           error(
             'UnclaimedField',
             at,
-            `${leaf.path} differs: hub ${hubShape}, spoke ${spokeShape}${hubShape === spokeShape ? ' (enum values, format, nullability or nested fields differ)' : ''}; no rule claims it.`,
+            `${leaf.path} differs: hub ${hubShape}, spoke ${spokeShape}${hubShape === spokeShape ? ` (their ${differingKeywords(leaf.schema, counterpart.schema).join(', ')} differ)` : ''}; no rule claims it.`,
             'Add an EnumRemap if only enum values differ; otherwise make the shapes identical or move the field with FieldRename plus one-sided rules.',
           ),
           [...DIRECTIONS],

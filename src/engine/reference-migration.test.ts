@@ -578,3 +578,66 @@ describe('`when` rules need acknowledgeLossy only where a skipped rule really lo
     });
   });
 });
+
+describe('schema constructs the engine does not evaluate are named as written (reference docs/limitations.md)', () => {
+  const oneOf = [{ required: ['a'] }, { required: ['b'] }];
+  const rows: {
+    name: string;
+    hub: Record<string, TargetSchema>;
+    spoke: Record<string, TargetSchema>;
+    rules: unknown[];
+    says: string;
+  }[] = [
+    {
+      name: 'EnumRemap on a value typed only by oneOf',
+      hub: { x: { oneOf: [{ type: 'string' }, { type: 'integer' }] } },
+      spoke: { x: { oneOf: [{ type: 'string' }, { type: 'integer' }] } },
+      rules: [{ strategy: 'EnumRemap', enumRemap: { path: 'spec.x', mapping: [{ hub: 'a', spoke: 'b' }] } }],
+      says: 'hub spec.x is a value typed only by oneOf',
+    },
+    {
+      name: 'a DefaultValue into a value typed only by anyOf',
+      hub: {},
+      spoke: { y: { anyOf: [{ type: 'string' }, { type: 'integer' }] } },
+      rules: [
+        {
+          strategy: 'DefaultValue',
+          defaultValue: { path: 'spec.y', existsOn: 'Spoke', default: 1 },
+          acknowledgeLossy: true,
+        },
+      ],
+      says: "the field's type is given only by anyOf, which the engine does not evaluate",
+    },
+    {
+      name: 'an unclaimed field whose oneOf differs',
+      hub: { x: { type: 'object', properties: { a: str(), b: str() }, oneOf } },
+      spoke: { x: { type: 'object', properties: { a: str(), b: str() }, oneOf: [{ required: ['a'] }] } },
+      rules: [],
+      says: 'their oneOf differ',
+    },
+    {
+      name: 'an EnumRemap on an untyped preserve-unknown-fields value',
+      hub: { x: { 'x-kubernetes-preserve-unknown-fields': true } },
+      spoke: { x: { 'x-kubernetes-preserve-unknown-fields': true } },
+      rules: [{ strategy: 'EnumRemap', enumRemap: { path: 'spec.x', mapping: [{ hub: 'a', spoke: 'b' }] } }],
+      says: 'a value of any type (x-kubernetes-preserve-unknown-fields, no type)',
+    },
+  ];
+
+  it.each(rows)('$name', (row) => {
+    const result = compile(
+      spec('v3', { v2: row.rules }),
+      versions({ v3: root(row.hub), v2: root(row.spoke) }),
+    );
+    const messages = errorsOf(result).map((d) => d.message);
+    expect(messages.join('\n')).toContain(row.says);
+    expect(messages.join('\n')).not.toContain('untyped value');
+  });
+
+  it('an identical oneOf on both sides passes through', () => {
+    const shape: TargetSchema = { type: 'object', properties: { a: str(), b: str() }, oneOf };
+    expect(
+      compile(spec('v3', { v2: [] }), versions({ v3: root({ x: shape }), v2: root({ x: shape }) })).ok,
+    ).toBe(true);
+  });
+});

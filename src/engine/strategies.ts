@@ -23,7 +23,7 @@ import {
 import { type Diagnostic, error, warning } from './diagnostics.ts';
 import { parsePath, type Segments } from './paths.ts';
 import { type Condition, DIRECTIONS, type Direction, type Op } from './plan.ts';
-import { describeShape, misfit, type SchemaIndex, type SchemaNode } from './schema.ts';
+import { describeShape, differingKeywords, misfit, type SchemaIndex, type SchemaNode } from './schema.ts';
 
 export type SideKey = 'hub' | 'spoke';
 
@@ -504,7 +504,7 @@ export function arrow(direction: Direction): string {
 
 function sameDescription(a: SchemaNode, b: SchemaNode): string {
   return describeShape(a.schema) === describeShape(b.schema)
-    ? ' (their enum values, formats, nullability or nested fields differ)'
+    ? ` (their ${differingKeywords(a.schema, b.schema).join(', ')} differ)`
     : '';
 }
 
