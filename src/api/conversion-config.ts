@@ -5,10 +5,12 @@ import { z } from 'zod';
 import { conditionsSchema } from './conditions.ts';
 import { API_VERSION } from './constants.ts';
 import { instanceNameSchema, objectMetaSchema, targetNameSchema } from './names.ts';
-import { ruleSchema } from './rules.ts';
+import { ruleSchema, strictObject } from './rules.ts';
 
 export const CRD_CONFIG_KIND = 'CRDConversionConfig';
 export const XRD_CONFIG_KIND = 'XRDConversionConfig';
+
+const MAX_REASON_LENGTH = 4096;
 
 const versionNameSchema = z
   .string()
@@ -17,7 +19,7 @@ const versionNameSchema = z
   .regex(/^v[0-9]+((alpha|beta)[0-9]+)?$/)
   .meta({ description: 'An API version name, e.g. v1 or v2beta1.' });
 
-export const spokeSchema = z.object({
+export const spokeSchema = strictObject('a spoke', {
   version: versionNameSchema,
   rules: z.array(ruleSchema).max(256).default([]),
 });
@@ -47,16 +49,58 @@ const commonSpec = {
     .min(1)
     .max(2)
     .default(['v1']),
+  unmappedFieldPolicy: z.enum(['Error', 'Warn']).optional().meta({
+    description:
+      'Error (when absent): a field that differs between hub and spoke and that no rule claims rejects the config. Warn: it is dropped in conversion, with a warning; needs unmappedFieldReason.',
+  }),
+  unmappedFieldReason: z.string().max(MAX_REASON_LENGTH).optional().meta({
+    description: 'Why fields are deliberately left unclaimed; required with unmappedFieldPolicy: Warn.',
+  }),
+  // The reference operator's FailClosed (stop serving when the target's schema drifts) is not
+  // offered: a failed recompile keeps the last good plan, always, because dropping a working
+  // conversion turns a schema mistake into an outage of every read. Accepting only the value
+  // Switchyard implements lets a reference config that spells the default out load unchanged.
+  driftPolicy: z
+    .enum(['KeepServingStale'], {
+      error: (issue) =>
+        `driftPolicy ${JSON.stringify(issue.input)} is not supported: Switchyard always keeps serving the last plan that compiled (KeepServingStale) and reports the drift in status; remove driftPolicy or set KeepServingStale`,
+    })
+    .optional()
+    .meta({ description: 'Only KeepServingStale: a config that stops compiling keeps its last good plan.' }),
 };
 
-export const crdConfigSpecSchema = z.object({
-  targetCRD: targetRef('CustomResourceDefinition'),
-  ...commonSpec,
-});
-export const xrdConfigSpecSchema = z.object({
-  targetXRD: targetRef('Crossplane CompositeResourceDefinition'),
-  ...commonSpec,
-});
+const REASON_REQUIRED = {
+  rule: "!has(self.unmappedFieldPolicy) || self.unmappedFieldPolicy != 'Warn' || (has(self.unmappedFieldReason) && self.unmappedFieldReason != '')",
+  message: 'unmappedFieldReason is required when unmappedFieldPolicy is Warn',
+};
+
+/** Warn downgrades a fail-closed check, so it must say why; the CRD states the same rule in CEL. */
+function requireReasonForWarn<T extends z.ZodType<WarnPolicy>>(schema: T): T {
+  return schema
+    .refine((spec) => spec.unmappedFieldPolicy !== 'Warn' || Boolean(spec.unmappedFieldReason), {
+      message: REASON_REQUIRED.message,
+      path: ['unmappedFieldReason'],
+    })
+    .meta({ 'x-kubernetes-validations': [REASON_REQUIRED] });
+}
+
+interface WarnPolicy {
+  unmappedFieldPolicy?: 'Error' | 'Warn' | undefined;
+  unmappedFieldReason?: string | undefined;
+}
+
+export const crdConfigSpecSchema = requireReasonForWarn(
+  strictObject('a CRDConversionConfig spec', {
+    targetCRD: targetRef('CustomResourceDefinition'),
+    ...commonSpec,
+  }),
+);
+export const xrdConfigSpecSchema = requireReasonForWarn(
+  strictObject('an XRDConversionConfig spec', {
+    targetXRD: targetRef('Crossplane CompositeResourceDefinition'),
+    ...commonSpec,
+  }),
+);
 export type CrdConfigSpec = z.infer<typeof crdConfigSpecSchema>;
 export type XrdConfigSpec = z.infer<typeof xrdConfigSpecSchema>;
 

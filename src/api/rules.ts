@@ -25,6 +25,35 @@ export const PARAMS_KEY = {
 } as const satisfies Record<Strategy, string>;
 export type ParamsKey = (typeof PARAMS_KEY)[Strategy];
 
+/**
+ * An object that rejects fields it does not declare, naming them: a field the user wrote and
+ * the engine ignored would be a silent difference between the config and what it does (the
+ * reference operator's fields that Switchyard lacks arrive exactly this way). `what` names
+ * the object in the message, e.g. "a FieldRename rule".
+ */
+export function strictObject<Shape extends z.core.$ZodLooseShape>(what: string, shape: Shape) {
+  const known = Object.keys(shape).join(', ');
+  return z.strictObject(shape, {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys' ? unknownFieldsMessage(what, issue.keys, known) : undefined,
+  });
+}
+
+const OTHER_PARAMS_KEYS = new Set<string>(Object.values(PARAMS_KEY));
+
+function unknownFieldsMessage(what: string, keys: readonly string[], known: string): string {
+  const params = keys.filter((k) => OTHER_PARAMS_KEYS.has(k));
+  const others = keys.filter((k) => !OTHER_PARAMS_KEYS.has(k));
+  const parts: string[] = [];
+  if (params.length > 0) {
+    parts.push(
+      `${what} takes exactly one params block, the one named after its strategy; remove ${params.join(', ')} (or move it into a rule of its own)`,
+    );
+  }
+  if (others.length > 0) parts.push(`${what} has no field ${others.join(', ')} (its fields: ${known})`);
+  return parts.join('; ');
+}
+
 // Bounds keep the apiserver's CEL cost estimate for the rule validations finite; they are far
 // above anything a real config needs.
 const MAX_PATH_LENGTH = 1024;
@@ -47,56 +76,62 @@ export const unmappedValuePolicySchema = z.enum(['Error', 'Drop']).meta({
 });
 export type UnmappedValuePolicy = z.infer<typeof unmappedValuePolicySchema>;
 
-export const fieldRenameParamsSchema = z
-  .object({ hubPath: fieldPathSchema, spokePath: fieldPathSchema })
-  .meta({ description: 'The field moved: same value and shape, a different path.' });
+export const fieldRenameParamsSchema = strictObject('fieldRename', {
+  hubPath: fieldPathSchema,
+  spokePath: fieldPathSchema,
+}).meta({ description: 'The field moved: same value and shape, a different path.' });
 export type FieldRenameParams = z.infer<typeof fieldRenameParamsSchema>;
 
-export const deleteParamsSchema = z
-  .object({ path: fieldPathSchema, existsOn: sideSchema })
-  .meta({ description: 'Drop a field that only one side declares. Always lossy towards the other side.' });
+export const deleteParamsSchema = strictObject('delete', {
+  path: fieldPathSchema,
+  existsOn: sideSchema,
+}).meta({ description: 'Drop a field that only one side declares. Always lossy towards the other side.' });
 export type DeleteParams = z.infer<typeof deleteParamsSchema>;
 
-export const defaultValueParamsSchema = z
-  .object({
-    path: fieldPathSchema,
-    existsOn: sideSchema,
-    default: jsonValue('Value written when converting into the side that declares the field.'),
-  })
-  .meta({ description: 'A field only one side declares; filled with a default when converting into it.' });
+export const defaultValueParamsSchema = strictObject('defaultValue', {
+  path: fieldPathSchema,
+  existsOn: sideSchema,
+  default: jsonValue('Value written when converting into the side that declares the field.'),
+}).meta({ description: 'A field only one side declares; filled with a default when converting into it.' });
 export type DefaultValueParams = z.infer<typeof defaultValueParamsSchema>;
 
-export const constantParamsSchema = z
-  .object({
-    path: fieldPathSchema,
-    existsOn: sideSchema,
-    value: jsonValue('Value always written on the side that declares the field.'),
-  })
-  .meta({ description: 'Force a field to a fixed value on the side that declares it.' });
+export const constantParamsSchema = strictObject('constant', {
+  path: fieldPathSchema,
+  existsOn: sideSchema,
+  value: jsonValue('Value always written on the side that declares the field.'),
+}).meta({ description: 'Force a field to a fixed value on the side that declares it.' });
 export type ConstantParams = z.infer<typeof constantParamsSchema>;
 
-export const enumMappingSchema = z.object({
-  hub: z.string().max(MAX_PATH_LENGTH),
-  spoke: z.string().max(MAX_PATH_LENGTH),
+/**
+ * One enumerated value: a string, an integer, a number or a boolean, matched by type and value
+ * (`1` is not `"1"`). A structural schema cannot say "one of these scalar types", so the CRD
+ * keeps it schemaless and the zod schema (admission) and the compiler (against the target's
+ * schema) check it.
+ */
+export const enumValueSchema = z.union([z.string().max(MAX_PATH_LENGTH), z.number(), z.boolean()]).meta({
+  description: 'A string, integer, number or boolean value of the field.',
+  'x-kubernetes-preserve-unknown-fields': true,
+});
+export type EnumValue = z.infer<typeof enumValueSchema>;
+
+export const enumMappingSchema = strictObject('an enumRemap mapping entry', {
+  hub: enumValueSchema,
+  spoke: enumValueSchema,
 });
 export type EnumMapping = z.infer<typeof enumMappingSchema>;
 
-export const enumRemapParamsSchema = z
-  .object({
-    path: fieldPathSchema,
-    mapping: z.array(enumMappingSchema).min(1).max(MAX_ENUM_MAPPINGS),
-    onUnmappedHubValue: unmappedValuePolicySchema.default('Error'),
-    onUnmappedSpokeValue: unmappedValuePolicySchema.default('Error'),
-  })
-  .meta({ description: 'Map the values of an enumerated scalar field between hub and spoke.' });
+export const enumRemapParamsSchema = strictObject('enumRemap', {
+  path: fieldPathSchema,
+  mapping: z.array(enumMappingSchema).min(1).max(MAX_ENUM_MAPPINGS),
+  onUnmappedHubValue: unmappedValuePolicySchema.default('Error'),
+  onUnmappedSpokeValue: unmappedValuePolicySchema.default('Error'),
+}).meta({ description: 'Map the values of an enumerated scalar field between hub and spoke.' });
 export type EnumRemapParams = z.infer<typeof enumRemapParamsSchema>;
 
-export const ruleConditionSchema = z
-  .object({
-    path: fieldPathSchema,
-    equals: jsonValue('The rule applies only when the field at path equals this value.'),
-  })
-  .meta({ description: 'Apply the rule only to objects whose field at path equals a value.' });
+export const ruleConditionSchema = strictObject('when', {
+  path: fieldPathSchema,
+  equals: jsonValue('The rule applies only when the field at path equals this value.'),
+}).meta({ description: 'Apply the rule only to objects whose field at path equals a value.' });
 export type RuleCondition = z.infer<typeof ruleConditionSchema>;
 
 const ruleCommon = {
@@ -112,27 +147,27 @@ const ruleCommon = {
   when: ruleConditionSchema.optional(),
 };
 
-export const fieldRenameRuleSchema = z.object({
+export const fieldRenameRuleSchema = strictObject('a FieldRename rule', {
   strategy: z.literal('FieldRename'),
   fieldRename: fieldRenameParamsSchema,
   ...ruleCommon,
 });
-export const deleteRuleSchema = z.object({
+export const deleteRuleSchema = strictObject('a Delete rule', {
   strategy: z.literal('Delete'),
   delete: deleteParamsSchema,
   ...ruleCommon,
 });
-export const defaultValueRuleSchema = z.object({
+export const defaultValueRuleSchema = strictObject('a DefaultValue rule', {
   strategy: z.literal('DefaultValue'),
   defaultValue: defaultValueParamsSchema,
   ...ruleCommon,
 });
-export const constantRuleSchema = z.object({
+export const constantRuleSchema = strictObject('a Constant rule', {
   strategy: z.literal('Constant'),
   constant: constantParamsSchema,
   ...ruleCommon,
 });
-export const enumRemapRuleSchema = z.object({
+export const enumRemapRuleSchema = strictObject('a EnumRemap rule', {
   strategy: z.literal('EnumRemap'),
   enumRemap: enumRemapParamsSchema,
   ...ruleCommon,
@@ -143,15 +178,27 @@ export const enumRemapRuleSchema = z.object({
  * the strategy is required and typed; the CRD states the same constraint as a CEL rule.
  */
 export const ruleSchema = z
-  .discriminatedUnion('strategy', [
-    fieldRenameRuleSchema,
-    deleteRuleSchema,
-    defaultValueRuleSchema,
-    constantRuleSchema,
-    enumRemapRuleSchema,
-  ])
+  .discriminatedUnion(
+    'strategy',
+    [
+      fieldRenameRuleSchema,
+      deleteRuleSchema,
+      defaultValueRuleSchema,
+      constantRuleSchema,
+      enumRemapRuleSchema,
+    ],
+    { error: (issue) => (issue.code === 'invalid_union' ? unknownStrategyMessage(issue.input) : undefined) },
+  )
   .meta({ description: 'One conversion rule: a strategy and exactly the params block named after it.' });
 export type Rule = z.infer<typeof ruleSchema>;
+
+export function unknownStrategyMessage(rule: unknown): string {
+  const strategy =
+    typeof rule === 'object' && rule !== null ? (rule as { strategy?: unknown }).strategy : undefined;
+  const rejected =
+    strategy === undefined ? 'a rule without a strategy' : `strategy ${JSON.stringify(strategy)}`;
+  return `${rejected} is not supported; the supported strategies are ${STRATEGIES.join(', ')}`;
+}
 export type FieldRenameRule = z.infer<typeof fieldRenameRuleSchema>;
 export type DeleteRule = z.infer<typeof deleteRuleSchema>;
 export type DefaultValueRule = z.infer<typeof defaultValueRuleSchema>;

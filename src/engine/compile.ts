@@ -6,16 +6,36 @@
 // is an error, and a single error anywhere means no Router at all: the webhook-server keeps
 // its last good plan rather than serve part of a config.
 import type { Rule } from '../api/rules.ts';
-import { type Diagnostic, error, isError } from './diagnostics.ts';
+import { type Diagnostic, error, isError, warning } from './diagnostics.ts';
 import { isPrefixOf, joinPath, overlaps, type Segments } from './paths.ts';
 import { DIRECTIONS, type Direction, type OmitTree, type Op, type Router, type SpokePlan } from './plan.ts';
-import { describeShape, indexSchema, type SchemaIndex, type TargetSchema } from './schema.ts';
+import {
+  describeShape,
+  differingKeywords,
+  indexSchema,
+  type SchemaIndex,
+  type TargetSchema,
+} from './schema.ts';
 import { arrow, type ResolvedRule, resolveRule, type SideKey } from './strategies.ts';
 
 /** The part of a CRDConversionConfig / XRDConversionConfig spec that compile reads. */
 export interface ConversionSpec {
   hubVersion: string;
   spokes: readonly { version: string; rules: readonly Rule[] }[];
+  /** Absent or Error: an unclaimed field that differs rejects the config; Warn: it is dropped. */
+  unmappedFieldPolicy?: 'Error' | 'Warn' | undefined;
+  unmappedFieldReason?: string | undefined;
+}
+
+/** What an unclaimed field that differs between hub and spoke does. */
+type UnmappedFields = { warn: false } | { warn: true; reason: string };
+
+const FAIL_ON_UNMAPPED: UnmappedFields = { warn: false };
+
+function unmappedFieldsOf(spec: ConversionSpec): UnmappedFields {
+  return spec.unmappedFieldPolicy === 'Warn'
+    ? { warn: true, reason: spec.unmappedFieldReason ?? '' }
+    : FAIL_ON_UNMAPPED;
 }
 
 /** One version of the target, as its CRD (storage) or XRD (referenceable) declares it. */
@@ -42,16 +62,35 @@ export function compile(spec: ConversionSpec, versions: readonly TargetVersion[]
   const hub = indexSchema(hubSchema);
   const diagnostics: Diagnostic[] = [...spokeProblems];
   const spokes = new Map<string, SpokePlan>();
+  const unlisted = new Set<string>();
   for (const spoke of spokesToCompile(spec, versions)) {
     const schema = byName.get(spoke.version)?.schema;
-    if (!schema && spoke.implicit) diagnostics.push(missingSchema(spoke.version, undefined));
-    if (!schema || spokes.has(spoke.version)) continue; // a listed spoke's problems come from checkSpokes
-    const compiled = compileSpoke(spec.hubVersion, hub, spoke.version, indexSchema(schema), spoke.rules);
-    diagnostics.push(...(spoke.implicit ? compiled.diagnostics.map(explainImplicit) : compiled.diagnostics));
+    if (spokes.has(spoke.version)) continue; // listed twice: checkSpokes reports it
+    if (spoke.implicit) {
+      const identity =
+        schema &&
+        compileSpoke(spec.hubVersion, hub, spoke.version, indexSchema(schema), [], FAIL_ON_UNMAPPED);
+      if (identity?.plan) spokes.set(spoke.version, identity.plan);
+      else {
+        unlisted.add(spoke.version);
+        diagnostics.push(unlistedServedVersion(spec.hubVersion, spoke.version, identity?.diagnostics));
+      }
+      continue;
+    }
+    if (!schema) continue; // checkSpokes reports it
+    const compiled = compileSpoke(
+      spec.hubVersion,
+      hub,
+      spoke.version,
+      indexSchema(schema),
+      spoke.rules,
+      unmappedFieldsOf(spec),
+    );
+    diagnostics.push(...compiled.diagnostics);
     if (compiled.plan) spokes.set(spoke.version, compiled.plan);
   }
   if (diagnostics.some(isError)) return { ok: false, diagnostics };
-  return { ok: true, router: { hubVersion: spec.hubVersion, spokes }, warnings: diagnostics };
+  return { ok: true, router: { hubVersion: spec.hubVersion, spokes, unlisted }, warnings: diagnostics };
 }
 
 // --- versions
@@ -121,8 +160,8 @@ function checkSpokes(spec: ConversionSpec, byName: ReadonlyMap<string, TargetVer
         error(
           'SpokeNotServed',
           at,
-          `${version} is not served, so no client can request it.`,
-          `Serve ${version} on the target, or remove it from spokes.`,
+          `${version} is listed in spokes but not served by the target.`,
+          `To retire ${version}, remove it from spokes first (it stays valid while still served), then stop serving it; otherwise serve it again.`,
         ),
       ];
     }
@@ -146,6 +185,28 @@ interface SpokeToCompile {
   implicit: boolean;
 }
 
+/**
+ * A served version the config does not list converts only when its schema equals the hub's:
+ * then an identity plan (no rules) is provably exact. Otherwise this is the middle step of
+ * retiring the version (dropped from spokes, still served): valid, with its requests failing
+ * closed, and a warning for as long as it lasts. Failing closed rather than passing the object
+ * through: a pass-through would hand clients objects in the wrong shape, silently.
+ * `differences` is what compiling it against the hub without rules found; absent: no schema.
+ */
+function unlistedServedVersion(hubVersion: string, version: string, differences: Diagnostic[] | undefined) {
+  const paths = [...new Set(differences?.flatMap((d) => (d.path ? [d.path] : [])))];
+  const shown = paths.length > 3 ? [...paths.slice(0, 3), `${paths.length - 3} more`] : paths;
+  const why = differences
+    ? `its schema differs from the hub ${hubVersion}${shown.length > 0 ? ` (${shown.join(', ')})` : ''}`
+    : 'it has no openAPIV3Schema';
+  return warning(
+    'UnlistedServedVersion',
+    { version },
+    `${version} is served but not listed in spokes, and ${why}: conversions to and from ${version} fail until this is resolved.`,
+    `If you are retiring ${version}, stop serving it (served: false) and migrate objects stored at it, then remove it; otherwise list ${version} in spokes with rules for its differences.`,
+  );
+}
+
 function spokesToCompile(spec: ConversionSpec, versions: readonly TargetVersion[]): SpokeToCompile[] {
   const listed = new Set(spec.spokes.map((s) => s.version));
   const valid = spec.spokes.filter((s) => s.version !== spec.hubVersion);
@@ -153,13 +214,6 @@ function spokesToCompile(spec: ConversionSpec, versions: readonly TargetVersion[
     .filter((v) => v.served && v.name !== spec.hubVersion && !listed.has(v.name))
     .map((v) => ({ version: v.name, rules: [], implicit: true }));
   return [...valid.map((s) => ({ ...s, implicit: false })), ...implicit];
-}
-
-function explainImplicit(d: Diagnostic): Diagnostic {
-  return {
-    ...d,
-    hint: `${d.hint} Version ${d.version} is served but not listed in spokes, so it must match the hub exactly or be listed with rules.`,
-  };
 }
 
 // --- one spoke
@@ -175,6 +229,7 @@ function compileSpoke(
   version: string,
   spoke: SchemaIndex,
   rules: readonly Rule[],
+  unmapped: UnmappedFields,
 ): { plan?: SpokePlan; diagnostics: Diagnostic[] } {
   const ctx = { hub, spoke, version };
   const diagnostics: Diagnostic[] = [];
@@ -189,17 +244,53 @@ function compileSpoke(
     }
   });
   const claims = claimsBySide(resolved);
+  const checked = resolved.map((rule) => withPredicateStability(rule, claims));
   diagnostics.push(
     ...conflicts(claims.hub, 'hub', version),
     ...conflicts(claims.spoke, 'spoke', version),
-    ...oneSidedProblems(resolved, claims, version),
-    ...unacknowledgedLosses(resolved, version),
+    ...oneSidedProblems(checked, claims, version),
+    ...unacknowledgedLosses(checked, version),
   );
   // Coverage is only meaningful once every rule resolved: an unresolved rule would show up
   // again as the fields it meant to claim.
-  if (resolved.length === rules.length) diagnostics.push(...uncoveredFields(hub, spoke, claims, version));
+  const unclaimed = resolved.length === rules.length ? uncoveredFields(hub, spoke, claims, version) : [];
+  diagnostics.push(
+    ...unclaimed.map((u) => (unmapped.warn ? droppedWithWarning(u, unmapped.reason) : u.diagnostic)),
+  );
   if (diagnostics.some(isError)) return { diagnostics };
-  return { plan: buildPlan(hubVersion, hub, version, spoke, resolved, claims), diagnostics };
+  const dropped = unmapped.warn ? unclaimed : [];
+  return { plan: buildPlan(hubVersion, hub, version, spoke, checked, claims, dropped), diagnostics };
+}
+
+/**
+ * A `when` rule that carries its value over where the predicate does not match is lossless
+ * only if the predicate reads the same value after the round trip. It does when its field
+ * passes through; if a rule claims it, the value may change on the way and the predicate with
+ * it, so the carried value is not guaranteed to come back: a loss to acknowledge.
+ */
+function withPredicateStability(rule: ResolvedRule, claims: Record<SideKey, Claim[]>): ResolvedRule {
+  const carry = rule.carriesUnless;
+  if (!carry) return rule;
+  const changer = [...claims.hub, ...claims.spoke].find((c) => overlaps(c.segments, carry.segments));
+  if (!changer) return rule;
+  const losses = { ...rule.losses };
+  for (const direction of DIRECTIONS) {
+    losses[direction] ??=
+      `${rule.path} is carried over unchanged where ${carry.when.path} is not ${JSON.stringify(carry.when.equals)}, but rule ${changer.ruleIndex} claims ${carry.when.path}, so the predicate can read differently on the way back (converting ${arrow(direction)}) and the value may not be restored.`;
+  }
+  return { ...rule, losses };
+}
+
+/** unmappedFieldPolicy: Warn: the field is left out of the output, and the warning says where. */
+function droppedWithWarning(unclaimed: Unclaimed, reason: string): Diagnostic {
+  const d = unclaimed.diagnostic;
+  const where = unclaimed.lost.map(arrow).join(' and ');
+  return warning(
+    d.code,
+    d,
+    `${d.message} Under unmappedFieldPolicy: Warn it is dropped converting ${where} (unmappedFieldReason: ${reason}).`,
+    d.hint,
+  );
 }
 
 function claimsBySide(rules: readonly ResolvedRule[]): Record<SideKey, Claim[]> {
@@ -272,17 +363,25 @@ function unacknowledgedLosses(rules: readonly ResolvedRule[], version: string): 
  * side and be claimed on neither (a field claimed on one side only would be both passed
  * through and written by a rule).
  */
+interface Unclaimed {
+  diagnostic: Diagnostic;
+  segments: Segments;
+  /** The directions a value at this path would not be carried over in. */
+  lost: Direction[];
+}
+
 function uncoveredFields(
   hub: SchemaIndex,
   spoke: SchemaIndex,
   claims: Record<SideKey, Claim[]>,
   version: string,
-): Diagnostic[] {
+): Unclaimed[] {
   const claimant = (side: SideKey, segments: Segments) =>
     claims[side].find((c) => isPrefixOf(c.segments, segments));
   const reported = new Set<string>();
-  const out: Diagnostic[] = [];
+  const out: Unclaimed[] = [];
   const check = (side: SideKey, own: SchemaIndex, other: SchemaIndex) => {
+    const away: Direction = side === 'hub' ? 'hubToSpoke' : 'spokeToHub';
     for (const leaf of own.leaves) {
       if (reported.has(leaf.path) || claimant(side, leaf.segments)) continue;
       const counterpart = other.nodes.get(leaf.path);
@@ -291,35 +390,40 @@ function uncoveredFields(
       reported.add(leaf.path);
       const at = { version, path: leaf.path };
       const shape = describeShape(leaf.schema);
+      const push = (diagnostic: Diagnostic, lost: Direction[]) =>
+        out.push({ diagnostic, segments: leaf.segments, lost });
       if (otherClaim) {
-        out.push(
+        push(
           error(
             'UnclaimedField',
             at,
             `The ${side} field ${leaf.path} (${shape}) is claimed by no rule, but rule ${otherClaim.ruleIndex} writes it on the other side, so it cannot pass through.`,
             `Claim the ${side} field too: FieldRename it to where it moved, or give it a DefaultValue/Constant/Delete rule.`,
           ),
+          [away],
         );
       } else if (!counterpart) {
         const other_ = side === 'hub' ? 'spoke' : 'hub';
-        out.push(
+        push(
           error(
             'UnclaimedField',
             at,
             `The ${side} declares ${leaf.path} (${shape}) but the ${other_} does not, and no rule claims it.`,
             `FieldRename it to the ${other_} field it became, or add DefaultValue, Constant or Delete with existsOn: ${side === 'hub' ? 'Hub' : 'Spoke'} (acknowledgeLossy: true).`,
           ),
+          [away],
         );
       } else {
         const hubShape = describeShape((side === 'hub' ? leaf : counterpart).schema);
         const spokeShape = describeShape((side === 'hub' ? counterpart : leaf).schema);
-        out.push(
+        push(
           error(
             'UnclaimedField',
             at,
-            `${leaf.path} differs: hub ${hubShape}, spoke ${spokeShape}${hubShape === spokeShape ? ' (enum values, format, nullability or nested fields differ)' : ''}; no rule claims it.`,
+            `${leaf.path} differs: hub ${hubShape}, spoke ${spokeShape}${hubShape === spokeShape ? ` (their ${differingKeywords(leaf.schema, counterpart.schema).join(', ')} differ)` : ''}; no rule claims it.`,
             'Add an EnumRemap if only enum values differ; otherwise make the shapes identical or move the field with FieldRename plus one-sided rules.',
           ),
+          [...DIRECTIONS],
         );
       }
     }
@@ -338,10 +442,13 @@ function buildPlan(
   spoke: SchemaIndex,
   rules: readonly ResolvedRule[],
   claims: Record<SideKey, Claim[]>,
+  dropped: readonly Unclaimed[],
 ): SpokePlan {
   const opsFor = (d: Direction) => rules.flatMap((r): Op[] => (r.ops[d] ? [r.ops[d]] : []));
-  const losslessFor = (d: Direction) => rules.every((r) => r.losses[d] === undefined);
-  const claimed = [...claims.hub, ...claims.spoke].map((c) => c.segments);
+  const losslessFor = (d: Direction) =>
+    rules.every((r) => r.losses[d] === undefined) && dropped.every((u) => !u.lost.includes(d));
+  // A dropped field is omitted like a claimed one: left out of the copy, written by no rule.
+  const claimed = [...claims.hub, ...claims.spoke, ...dropped].map((c) => c.segments);
   return {
     hubVersion,
     spokeVersion,

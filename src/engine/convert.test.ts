@@ -153,6 +153,30 @@ describe('convert', () => {
   });
 });
 
+describe('convert always emits a metadata object (the apiserver rejects a converted object without one)', () => {
+  const bare = (version: string, extra: Record<string, unknown>) => ({
+    apiVersion: `example.org/${version}`,
+    kind: 'Widget',
+    spec: { size: '10', tier: 'Gold', owner: 'me' },
+    ...extra,
+  });
+  it.each([
+    ['metadata missing (pruned by server-side apply)', {}, {}],
+    ['metadata: null', { metadata: null }, {}],
+    ['metadata present', { metadata: { name: 'w', labels: { a: 'b' } } }, { name: 'w', labels: { a: 'b' } }],
+    ['metadata: {}', { metadata: {} }, {}],
+  ])('%s, hub → spoke, spoke → spoke and same version', (_, extra, expected) => {
+    for (const [from, to] of [
+      ['v3', 'v2'],
+      ['v2', 'v1'],
+      ['v3', 'v3'],
+    ] as const) {
+      const result = convert(router(), bare(from, extra), from, to);
+      expect(result, `${from} → ${to}`).toMatchObject({ ok: true, object: { metadata: expected } });
+    }
+  });
+});
+
 function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null) {
     for (const child of Object.values(value)) deepFreeze(child);

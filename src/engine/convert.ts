@@ -6,6 +6,10 @@
 // each rule writes its destination from the pristine input. Rules therefore never see each
 // other's output, and their order never matters. A value a rule cannot convert fails the
 // conversion with the object and the path; nothing is dropped silently.
+//
+// The output always carries a `metadata` object: the apiserver rejects a converted object
+// without one, and server-side-apply pruning can send objects whose metadata is absent or null.
+import type { EnumValue } from '../api/rules.ts';
 import { deepCopy, deepEqual, isJsonObject, type JsonObject, readPath, setOwn, writePath } from './json.ts';
 import { joinPath, type Segments } from './paths.ts';
 import type { Direction, OmitTree, Op, Router, SpokePlan } from './plan.ts';
@@ -23,9 +27,9 @@ export type ConvertResult = { ok: true; object: unknown } | { ok: false; error: 
 type Step = { plan: SpokePlan; direction: Direction; to: string };
 
 export function convert(router: Router, object: unknown, from: string, to: string): ConvertResult {
-  if (from === to) return { ok: true, object };
   if (!isJsonObject(object))
     return { ok: false, error: { object: '(not an object)', message: 'input is not an object' } };
+  if (from === to) return { ok: true, object: withMetadata(object) };
   const steps = route(router, from, to);
   if (typeof steps === 'string') return failure(object, steps);
   const group = groupOf(object, from);
@@ -36,25 +40,38 @@ export function convert(router: Router, object: unknown, from: string, to: strin
     if (!converted.ok) return failure(object, converted.message, converted.path, converted.ruleIndex);
     current = converted.object;
   }
-  return { ok: true, object: current };
+  return { ok: true, object: withMetadata(current) };
+}
+
+/** The object itself when it has metadata; otherwise a shallow copy with `metadata: {}`. */
+function withMetadata(object: JsonObject): JsonObject {
+  if (object.metadata !== undefined && object.metadata !== null) return object;
+  return { ...object, metadata: {} };
 }
 
 /** The one or two plan applications from `from` to `to`, or why there are none. */
 function route(router: Router, from: string, to: string): Step[] | string {
   const hub = router.hubVersion;
-  const spokePlan = (version: string) => router.spokes.get(version);
   const steps: Step[] = [];
   if (from !== hub) {
-    const plan = spokePlan(from);
-    if (!plan) return `no conversion plan for version ${from}`;
+    const plan = router.spokes.get(from);
+    if (!plan) return noPlan(router, from);
     steps.push({ plan, direction: 'spokeToHub', to: hub });
   }
   if (to !== hub) {
-    const plan = spokePlan(to);
-    if (!plan) return `no conversion plan for version ${to}`;
+    const plan = router.spokes.get(to);
+    if (!plan) return noPlan(router, to);
     steps.push({ plan, direction: 'hubToSpoke', to });
   }
   return steps;
+}
+
+function noPlan(router: Router, version: string): string {
+  if (!router.unlisted.has(version)) {
+    const converted = [`${router.hubVersion} (hub)`, ...router.spokes.keys()].join(', ');
+    return `no conversion plan for version ${version}; this config converts ${converted}`;
+  }
+  return `no conversion plan for version ${version}: it is served but not listed in the config's spokes and differs from the hub ${router.hubVersion}; list ${version} in spokes with rules, or, if it is being retired, stop serving it and migrate objects stored at it`;
 }
 
 /** The API group, from the object itself; its version must be the one we convert from. */
@@ -76,8 +93,8 @@ function applyStep(step: Step, input: JsonObject, group: string): StepResult {
   const output = copyExcept(input, step.plan.omit[step.direction]);
   output.apiVersion = `${group}/${step.to}`;
   for (const op of step.plan.ops[step.direction]) {
-    if (op.when && !deepEqual(readPath(input, op.when.segments), op.when.equals)) continue;
-    const problem = applyOp(op, input, output);
+    const skipped = op.when !== undefined && !deepEqual(readPath(input, op.when.segments), op.when.equals);
+    const problem = skipped ? carryUnchanged(op, input, output) : applyOp(op, input, output);
     if (problem) return { ok: false, message: problem.message, path: problem.path, ruleIndex: op.ruleIndex };
   }
   return { ok: true, object: output };
@@ -99,7 +116,8 @@ function applyOp(op: Op, input: JsonObject, output: JsonObject): OpProblem | und
     case 'remap': {
       const value = readPath(input, op.from);
       if (value === undefined) return undefined;
-      const mapped = typeof value === 'string' ? op.table.get(value) : undefined;
+      // A Map compares keys by type and value, so 1 never matches "1"; objects never match.
+      const mapped = op.table.get(value as EnumValue);
       if (mapped !== undefined) return write(output, op.to, mapped, op);
       if (op.onUnmapped === 'Drop') return undefined;
       return {
@@ -108,6 +126,13 @@ function applyOp(op: Op, input: JsonObject, output: JsonObject): OpProblem | und
       };
     }
   }
+}
+
+/** A skipped `when` rule that compile found lossless carries its value over as it is. */
+function carryUnchanged(op: Op, input: JsonObject, output: JsonObject): OpProblem | undefined {
+  if (!op.when?.carry || op.kind === 'write') return undefined;
+  const value = readPath(input, op.from);
+  return value === undefined ? undefined : write(output, op.to, deepCopy(value), op);
 }
 
 function write(output: JsonObject, to: Segments, value: unknown, op: Op): OpProblem | undefined {

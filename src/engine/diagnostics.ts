@@ -12,6 +12,7 @@ export const DIAGNOSTIC_CODES = [
   'HubListedAsSpoke',
   'MissingSchema',
   // rule checks
+  'InvalidRule',
   'InvalidPath',
   'UnknownPath',
   'ShapeMismatch',
@@ -24,6 +25,7 @@ export const DIAGNOSTIC_CODES = [
   'UnclaimedField',
   // warnings
   'PartialCoverage',
+  'UnlistedServedVersion',
 ] as const;
 export type DiagnosticCode = (typeof DIAGNOSTIC_CODES)[number];
 

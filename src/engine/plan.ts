@@ -1,7 +1,7 @@
 // The compiled form of a config: plain data, so a plan can be inspected, printed and compared
 // (explain/replay), and so it retains little memory once the schemas it came from are gone.
 // A plan exists only when compile found no error: there is no "partial" plan to misuse.
-import type { Strategy } from '../api/rules.ts';
+import type { EnumValue, Strategy } from '../api/rules.ts';
 import type { Segments } from './paths.ts';
 
 export type Direction = 'hubToSpoke' | 'spokeToHub';
@@ -11,6 +11,8 @@ export const DIRECTIONS: readonly Direction[] = ['hubToSpoke', 'spokeToHub'];
 export interface Condition {
   segments: Segments;
   equals: unknown;
+  /** When it does not hold: copy the input's value at `from` to `to` unchanged (else skip). */
+  carry?: boolean;
 }
 
 interface OpBase {
@@ -33,12 +35,12 @@ export interface WriteOp extends OpBase {
   value: unknown;
 }
 
-/** Translate the string at `from` through a table into `to`. */
+/** Translate the scalar at `from` through a table into `to` (keys match by type and value). */
 export interface RemapOp extends OpBase {
   kind: 'remap';
   from: Segments;
   to: Segments;
-  table: ReadonlyMap<string, string>;
+  table: ReadonlyMap<EnumValue, EnumValue>;
   onUnmapped: 'Error' | 'Drop';
 }
 
@@ -81,4 +83,6 @@ export interface SpokePlan {
 export interface Router {
   hubVersion: string;
   spokes: ReadonlyMap<string, SpokePlan>;
+  /** Served versions the config does not list and that differ from the hub: not converted. */
+  unlisted: ReadonlySet<string>;
 }

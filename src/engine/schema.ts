@@ -22,6 +22,23 @@ export interface TargetSchema {
   'x-kubernetes-int-or-string'?: boolean;
   'x-kubernetes-preserve-unknown-fields'?: boolean;
   'x-kubernetes-embedded-resource'?: boolean;
+  oneOf?: readonly unknown[];
+  anyOf?: readonly unknown[];
+  allOf?: readonly unknown[];
+  not?: unknown;
+}
+
+/**
+ * JSON Schema combinators. The engine does not evaluate them: it compares them verbatim (two
+ * sides alike pass through, differing ones need a rule) and names them in messages, since a
+ * user who wrote `oneOf` looks for `oneOf`, not for a category of the engine's.
+ */
+const COMBINATORS = ['oneOf', 'anyOf', 'allOf', 'not'] as const;
+
+type Combinator = (typeof COMBINATORS)[number];
+
+function combinatorsOf(schema: TargetSchema): Combinator[] {
+  return COMBINATORS.filter((c) => schema[c] !== undefined);
 }
 
 export interface SchemaNode {
@@ -57,7 +74,9 @@ function indexNode(
   leaves: SchemaNode[],
 ) {
   const path = joinPath(segments);
-  if (!hasNamedProperties(schema)) {
+  // An object under a combinator is one opaque unit: its fields' validity depends on the
+  // combinator, which the engine does not evaluate, so rules address it only as a whole.
+  if (!hasNamedProperties(schema) || combinatorsOf(schema).length > 0) {
     const leaf: SchemaNode = { path, segments, isLeaf: true, signature: shapeSignature(schema), schema };
     nodes.set(path, leaf);
     leaves.push(leaf);
@@ -91,9 +110,23 @@ function shapeSignature(schema: TargetSchema): string {
     const parts = Object.keys(schema.properties)
       .sort()
       .map((name) => `${JSON.stringify(name)}:${shapeSignature(schema.properties[name] as TargetSchema)}`);
-    return `${flags(schema)}{${parts.join(',')}}`;
+    return `${flags(schema)}{${parts.join(',')}}${combinatorPart(schema)}`;
   }
-  return `${flags(schema)}${baseShape(schema)}${enumPart(schema)}`;
+  return `${flags(schema)}${baseShape(schema)}${enumPart(schema)}${combinatorPart(schema)}`;
+}
+
+function combinatorPart(schema: TargetSchema): string {
+  return combinatorsOf(schema)
+    .map((c) => `&${c}${canonicalJson(schema[c])}`)
+    .join('');
+}
+
+/** JSON with object keys sorted, so equal schemas written in another key order compare equal. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (!isJsonObject(value)) return JSON.stringify(value);
+  const keys = Object.keys(value).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
 }
 
 function baseShape(schema: TargetSchema): string {
@@ -124,16 +157,49 @@ function enumPart(schema: TargetSchema): string {
     .join('|')}`;
 }
 
-/** A short human description of a node's shape, for diagnostics. */
+/**
+ * A short description of a node's shape, for diagnostics, in the schema's own words: a value
+ * without a type is named after what the user wrote instead (oneOf, preserve-unknown-fields).
+ */
 export function describeShape(schema: TargetSchema): string {
+  const combinators = combinatorsOf(schema).join(', ');
+  const base = baseDescription(schema);
+  if (!combinators) return base;
+  return base === UNTYPED ? `a value typed only by ${combinators}` : `${base} constrained by ${combinators}`;
+}
+
+const UNTYPED = 'a value with no type';
+
+function baseDescription(schema: TargetSchema): string {
   if (hasNamedProperties(schema)) return 'an object with fields';
-  if (schema['x-kubernetes-int-or-string']) return 'an int-or-string';
+  if (schema['x-kubernetes-int-or-string']) return 'an int-or-string (x-kubernetes-int-or-string)';
   if (schema.type === 'array') return `an array of ${schema.items?.type ?? 'any'}`;
   if (schema.type === 'object' || schema.additionalProperties !== undefined) {
-    return schema.additionalProperties ? 'a map' : 'a free-form object';
+    return schema.additionalProperties ? 'a map (additionalProperties)' : 'an object without declared fields';
   }
-  const base = schema.type ?? 'an untyped value';
-  return schema.enum ? `${base} enum [${schema.enum.map((v) => JSON.stringify(v)).join(', ')}]` : base;
+  if (schema.type === undefined) {
+    return schema['x-kubernetes-preserve-unknown-fields']
+      ? 'a value of any type (x-kubernetes-preserve-unknown-fields, no type)'
+      : UNTYPED;
+  }
+  return schema.enum
+    ? `${schema.type} enum [${schema.enum.map((v) => JSON.stringify(v)).join(', ')}]`
+    : schema.type;
+}
+
+/** Which keywords make two same-looking shapes differ, named as the schema spells them. */
+export function differingKeywords(a: TargetSchema, b: TargetSchema): string[] {
+  const keywords = [
+    'enum',
+    'format',
+    'nullable',
+    ...COMBINATORS,
+    'x-kubernetes-preserve-unknown-fields',
+    'x-kubernetes-embedded-resource',
+  ] as const;
+  const differing: string[] = keywords.filter((k) => canonicalJson(a[k]) !== canonicalJson(b[k]));
+  if (differing.length === 0) differing.push('nested fields');
+  return differing;
 }
 
 /**
@@ -142,6 +208,10 @@ export function describeShape(schema: TargetSchema): string {
  * engine produce an object the apiserver would reject or prune.
  */
 export function misfit(value: unknown, schema: TargetSchema, where: string): string | undefined {
+  const combinators = combinatorsOf(schema);
+  if (schema.type === undefined && combinators.length > 0) {
+    return `${where} cannot be checked: the field's type is given only by ${combinators.join(', ')}, which the engine does not evaluate`;
+  }
   if (value === null) return schema.nullable ? undefined : `${where} is null but the schema is not nullable`;
   if (schema.enum && !schema.enum.some((allowed) => JSON.stringify(allowed) === JSON.stringify(value))) {
     return `${where} is ${JSON.stringify(value)}, not one of the schema's enum values`;
@@ -149,16 +219,16 @@ export function misfit(value: unknown, schema: TargetSchema, where: string): str
   if (schema['x-kubernetes-int-or-string']) {
     return typeof value === 'string' || Number.isInteger(value)
       ? undefined
-      : `${where} is not an int-or-string`;
+      : `${where} is ${shown(value)}, not an int-or-string`;
   }
   switch (schema.type) {
     case 'string':
     case 'boolean':
-      return typeof value === schema.type ? undefined : `${where} is not a ${schema.type}`;
+      return typeof value === schema.type ? undefined : `${where} is ${shown(value)}, not a ${schema.type}`;
     case 'integer':
-      return Number.isInteger(value) ? undefined : `${where} is not an integer`;
+      return Number.isInteger(value) ? undefined : `${where} is ${shown(value)}, not an integer`;
     case 'number':
-      return typeof value === 'number' ? undefined : `${where} is not a number`;
+      return typeof value === 'number' ? undefined : `${where} is ${shown(value)}, not a number`;
     case 'array':
       return misfitArray(value, schema, where);
     case 'object':
@@ -166,6 +236,12 @@ export function misfit(value: unknown, schema: TargetSchema, where: string): str
     default:
       return hasNamedProperties(schema) ? misfitObject(value, schema, where) : undefined;
   }
+}
+
+/** A value as a message shows it: scalars verbatim (so "1" and 1 read differently), not whole objects. */
+function shown(value: unknown): string {
+  if (Array.isArray(value)) return 'an array';
+  return isJsonObject(value) ? 'an object' : JSON.stringify(value);
 }
 
 function misfitArray(value: unknown, schema: TargetSchema, where: string): string | undefined {

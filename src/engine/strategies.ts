@@ -5,21 +5,25 @@
 // "Lossy in a direction" means: an object converted that way and back may not come back
 // equal. That is the property the round-trip tests check and the one `acknowledgeLossy`
 // acknowledges.
-import type {
-  ConstantRule,
-  DefaultValueRule,
-  DeleteRule,
-  EnumRemapRule,
-  FieldRenameRule,
-  Rule,
-  RuleCondition,
-  Side,
-  Strategy,
+import {
+  type ConstantRule,
+  type DefaultValueRule,
+  type DeleteRule,
+  type EnumMapping,
+  type EnumRemapRule,
+  type EnumValue,
+  type FieldRenameRule,
+  PARAMS_KEY,
+  type Rule,
+  type RuleCondition,
+  type Side,
+  type Strategy,
+  unknownStrategyMessage,
 } from '../api/rules.ts';
 import { type Diagnostic, error, warning } from './diagnostics.ts';
 import { parsePath, type Segments } from './paths.ts';
-import type { Condition, Direction, Op } from './plan.ts';
-import { describeShape, misfit, type SchemaIndex, type SchemaNode } from './schema.ts';
+import { type Condition, DIRECTIONS, type Direction, type Op } from './plan.ts';
+import { describeShape, differingKeywords, misfit, type SchemaIndex, type SchemaNode } from './schema.ts';
 
 export type SideKey = 'hub' | 'spoke';
 
@@ -44,6 +48,12 @@ export interface ResolvedRule {
    * are known.
    */
   needsClaimedElsewhere?: { side: SideKey; segments: Segments };
+  /**
+   * A `when` rule that carries its value over unchanged where the predicate does not match:
+   * lossless only if the predicate reads the same on both sides of a round trip, i.e. no rule
+   * claims its field, which compile checks once all claims are known.
+   */
+  carriesUnless?: { when: RuleCondition; segments: Segments };
 }
 
 export type Resolution =
@@ -59,13 +69,20 @@ type Lookup = { ok: true; node: SchemaNode } | { ok: false; diagnostic: Diagnost
 
 /** What a strategy decides; the common parts of a rule (`when`, acknowledgement) are added after. */
 type Transform = Omit<ResolvedRule, 'ruleIndex' | 'strategy' | 'acknowledged'> & {
-  /** Directions in which the rule reads a value from the input (and so can skip one). */
-  reads: Readonly<Record<Direction, boolean>>;
+  /**
+   * What happens to the input's value where a `when` predicate does not match: nothing (the
+   * rule reads no value that way), carried over unchanged (the rule reads and writes the same
+   * path, declared with the same shape on both sides), or lost.
+   */
+  onSkip: SkipOutcome;
 };
+export type SkipOutcome = 'nothing' | 'carry' | 'lose';
 type TransformResult = { ok: true; transform: Transform } | { ok: false; diagnostics: Diagnostic[] };
 
 export function resolveRule(rule: Rule, ruleIndex: number, ctx: PairContext): Resolution {
   const at: Located = { ruleIndex, ctx };
+  const malformed = malformedRule(rule, at);
+  if (malformed) return { ok: false, diagnostics: [malformed] };
   const transformed = transformOf(rule, at);
   const condition = rule.when ? resolveCondition(rule.when, at) : undefined;
   const diagnostics = [
@@ -73,7 +90,7 @@ export function resolveRule(rule: Rule, ruleIndex: number, ctx: PairContext): Re
     ...(condition && !condition.ok ? condition.diagnostics : []),
   ];
   if (!transformed.ok || (condition && !condition.ok)) return { ok: false, diagnostics };
-  const { reads, ...transform } = transformed.transform;
+  const { onSkip, ...transform } = transformed.transform;
   const resolved: ResolvedRule = {
     ...transform,
     ruleIndex,
@@ -83,9 +100,42 @@ export function resolveRule(rule: Rule, ruleIndex: number, ctx: PairContext): Re
   if (!condition) return { ok: true, rule: resolved, warnings: [] };
   return {
     ok: true,
-    rule: withCondition(resolved, condition.condition, reads, rule.when as RuleCondition),
-    warnings: [partialCoverage(resolved, rule.when as RuleCondition, at)],
+    rule: withCondition(resolved, condition.condition, onSkip, rule.when as RuleCondition),
+    warnings: [partialCoverage(resolved, rule.when as RuleCondition, onSkip, at)],
   };
+}
+
+/**
+ * The API's schema guarantees a known strategy and exactly its params block, but compile is
+ * also called on rules that never went through it (replay of an old message, a test, a CLI):
+ * those get a diagnostic, never a TypeError from reading a missing params block.
+ */
+function malformedRule(rule: Rule, at: Located): Diagnostic | undefined {
+  const strategy: unknown = rule.strategy;
+  const where = { version: at.ctx.version, ruleIndex: at.ruleIndex };
+  if (typeof strategy !== 'string' || !Object.hasOwn(PARAMS_KEY, strategy)) {
+    return error(
+      'InvalidRule',
+      where,
+      `${unknownStrategyMessage(rule)}.`,
+      'Use one of the supported strategies.',
+    );
+  }
+  const own = PARAMS_KEY[strategy as Strategy];
+  const record = rule as unknown as Record<string, unknown>;
+  const extra = Object.values(PARAMS_KEY).filter((key) => key !== own && record[key] !== undefined);
+  const params = record[own];
+  if (typeof params === 'object' && params !== null && extra.length === 0) return undefined;
+  const problem =
+    extra.length > 0
+      ? `a ${strategy} rule takes exactly one params block, ${own}, but also has ${extra.join(', ')}`
+      : `a ${strategy} rule needs its params block, ${own}`;
+  return error(
+    'InvalidRule',
+    where,
+    `${problem}.`,
+    `Give the rule ${own} only; put other params in rules of their own.`,
+  );
 }
 
 function transformOf(rule: Rule, at: Located): TransformResult {
@@ -136,7 +186,7 @@ function fieldRename(rule: FieldRenameRule, at: Located): TransformResult {
         spokeToHub: { ...base, kind: 'move', from: s, to: h },
       },
       losses: {},
-      reads: { hubToSpoke: true, spokeToHub: true },
+      onSkip: hubPath === spokePath ? 'carry' : 'lose',
     },
   };
 }
@@ -189,14 +239,16 @@ function oneSided(
     losses: {
       [away]: `${path} exists only on the ${side}; converting ${arrow(away)} drops its value (${strategy}).`,
     },
-    reads: { hubToSpoke: false, spokeToHub: false },
+    onSkip: 'nothing',
   };
   if (at.ctx[other].nodes.has(path))
     transform.needsClaimedElsewhere = { side: other, segments: found.node.segments };
   return { ok: true, transform };
 }
 
-// --- EnumRemap: a string field whose values are spelled differently on each side.
+// --- EnumRemap: a scalar field whose values are spelled differently on each side. Values are
+// strings, integers, numbers or booleans, matched by type and value; each side's values are
+// checked against that side's schema, so a hub integer may map to a spoke string.
 
 function enumRemap(rule: EnumRemapRule, at: Located): TransformResult {
   const { path, mapping, onUnmappedHubValue, onUnmappedSpokeValue } = rule.enumRemap;
@@ -204,8 +256,8 @@ function enumRemap(rule: EnumRemapRule, at: Located): TransformResult {
   const spoke = lookup('spoke', path, at);
   if (!hub.ok || !spoke.ok) return failed(hub, spoke);
   const diagnostics = [
-    ...stringLeafProblems('hub', hub.node, at),
-    ...stringLeafProblems('spoke', spoke.node, at),
+    ...scalarLeafProblems('hub', hub.node, at),
+    ...scalarLeafProblems('spoke', spoke.node, at),
     ...mappingValueProblems('hub', hub.node, mapping, at),
     ...mappingValueProblems('spoke', spoke.node, mapping, at),
   ];
@@ -231,21 +283,21 @@ function enumRemap(rule: EnumRemapRule, at: Located): TransformResult {
         spokeToHub: { ...base, from: segments, to: segments, table: up, onUnmapped: onUnmappedSpokeValue },
       },
       losses,
-      reads: { hubToSpoke: true, spokeToHub: true },
+      onSkip: hub.node.signature === spoke.node.signature ? 'carry' : 'lose',
     },
   };
 }
 
 /** With duplicates in the table, conversion uses the first entry; the loss check sees the rest. */
-function firstWins(pairs: [string, string][]): Map<string, string> {
-  const table = new Map<string, string>();
+function firstWins(pairs: [EnumValue, EnumValue][]): Map<EnumValue, EnumValue> {
+  const table = new Map<EnumValue, EnumValue>();
   for (const [from, to] of pairs) if (!table.has(from)) table.set(from, to);
   return table;
 }
 
 function remapLoss(
-  forward: ReadonlyMap<string, string>,
-  backward: ReadonlyMap<string, string>,
+  forward: ReadonlyMap<EnumValue, EnumValue>,
+  backward: ReadonlyMap<EnumValue, EnumValue>,
   policy: 'Error' | 'Drop',
   source: SchemaNode,
   policyField: string,
@@ -253,24 +305,28 @@ function remapLoss(
   for (const [from, to] of forward) {
     const back = backward.get(to);
     if (back !== from) {
-      return `"${from}" becomes "${to}", which converts back to "${back}", so the original value cannot be restored`;
+      return `${JSON.stringify(from)} becomes ${JSON.stringify(to)}, which converts back to ${JSON.stringify(back)}, so the original value cannot be restored`;
     }
   }
   const declared = source.schema.enum;
-  const allMapped = declared?.every((value) => typeof value === 'string' && forward.has(value)) ?? false;
+  const allMapped = declared?.every((value) => forward.has(value as EnumValue)) ?? false;
   if (policy === 'Drop' && !allMapped)
     return `values the mapping does not list are dropped (${policyField}: Drop)`;
   return undefined;
 }
 
-function stringLeafProblems(side: SideKey, node: SchemaNode, at: Located): Diagnostic[] {
-  if (node.isLeaf && node.schema.type === 'string') return [];
+const SCALAR_TYPES = new Set(['string', 'integer', 'number', 'boolean']);
+
+function scalarLeafProblems(side: SideKey, node: SchemaNode, at: Located): Diagnostic[] {
+  const scalar =
+    node.isLeaf && (SCALAR_TYPES.has(node.schema.type ?? '') || node.schema['x-kubernetes-int-or-string']);
+  if (scalar) return [];
   return [
     error(
       'ShapeMismatch',
       locate(at, node.path),
-      `EnumRemap maps string values, but ${side} ${node.path} is ${describeShape(node.schema)}.`,
-      'Point EnumRemap at a string field.',
+      `EnumRemap maps string, integer, number or boolean values, but ${side} ${node.path} is ${describeShape(node.schema)}.`,
+      'Point EnumRemap at a field typed string, integer, number or boolean on both sides.',
     ),
   ];
 }
@@ -278,7 +334,7 @@ function stringLeafProblems(side: SideKey, node: SchemaNode, at: Located): Diagn
 function mappingValueProblems(
   side: SideKey,
   node: SchemaNode,
-  mapping: readonly { hub: string; spoke: string }[],
+  mapping: readonly EnumMapping[],
   at: Located,
 ): Diagnostic[] {
   return mapping.flatMap((entry, i) => {
@@ -298,10 +354,10 @@ function mappingValueProblems(
 function uncoveredEnumValues(
   side: SideKey,
   node: SchemaNode,
-  table: ReadonlyMap<string, string>,
+  table: ReadonlyMap<EnumValue, EnumValue>,
   at: Located,
 ): Diagnostic[] {
-  const missing = (node.schema.enum ?? []).filter((value) => typeof value === 'string' && !table.has(value));
+  const missing = (node.schema.enum ?? []).filter((value) => !table.has(value as EnumValue));
   if (missing.length === 0) return [];
   const policy = side === 'hub' ? 'onUnmappedHubValue' : 'onUnmappedSpokeValue';
   return [
@@ -345,34 +401,51 @@ function resolveCondition(when: RuleCondition, at: Located): ConditionResult {
 }
 
 /**
- * A skipped rule writes nothing, and its claimed source is not passed through either. So in
- * each direction where the rule reads a value, objects the condition does not match lose it.
+ * Where the predicate does not match, the rule is skipped and its claimed fields are not
+ * passed through as such. What that costs depends on the rule (see SkipOutcome): a rule that
+ * reads and writes the same path, declared alike on both sides, carries the value over
+ * unchanged instead (lossless, so no acknowledgement); any other rule that reads a value
+ * loses it on those objects, which must be acknowledged.
  */
 function withCondition(
   rule: ResolvedRule,
   condition: Condition,
-  reads: Readonly<Record<Direction, boolean>>,
+  onSkip: SkipOutcome,
   when: RuleCondition,
 ): ResolvedRule {
   const ops: Partial<Record<Direction, Op>> = {};
   const losses = { ...rule.losses };
-  for (const direction of ['hubToSpoke', 'spokeToHub'] as const) {
+  const carry = onSkip === 'carry';
+  for (const direction of DIRECTIONS) {
     const op = rule.ops[direction];
-    if (op) ops[direction] = { ...op, when: condition };
-    if (reads[direction] && !losses[direction]) {
-      losses[direction] =
-        `${rule.path} is not carried over converting ${arrow(direction)} when ${when.path} is not ${JSON.stringify(when.equals)}.`;
-    }
+    if (op) ops[direction] = { ...op, when: { ...condition, carry } };
+    if (onSkip === 'lose' && !losses[direction])
+      losses[direction] = lostWhenSkipped(rule.path, direction, when);
   }
-  return { ...rule, ops, losses };
+  const resolved: ResolvedRule = { ...rule, ops, losses };
+  if (carry) resolved.carriesUnless = { when, segments: condition.segments };
+  return resolved;
 }
 
-function partialCoverage(rule: ResolvedRule, when: RuleCondition, at: Located): Diagnostic {
+export function lostWhenSkipped(path: string, direction: Direction, when: RuleCondition): string {
+  return `on objects whose ${when.path} is not ${JSON.stringify(when.equals)}, the rule does not apply and ${path} is dropped converting ${arrow(direction)} (a field a rule claims is never passed through as is).`;
+}
+
+function partialCoverage(
+  rule: ResolvedRule,
+  when: RuleCondition,
+  onSkip: SkipOutcome,
+  at: Located,
+): Diagnostic {
+  const otherwise =
+    onSkip === 'carry'
+      ? `on other objects it carries ${rule.path} over unchanged`
+      : `on other objects it writes nothing`;
   return warning(
     'PartialCoverage',
     locate(at, rule.path),
-    `The rule applies only when ${when.path} is ${JSON.stringify(when.equals)}; on other objects it writes nothing.`,
-    'Make sure objects the condition does not match have no value here, or add an unconditional rule.',
+    `The rule applies only when ${when.path} is ${JSON.stringify(when.equals)}; ${otherwise}.`,
+    'Make sure objects the condition does not match need no conversion here, or add an unconditional rule.',
   );
 }
 
@@ -431,7 +504,7 @@ export function arrow(direction: Direction): string {
 
 function sameDescription(a: SchemaNode, b: SchemaNode): string {
   return describeShape(a.schema) === describeShape(b.schema)
-    ? ' (their enum values, formats, nullability or nested fields differ)'
+    ? ` (their ${differingKeywords(a.schema, b.schema).join(', ')} differ)`
     : '';
 }
 
