@@ -64,6 +64,18 @@ describe('CRDs from deploy/crds/', () => {
     expect(message).toMatch(/spec\.sharding\.weight/);
   });
 
+  it('reject a ConversionWebhookServer whose name cannot name its Service (not a DNS-1035 label)', async () => {
+    for (const name of ['a.b', '1x']) {
+      const message = await rejection('conversionwebhookservers', {
+        apiVersion,
+        kind: 'ConversionWebhookServer',
+        metadata: { name },
+        spec: {},
+      });
+      expect(message).toMatch(/DNS-1035|webhook-server/);
+    }
+  });
+
   it('admit a valid CRDConversionConfig', async () => {
     await custom.createClusterCustomObject({
       group: GROUP,

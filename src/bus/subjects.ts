@@ -51,6 +51,7 @@ export const OBJECT_KINDS = [
   'crd',
   'xrd',
   'deployment',
+  'endpointslice',
   'lease',
 ] as const;
 export type ObjectKind = (typeof OBJECT_KINDS)[number];

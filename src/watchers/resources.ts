@@ -49,6 +49,13 @@ export const RECORDED_RESOURCES: WatchedResource[] = [
   { kind: 'xrdconfig', path: `/apis/${GROUP}/${VERSION}/xrdconversionconfigs` },
   { kind: 'crd', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions' },
   { kind: 'deployment', path: '/apis/apps/v1/deployments', labelSelector: managedBySelector },
+  // An instance's ready Pods, by name (`endpoints[].targetRef`): the handover gate requires a
+  // live report from each of them. The EndpointSlice controller copies the Service's labels.
+  {
+    kind: 'endpointslice',
+    path: '/apis/discovery.k8s.io/v1/endpointslices',
+    labelSelector: managedBySelector,
+  },
   {
     kind: 'lease',
     path: '/apis/coordination.k8s.io/v1/leases',
