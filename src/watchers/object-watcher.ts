@@ -10,7 +10,12 @@ import {
   type RecordedObject,
   recordedObjectSchema,
 } from '../bus/messages.ts';
-import type { RecordWriter, StoredRecord, WriteResult } from '../bus/records/record-writer.ts';
+import {
+  NOTHING_STORED,
+  type RecordWriter,
+  type StoredRecord,
+  type WriteResult,
+} from '../bus/records/record-writer.ts';
 import { heartbeatSubject, kindFilter, objectSubject, parseObjectSubject } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
 import { listObjects } from './list-objects.ts';
@@ -313,7 +318,7 @@ export class ObjectWatcher {
     const result = await this.writer.write(
       objectSubject(this.subjectKey(object.metadata)),
       event,
-      previous?.stored,
+      this.expectation(key),
     );
     this.count(result, object);
     if (result.outcome === 'stale') this.adoptStored(key, result, identityOf(object));
@@ -350,12 +355,21 @@ export class ObjectWatcher {
     const result = await this.writer.write(
       objectSubject(this.subjectKey(asObject.metadata)),
       event,
-      this.known.get(key)?.stored,
+      this.expectation(key),
     );
     this.count(result, asObject);
     if (observedBy === 'relist-gap' && result.outcome === 'stored') this.stats.tombstones++;
     if (result.outcome === 'stale') this.adoptStored(key, result, identityOf(asObject));
     else this.known.delete(key);
+  }
+
+  /**
+   * What the watcher expects the subject's last record to be. It loaded every
+   * record of its kind, so an object it does not know has none (a tombstone at
+   * most): a wrong guess costs one lost race, never a wrong write.
+   */
+  private expectation(key: string): StoredRecord {
+    return this.known.get(key)?.stored ?? NOTHING_STORED;
   }
 
   /** The bus holds a newer state than this watcher saw: adopt it (it is what a later relist compares with). */

@@ -25,6 +25,9 @@ export interface StoredRecord {
   summary: RecordSummary | undefined;
 }
 
+/** The expectation of a writer that knows a subject has no record (it loaded every record of the kind). */
+export const NOTHING_STORED: StoredRecord = { seq: 0, summary: undefined };
+
 export type WriteOutcome = 'stored' | 'duplicate' | 'stale';
 
 export interface WriteResult {
