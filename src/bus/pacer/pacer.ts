@@ -20,13 +20,22 @@
  * duplicate window drops. Backlog = the pacer consumer's `num_pending`.
  * Everything the handler runtime guarantees (validation, dead-lettering,
  * consumer recreation, drain on stop) holds for the pacer too.
+ *
+ * A NATS restart or a lost bucket is not the item's fault: a claim or release
+ * that fails on the bus is classified `infrastructure` (`runtime/errors.ts`),
+ * retried with backoff, and never dead-lettered — an item whose attempts all
+ * failed that way is republished afresh with its original identity, so its
+ * release message id, `paced:<stream>:<first seq>`, stays the same. The slot
+ * bucket lives on file storage and is re-created if a claim finds it gone.
  */
 import { type JetStreamClient, StorageType } from '@nats-io/jetstream';
 import { Kvm, type KvOptions } from '@nats-io/kv';
 import { type NatsConnection, headers as natsHeaders } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { describeError, isInfrastructureError } from '../runtime/errors.ts';
 import { type HandlerCounters, startHandlerRuntime } from '../runtime/handler-runtime.ts';
+import { originOf } from '../runtime/republish.ts';
 import { SlotClaimer } from './slot-claimer.ts';
 import { assertRate } from './slots.ts';
 
@@ -34,14 +43,16 @@ import { assertRate } from './slots.ts';
 export const DEFAULT_PACER_RATE_PER_SECOND = 50;
 
 /**
- * The slot bucket: tokens are only compared, never read back, so memory storage
- * and one revision per key suffice; a minute of max_age is far longer than any
- * slot is contended, and bounds the bucket to rate*60 keys.
+ * The slot bucket: one revision per key suffices (tokens are only created,
+ * never updated); a minute of max_age is far longer than any slot is
+ * contended, and bounds the bucket to rate*60 keys. File storage, so the
+ * bucket survives a nats-server restart: in memory it vanished with the
+ * server and every claim after the restart failed (issue 9, item 3).
  */
 export const PACER_BUCKET_OPTIONS: Partial<KvOptions> = {
   history: 1,
   ttl: 60_000,
-  storage: StorageType.Memory,
+  storage: StorageType.File,
   description: 'switchyard pacer time-slot tokens',
 };
 
@@ -114,7 +125,13 @@ export async function startPacer(opts: PacerOptions): Promise<Pacer> {
   const rate = opts.ratePerSecond ?? DEFAULT_PACER_RATE_PER_SECOND;
   assertRate(rate);
   const kvm = new Kvm(opts.nc);
+  // `create` opens an existing bucket and creates a missing one, so it is also the repair.
   const kv = await kvm.create(opts.bucket, PACER_BUCKET_OPTIONS);
+  const recreateBucket = () =>
+    kvm.create(opts.bucket, PACER_BUCKET_OPTIONS).then(
+      () => opts.log.warn({ bucket: opts.bucket }, 'pacer slot bucket checked after a bus failure'),
+      (err: unknown) => opts.log.warn({ err: describeError(err) }, 'pacer slot bucket not reachable yet'),
+    );
   const claimer = new SlotClaimer({
     kv,
     ratePerSecond: rate,
@@ -141,11 +158,14 @@ export async function startPacer(opts: PacerOptions): Promise<Pacer> {
     ...(opts.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: opts.drainTimeoutMs }),
     errorBackoff: { baseMs: 200, maxMs: 10_000 },
     handle: async (item, ctx) => {
-      const slot = await claimer.claim(ctx.signal);
+      const slot = await claimer.claim(ctx.signal).catch(async (err: unknown) => {
+        if (isInfrastructureError(err)) await recreateBucket();
+        throw err;
+      });
       const h = natsHeaders();
       for (const [k, v] of Object.entries(item.headers ?? {})) h.set(k, v);
       await js.publish(item.subject, JSON.stringify(item.payload), {
-        msgID: item.msgId ?? `paced:${opts.stream}:${ctx.seq}`,
+        msgID: item.msgId ?? `paced:${originOf(ctx.headers, opts.stream, ctx.seq)}`,
         headers: h,
         timeout: 5_000,
       });

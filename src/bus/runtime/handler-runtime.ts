@@ -43,6 +43,12 @@
  *   with the delivery count (`backoff.ts`); a Kubernetes 409 conflict is its
  *   own kind with a shorter backoff (`errors.ts`). A `PermanentError` is
  *   dead-lettered at once.
+ * - **The bus's failures are not the message's.** A failure classified
+ *   `infrastructure` (stream missing, JetStream not enabled, timeout, no
+ *   responders, connection closed) is retried with backoff like any other,
+ *   but when it ends the attempt budget the message is republished afresh
+ *   (`republish.ts`) and the original acked: a NATS restart never
+ *   dead-letters work.
  * - **Dead-lettering never blocks the rest.** On the last handler attempt a
  *   failure is republished to the dead-letter subject with its reason, original
  *   subject, stream sequence and delivery count (`dead-letter.ts`), counted,
@@ -92,6 +98,7 @@ import {
 import { classifyFailure, describeError, type FailureKind } from './errors.ts';
 import { type LeaseTimings, leaseTimings } from './lease.ts';
 import { keyOfPartitionedSubject } from './partition.ts';
+import { originOf, republishHeaders, republishMsgId } from './republish.ts';
 
 export interface HandlerContext {
   subject: string;
@@ -163,6 +170,8 @@ export interface HandlerCounters {
   deadLetterFailures: number;
   /** Arrived after stop and given back at once (nak). */
   released: number;
+  /** Attempt budget spent on bus failures only: published again afresh, the original acked. */
+  republished: number;
   /** Handlers cut short by the deadline or the drain timeout. */
   timedOut: number;
   /** Attempts given up without a settle (lease lapsed, or no settle in the grace): redelivered after ack_wait. */
@@ -257,6 +266,7 @@ class Runtime<T> implements HandlerRuntime {
     invalid: 0,
     deadLetterFailures: 0,
     released: 0,
+    republished: 0,
     timedOut: 0,
     abandoned: 0,
     ackFailures: 0,
@@ -270,6 +280,7 @@ class Runtime<T> implements HandlerRuntime {
   private resolveStopped: () => void = () => undefined;
   private stopCalled: Promise<void> | undefined;
   private readonly recreating = new Map<string, Promise<void>>();
+  private connected = true;
 
   constructor(opts: HandlerRuntimeOptions<T>, jsm: JetStreamManager) {
     this.opts = opts;
@@ -303,6 +314,7 @@ class Runtime<T> implements HandlerRuntime {
             return [c, i] as [PlannedConsumer, number];
           })
         : this.plan.map((c) => [c, 0] as [PlannedConsumer, number]);
+    void this.trackConnection();
     this.lanes = lanes.map(([c, i]) => this.lane(c, i));
     this.log.info(
       { consumers: this.plan.map((c) => c.name), lanes: lanes.length },
@@ -333,6 +345,14 @@ class Runtime<T> implements HandlerRuntime {
     await this.opts.nc.flush().catch(() => undefined);
     this.log.info({ counters: this.counters() }, 'handler runtime stopped');
     this.resolveStopped();
+  }
+
+  /** Ends when the connection closes. */
+  private async trackConnection(): Promise<void> {
+    for await (const s of this.opts.nc.status()) {
+      if (s.type === 'disconnect') this.connected = false;
+      else if (s.type === 'reconnect') this.connected = true;
+    }
   }
 
   private async lane(planned: PlannedConsumer, index: number): Promise<void> {
@@ -553,6 +573,10 @@ class Runtime<T> implements HandlerRuntime {
       await this.deadLetter(m, attempt, 'permanent', reason, log);
       return;
     }
+    if (m.info.deliveryCount >= maxDeliver && kind === 'infrastructure') {
+      await this.republishAfresh(m, attempt, reason, log);
+      return;
+    }
     if (m.info.deliveryCount >= maxDeliver) {
       await this.deadLetter(
         m,
@@ -574,10 +598,34 @@ class Runtime<T> implements HandlerRuntime {
     log.info({ kind, delayMs, err: reason }, 'handler failed; retrying later');
   }
 
-  /** True while the attempt may settle; otherwise it is abandoned (and counted) here. */
+  /** The bus failed on the last attempt: the message is fine, so it starts over instead of being dead-lettered. */
+  private async republishAfresh(m: JsMsg, attempt: AttemptLease, reason: string, log: Logger): Promise<void> {
+    const { stream, streamSequence } = m.info;
+    try {
+      await this.js.publish(m.subject, m.data, {
+        headers: republishHeaders(m.headers, originOf(m.headers, stream, streamSequence)),
+        msgID: republishMsgId(stream, streamSequence),
+        timeout: this.opts.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
+      });
+    } catch (err) {
+      const delayMs = retryDelayMs(m.info.deliveryCount, this.opts.errorBackoff ?? DEFAULT_ERROR_BACKOFF);
+      log.warn({ err: describeError(err), delayMs }, 'republish failed; the message stays and is retried');
+      this.nak(m, attempt, delayMs, log);
+      return;
+    }
+    if (!(await this.ack(m, attempt, log))) return;
+    this.counts.republished++;
+    log.warn({ err: reason }, 'attempt budget spent on bus failures; republished afresh');
+  }
+
+  /**
+   * True while the attempt may settle; otherwise it is abandoned (and counted)
+   * here. While disconnected a settle would sit in the client's reconnect
+   * buffer and could reach the server after the lease, so none is sent.
+   */
   private mayStillSettle(attempt: AttemptLease, log: Logger): boolean {
-    if (attempt.held()) return true;
-    this.abandon(attempt, 'lease lapsed before settling', log);
+    if (this.connected && attempt.held()) return true;
+    this.abandon(attempt, this.connected ? 'lease lapsed before settling' : 'disconnected from NATS', log);
     return false;
   }
 

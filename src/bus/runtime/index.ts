@@ -6,4 +6,5 @@ export * from './errors.ts';
 export * from './handler-runtime.ts';
 export * from './lease.ts';
 export * from './partition.ts';
+export * from './republish.ts';
 export * from './shutdown.ts';
