@@ -13,8 +13,10 @@
  *    One token per slot of 1000/rate ms, each won by exactly one replica and
  *    only during its own slot, gives the fleet-wide rate.
  *
- * Guarantees: at most ceil(W*rate/1000)+1 releases in any W ms (up to clock
- * skew, see `slot-claimer.ts`); no item is lost (acked only after the
+ * Guarantees: at most ceil(W*rate/1000)+1 releases in any W ms, on the
+ * server's clock: each replica claims slots on its own clock corrected by its
+ * measured offset to the NATS server (`server-clock.ts`), so a skewed replica
+ * claims the same slots as the others (residual error: half a KV round trip); no item is lost (acked only after the
  * republish is stored); an item whose pacer died after publishing but before
  * acking is republished with the same message id, which the work stream's
  * duplicate window drops. Backlog = the pacer consumer's `num_pending`.
@@ -36,6 +38,7 @@ import { z } from 'zod';
 import { describeError, isInfrastructureError } from '../runtime/errors.ts';
 import { type HandlerCounters, startHandlerRuntime } from '../runtime/handler-runtime.ts';
 import { originOf } from '../runtime/republish.ts';
+import { ServerClock } from './server-clock.ts';
 import { SlotClaimer } from './slot-claimer.ts';
 import { assertRate } from './slots.ts';
 
@@ -105,6 +108,7 @@ export interface PacerOptions {
   /** Token value, for debugging; default the connection's client id. */
   owner?: string;
   drainTimeoutMs?: number;
+  /** This replica's wall clock (tests inject a skewed one); slots are claimed on it corrected to the server's. */
   clock?: () => number;
 }
 
@@ -132,12 +136,15 @@ export async function startPacer(opts: PacerOptions): Promise<Pacer> {
       () => opts.log.warn({ bucket: opts.bucket }, 'pacer slot bucket checked after a bus failure'),
       (err: unknown) => opts.log.warn({ err: describeError(err) }, 'pacer slot bucket not reachable yet'),
     );
-  const claimer = new SlotClaimer({
+  const owner = opts.owner ?? `client-${opts.nc.info?.client_id ?? 'unknown'}`;
+  const serverClock = new ServerClock({
     kv,
-    ratePerSecond: rate,
-    owner: opts.owner ?? `client-${opts.nc.info?.client_id ?? 'unknown'}`,
-    ...(opts.clock ? { clock: opts.clock } : {}),
+    owner,
+    log: opts.log,
+    ...(opts.clock ? { local: opts.clock } : {}),
   });
+  await serverClock.start();
+  const claimer = new SlotClaimer({ kv, ratePerSecond: rate, owner, clock: serverClock.now });
   const js = kvm.js;
   let releasedCount = 0;
   const runtime = await startHandlerRuntime({
@@ -181,6 +188,9 @@ export async function startPacer(opts: PacerOptions): Promise<Pacer> {
       slotsWon: claimer.won,
       slotsLost: claimer.lost,
     }),
-    stop: (o) => runtime.stop(o),
+    stop: (o) => {
+      serverClock.stop();
+      return runtime.stop(o);
+    },
   };
 }
