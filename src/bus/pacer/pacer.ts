@@ -1,8 +1,9 @@
 /**
  * Paced fan-out: one change fans out into many work items, and the fleet
  * releases them into their work subjects at a fixed rate (default 50/s) that
- * holds for ALL replicas together. JetStream 2.9 has no message-rate limit
- * (`rate_limit_bps` is bits/s and push-only), so the pacing is built on the bus:
+ * holds for ALL replicas together. JetStream (through 2.15) has no
+ * message-rate limit (`rate_limit_bps` is bits/s and push-only), so the pacing
+ * is built on the bus:
  *
  * 1. A producer publishes each item, as a {@link PacedItem} envelope naming its
  *    target subject, to a fan-out WorkQueue stream (`publishPaced`).
