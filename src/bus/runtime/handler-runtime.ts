@@ -293,6 +293,9 @@ class Runtime<T> implements HandlerRuntime {
     this.stopped = new Promise((resolve) => {
       this.resolveStopped = resolve;
     });
+    if (opts.handlerTimeoutMs !== undefined && !(opts.handlerTimeoutMs > 0)) {
+      throw new Error(`handlerTimeoutMs must be positive, got ${opts.handlerTimeoutMs}`);
+    }
     if (opts.consumers.mode === 'partitioned' && opts.concurrency !== undefined) {
       throw new Error('concurrency is one lane per partition in partitioned mode; do not set it');
     }
@@ -521,7 +524,8 @@ class Runtime<T> implements HandlerRuntime {
       publishedAtMs: Math.floor(m.info.timestampNanos / 1e6),
     };
     try {
-      const settled = this.opts.handle(data, ctx).then(
+      // Through a promise, so a handler that throws synchronously is a failure like any other.
+      const settled = new Promise<void>((resolve) => resolve(this.opts.handle(data, ctx))).then(
         () => ({ ok: true as const }),
         (err: unknown) => ({ ok: false as const, err }),
       );

@@ -103,6 +103,35 @@ function lastCounters(events: EventLog, pid: number | undefined): Record<string,
   return (mine.at(-1)?.counters ?? {}) as Record<string, number>;
 }
 
+describe('what the lease relies on, on this nats-server', () => {
+  it('answers a +WPI request, and confirmed progress keeps a delivery past ack_wait; it also answers a stale one', async () => {
+    const { spec, subject } = await setUp('progress');
+    const [planned] = planHandlerConsumers(spec);
+    if (!planned) throw new Error('no consumer planned');
+    await ensureConsumer(jsm, planned);
+    const js = jsm.jetstream();
+    await js.publish(subject('m1'), JSON.stringify({ id: 'm1' }));
+    const consumer = await js.consumers.get(spec.stream, planned.name);
+    const m = await consumer.next({ expires: 5_000 });
+    const reply = (m as unknown as { reply: string }).reply;
+    const progress = new TextEncoder().encode('+WPI');
+    const until = Date.now() + 2 * ACK_WAIT_MS;
+    while (Date.now() < until) {
+      const started = performance.now();
+      await nc.request(reply, progress, { timeout: 1_000 });
+      expect(performance.now() - started, 'the server confirms progress quickly').toBeLessThan(250);
+      await new Promise((r) => setTimeout(r, timings.heartbeatMs));
+    }
+    expect((await jsm.consumers.info(spec.stream, planned.name)).num_redelivered, 'progress kept it').toBe(0);
+    // Silent past ack_wait: redelivered; the first delivery's progress request is still answered,
+    // which is why a reply extends the lease only when it arrives within it.
+    const again = await consumer.next({ expires: 2 * ACK_WAIT_MS });
+    expect(again?.info.deliveryCount).toBe(2);
+    await expect(nc.request(reply, progress, { timeout: 1_000 })).resolves.toBeDefined();
+    await again?.ackAck();
+  });
+});
+
 describe('handler lease (own nats-server, worker processes)', () => {
   it('a replica stalled past ack_wait never acks its late completion, so the next message for the key waits for the redelivered one', async () => {
     const { spec, subject } = await setUp('stall');
