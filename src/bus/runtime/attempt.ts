@@ -13,7 +13,7 @@
  */
 import type { JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { extendedLease, type LeaseTimings, leaseFrom, leaseHeld } from './lease.ts';
+import { extendedLease, type LeaseTimings, leaseFrom, leaseHeld, nextBeatDelayMs } from './lease.ts';
 
 const PROGRESS = new TextEncoder().encode('+WPI');
 
@@ -34,8 +34,9 @@ export class AttemptLease {
   private leaseEndMs: number;
   private abandonedReason: string | undefined;
   private readonly abort = new AbortController();
-  private readonly heartbeat: NodeJS.Timeout;
+  private heartbeat: NodeJS.Timeout | undefined;
   private lapseTimer: NodeJS.Timeout | undefined;
+  private ended = false;
   private onAbandon: (reason: string) => void = () => undefined;
   /** Resolves with the reason once the attempt is abandoned. */
   readonly abandoned: Promise<string>;
@@ -45,22 +46,17 @@ export class AttemptLease {
   private readonly timings: LeaseTimings;
   private readonly now: () => number;
 
-  constructor(
-    nc: NatsConnection,
-    msg: JsMsg,
-    timings: LeaseTimings,
-    now: () => number,
-    receivedAtMs: number,
-  ) {
+  /** `pulledAtMs`: when the pull request that brought the message was sent (monotonic). */
+  constructor(nc: NatsConnection, msg: JsMsg, timings: LeaseTimings, now: () => number, pulledAtMs: number) {
     this.nc = nc;
     this.replySubject = ackSubjectOf(msg);
     this.timings = timings;
     this.now = now;
-    this.leaseEndMs = leaseFrom(receivedAtMs, timings);
+    this.leaseEndMs = leaseFrom(pulledAtMs, timings);
     this.abandoned = new Promise((resolve) => {
       this.onAbandon = resolve;
     });
-    this.heartbeat = setInterval(() => void this.beat(), timings.heartbeatMs);
+    this.scheduleBeat();
     this.armLapseTimer();
   }
 
@@ -96,8 +92,16 @@ export class AttemptLease {
 
   /** Stops heartbeats once the message was settled. */
   end(): void {
-    clearInterval(this.heartbeat);
+    this.ended = true;
+    clearTimeout(this.heartbeat);
     clearTimeout(this.lapseTimer);
+  }
+
+  /** One progress request at a time: the next is scheduled when the previous one was answered or failed. */
+  private scheduleBeat(): void {
+    if (this.ended) return;
+    const delay = nextBeatDelayMs(this.leaseEndMs, this.now(), this.timings);
+    this.heartbeat = setTimeout(() => void this.beat().finally(() => this.scheduleBeat()), delay);
   }
 
   private armLapseTimer(): void {

@@ -50,7 +50,7 @@ export type HandlerConsumerSpec = {
    * How long the server waits for an ack before redelivering to another
    * replica. The runtime confirms progress every ackWait/3 while a handler runs
    * (see `lease.ts`), so this bounds failover after a crash or a stall, not
-   * handler duration (`handlerTimeoutMs` does). At least 2 s.
+   * handler duration (`handlerTimeoutMs` does). At least 3 s.
    */
   ackWaitMs: number;
   /** Handler attempts before a message is dead-lettered. */

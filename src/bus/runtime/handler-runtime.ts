@@ -9,7 +9,8 @@
  *   The server frees a partition on the first ack it gets for the delivered
  *   message, even a late one from an attempt it has already redelivered
  *   elsewhere. So each attempt holds a lease (`lease.ts`, `attempt.ts`):
- *   confirmed `+WPI` progress every ack_wait/3 keeps it, and the runtime acks
+ *   it starts when the pull was sent, confirmed `+WPI` progress (every
+ *   ack_wait/3, sooner when it runs short) keeps it, and the runtime acks
  *   or naks ONLY within it. An attempt whose lease lapsed (event loop stalled,
  *   connection cut) is abandoned: its signal aborts and nothing is sent, so a
  *   late completion can never release the partition while the redelivered
@@ -96,7 +97,7 @@ import {
   deadLetterRecordFor,
 } from './dead-letter.ts';
 import { classifyFailure, describeError, type FailureKind } from './errors.ts';
-import { type LeaseTimings, leaseTimings } from './lease.ts';
+import { type LeaseTimings, leaseTimings, pullExpiryMs } from './lease.ts';
 import { keyOfPartitionedSubject } from './partition.ts';
 import { originOf, republishHeaders, republishMsgId } from './republish.ts';
 
@@ -137,7 +138,7 @@ export interface HandlerRuntimeOptions<T> {
   log: Logger;
   /** Shared mode: messages in flight per replica (lanes). Partitioned mode has one lane per partition. Default 1. */
   concurrency?: number;
-  /** How long one pull waits for a message (ms, ≥ 1000). Default 10 s. */
+  /** How long one pull waits for a message (ms, ≥ 1000; at most half a lease, see `lease.ts`). Default 10 s. */
   pullExpiresMs?: number;
   errorBackoff?: BackoffPolicy;
   conflictBackoff?: BackoffPolicy;
@@ -360,7 +361,7 @@ class Runtime<T> implements HandlerRuntime {
 
   private async lane(planned: PlannedConsumer, index: number): Promise<void> {
     const log = this.log.child({ consumer: planned.name, lane: index });
-    const expires = this.opts.pullExpiresMs ?? DEFAULTS.pullExpiresMs;
+    const expires = pullExpiryMs(this.opts.pullExpiresMs ?? DEFAULTS.pullExpiresMs, this.timings);
     let failures = 0;
     // Looked up once and reused: a lookup is a $JS.API info request, too costly per message.
     let consumer: Consumer | undefined;
@@ -368,6 +369,8 @@ class Runtime<T> implements HandlerRuntime {
       let fetch: ConsumerMessages | undefined;
       try {
         consumer ??= await this.js.consumers.get(planned.stream, planned.name);
+        // The lease of a message starts here: the server cannot have delivered it before this pull.
+        const pulledAt = monotonicNow();
         fetch = await consumer.fetch({ max_messages: 1, expires });
         this.fetches.add(fetch);
         if (this.stopping.signal.aborted) fetch.stop();
@@ -379,7 +382,7 @@ class Runtime<T> implements HandlerRuntime {
             this.counts.released++;
             continue;
           }
-          await this.process(m, planned);
+          await this.process(m, planned, pulledAt);
         }
         failures = 0;
       } catch (err) {
@@ -443,8 +446,8 @@ class Runtime<T> implements HandlerRuntime {
     return subject;
   }
 
-  private async process(m: JsMsg, planned: PlannedConsumer): Promise<void> {
-    const attempt = new AttemptLease(this.opts.nc, m, this.timings, monotonicNow, monotonicNow());
+  private async process(m: JsMsg, planned: PlannedConsumer, pulledAt: number): Promise<void> {
+    const attempt = new AttemptLease(this.opts.nc, m, this.timings, monotonicNow, pulledAt);
     const key = this.keyOf(m.subject);
     const log = this.log.child({
       consumer: planned.name,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { extendedLease, leaseFrom, leaseHeld, leaseTimings } from './lease.ts';
+import { extendedLease, leaseFrom, leaseHeld, leaseTimings, nextBeatDelayMs, pullExpiryMs } from './lease.ts';
 
 describe('handler lease arithmetic', () => {
   it('keeps a margin of max(1 s, ack_wait/5) and heartbeats three times per ack_wait', () => {
@@ -7,8 +7,22 @@ describe('handler lease arithmetic', () => {
     expect(leaseTimings(3_000)).toEqual({ ackWaitMs: 3_000, marginMs: 1_000, heartbeatMs: 1_000 });
   });
 
-  it('refuses an ack_wait too short to hold a lease with a heartbeat inside it', () => {
-    expect(() => leaseTimings(1_000)).toThrow(/at least 2000/);
+  it('refuses an ack_wait too short to hold a lease with a pull and a heartbeat inside it', () => {
+    expect(() => leaseTimings(2_000)).toThrow(/at least 3000/);
+  });
+
+  it('lets a pull wait at most half a lease, so a message never arrives with its lease nearly gone', () => {
+    expect(pullExpiryMs(10_000, leaseTimings(30_000))).toBe(10_000);
+    expect(pullExpiryMs(10_000, leaseTimings(5_000))).toBe(2_000);
+    expect(pullExpiryMs(10_000, leaseTimings(3_000))).toBe(1_000);
+  });
+
+  it('confirms progress every heartbeat, or sooner when half of the remaining lease is gone', () => {
+    const t = leaseTimings(30_000);
+    expect(nextBeatDelayMs(24_000, 0, t)).toBe(10_000);
+    // A message that arrived late in its pull: 8 s of lease left, beat after 4 s.
+    expect(nextBeatDelayMs(24_000, 16_000, t)).toBe(4_000);
+    expect(nextBeatDelayMs(24_000, 30_000, t)).toBe(0);
   });
 
   it('ends the lease before the server can redeliver: delivery + ack_wait − margin', () => {

@@ -10,10 +10,14 @@
  * (reproduced on nats-server 2.15.2). So the runtime settles a message only
  * while it is sure the server has not redelivered it:
  *
- * - The lease starts at delivery receipt and lasts `ack_wait − margin`. The
- *   server stamped the delivery slightly earlier than we received it; the
- *   margin (max(1 s, ack_wait/5)) covers that transit and the time an ack
- *   takes to reach the server.
+ * - The lease starts when the pull request that brought the message was
+ *   sent: the server cannot have delivered it earlier, whereas the receipt
+ *   time can be late by any event-loop stall that kept the message in the
+ *   socket buffer. It lasts `ack_wait − margin`; the margin (max(1 s,
+ *   ack_wait/5)) covers the time an ack takes to reach the server. A pull
+ *   waits at most half a lease for a message ({@link pullExpiryMs}), so a
+ *   message always arrives with half a lease left, and the first progress is
+ *   sent when half of what remains is gone ({@link nextBeatDelayMs}).
  * - A progress request confirmed by the server's reply extends the lease to
  *   (send time + ack_wait − margin): the server processed it after we sent it,
  *   so its own timer starts later than ours.
@@ -22,8 +26,11 @@
  *   replica (verified on 2.15.2), so a late reply may be another attempt's.
  */
 
-/** The server rejects nothing below this, but a lease needs room for a heartbeat and a margin. */
-export const MIN_ACK_WAIT_MS = 2_000;
+/**
+ * A lease needs room for a margin (1 s) and a pull of at least 1 s (the
+ * client's minimum `expires`) inside half of what remains.
+ */
+export const MIN_ACK_WAIT_MS = 3_000;
 
 export interface LeaseTimings {
   ackWaitMs: number;
@@ -44,7 +51,7 @@ export function leaseTimings(ackWaitMs: number): LeaseTimings {
   };
 }
 
-/** The lease granted by a delivery received (or a progress request sent) at `startMs`. */
+/** The lease granted by a pull (or a progress request) sent at `startMs`. */
 export function leaseFrom(startMs: number, t: LeaseTimings): number {
   return startMs + t.ackWaitMs - t.marginMs;
 }
@@ -66,4 +73,14 @@ export function extendedLease(
 
 export function leaseHeld(leaseEndMs: number, nowMs: number): boolean {
   return nowMs < leaseEndMs;
+}
+
+/** How long a pull may wait for a message: at most half a lease, so a message arrives with time to confirm progress. */
+export function pullExpiryMs(requestedMs: number, t: LeaseTimings): number {
+  return Math.max(1_000, Math.min(requestedMs, Math.floor((t.ackWaitMs - t.marginMs) / 2)));
+}
+
+/** When to send the next progress: every heartbeat, or sooner, when half of the remaining lease is gone. */
+export function nextBeatDelayMs(leaseEndMs: number, nowMs: number, t: LeaseTimings): number {
+  return Math.max(0, Math.min(t.heartbeatMs, Math.floor((leaseEndMs - nowMs) / 2)));
 }

@@ -95,7 +95,7 @@ describe('handler workers (processes)', () => {
       stream: STREAM,
       durable: name,
       filterSubject: subj(`${name}.>`),
-      ackWaitMs: 2_000,
+      ackWaitMs: 3_000,
       maxDeliver: 5,
     };
     const spawn = () => startWorker(name, spec);
