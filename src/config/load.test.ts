@@ -19,7 +19,7 @@ function problems(fn: () => unknown): string[] {
 }
 
 describe('loadConfig', () => {
-  it('defaults: writes unlimited, events 200/400 with a 1000-deep queue, fan-out 50/s, 24 h retention', () => {
+  it('defaults: writes unlimited, events 200/400 with a 1000-deep queue, fan-out 50/s, 24 h retention, 16 partitions per concern', () => {
     const { config } = loadConfig({ argv: [], env: {} });
     expect(config).toEqual(defaultConfig());
     expect(config.kubernetes).toEqual({
@@ -33,6 +33,7 @@ describe('loadConfig', () => {
       fanoutRatePerSecond: 50,
       recordRetentionHours: 24,
       duplicateWindowSeconds: 120,
+      partitions: { assign: 16, leaseAggregate: 16, handover: 16 },
     });
     expect(config.log.level).toBe('info');
   });
@@ -143,5 +144,11 @@ describe('configuration keys', () => {
   it('docs/configuration.md carries the reference generated from the schema (run node src/config/reference.ts)', () => {
     const docs = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'configuration.md'), 'utf8');
     expect(docs).toContain(renderConfigurationReference());
+  });
+
+  it('sets one concern’s partition count from the environment, leaving the others at their default', () => {
+    const { config } = loadConfig({ argv: [], env: { SWITCHYARD_BUS_PARTITIONS_HANDOVER: '64' } });
+    expect(config.bus.partitions).toEqual({ assign: 16, leaseAggregate: 16, handover: 64 });
+    expect(() => loadConfig({ argv: [], env: { SWITCHYARD_BUS_PARTITIONS_ASSIGN: '0' } })).toThrow();
   });
 });

@@ -70,6 +70,33 @@ const nats = z
   })
   .strict();
 
+/**
+ * The partitioned handler concerns (per-key serialization, `src/bus/runtime/`):
+ * each one's partition count caps its throughput at about partitions ÷
+ * (handler latency + a few ms), whatever the replica count (docs/bus.md).
+ */
+export const PARTITIONED_CONCERNS = ['assign', 'leaseAggregate', 'handover'] as const;
+export type PartitionedConcern = (typeof PARTITIONED_CONCERNS)[number];
+
+function partitionCount(concern: string, serializes: string) {
+  return numeric(z.number().int().min(1).max(1024))
+    .default(16)
+    .describe(
+      `Partitions of the ${concern} handler, fleet-wide: at most this many ${serializes} are handled at once, ` +
+        'one per partition, whatever the replica count, so throughput ≈ partitions ÷ (handler latency + a few ms): ' +
+        '16 partitions at 20 ms ≈ 600 msg/s. Replicas beyond the partition count add no throughput. Change it only ' +
+        'with the concern’s WORK backlog drained: keys move between partitions.',
+    );
+}
+
+const partitions = z
+  .object({
+    assign: partitionCount('assign', 'pools'),
+    leaseAggregate: partitionCount('lease-aggregate', 'webhook servers'),
+    handover: partitionCount('handover', 'targets'),
+  })
+  .strict();
+
 const bus = z
   .object({
     fanoutRatePerSecond: numeric(z.number().positive())
@@ -93,6 +120,7 @@ const bus = z
           'Ordering does not depend ' +
           'on it: a record older than the stored one is refused whatever the window.',
       ),
+    partitions: partitions.prefault({}),
   })
   .strict();
 

@@ -3,7 +3,13 @@
 // client's opt-in limit measured from the apiserver's receive timestamps, and
 // the events client shedding and counting beyond its bucket and queue.
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  EventsV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AuditEvent, auditLogFromNow } from '../../test/support/audit-log.ts';
 import { createNamespace, useLocalCluster } from '../../test/support/local-cluster.ts';
@@ -217,15 +223,19 @@ describe('Kubernetes clients split by concern', () => {
     const audit = await auditLogFromNow(cluster.info.auditLog);
     const c = clients(component, {}, 'nobody'); // no RBAC: 403
     c.events.recorder.record(event('denied'));
+    // idle() resolves once the sender returned, retries and their backoff included: nothing is sent after it.
     await c.events.recorder.idle();
     expect(c.events.recorder.counters()).toMatchObject({ rejected: 1, retried: 0, emitted: 0 });
-    const attempts = await audit.waitFor('the denied create', (all) =>
-      all.filter((e) => e.userAgent === `switchyard/${component}/events`),
-    );
-    await new Promise((r) => setTimeout(r, 500)); // would a retry show up?
-    expect((await audit.all()).filter((e) => e.userAgent === `switchyard/${component}/events`)).toHaveLength(
-      attempts.length,
-    );
-    expect(attempts.map((e) => e.responseStatus?.code)).toEqual([403]);
+    // A marker request on the same client, sent after every attempt ended: once the audit log shows it,
+    // it shows every create before it, so counting them needs no sleep (a retry backs off 375–625 ms).
+    await c.events.kubeConfig
+      .makeApiClient(EventsV1Api)
+      .listNamespacedEvent({ namespace })
+      .catch(() => undefined);
+    const seen = await audit.waitFor('the marker list after the denied create', (all) => {
+      const mine = all.filter((e) => e.userAgent === `switchyard/${component}/events`);
+      return mine.some((e) => e.verb === 'list') ? mine : [];
+    });
+    expect(seen.filter((e) => e.verb === 'create').map((e) => e.responseStatus?.code)).toEqual([403]);
   });
 });

@@ -5,12 +5,15 @@
 //   record() ─▶ token bucket (eventQPS/eventBurst) ─▶ bounded queue ─▶ N senders ─▶ apiserver
 //                 empty: drop + count                 full: drop + count
 //
-// `record` never waits and never throws. A sender retries network errors and
-// 5xx with backoff a bounded number of times; an Event the apiserver rejects
-// (any 4xx, 429 included: an apiserver shedding load must not get the same
-// discardable request again) is counted and not retried. Each Event has a fixed
-// name, so a retry after a lost response meets 409 AlreadyExists instead of
-// creating a duplicate; that 409 counts as emitted.
+// `record` never waits and never throws. A sender retries only network errors
+// (no HTTP response at all), with backoff, a bounded number of times. An Event
+// that got any HTTP error status — 4xx, 429 and 5xx alike — is counted and
+// not retried: that is client-go's rule (`recordEvent` in
+// tools/record/event.go retries transport errors only and gives up on every
+// StatusError), and an apiserver answering 429/5xx is shedding or failing
+// under load, which a discardable request must not add to. Each Event has a
+// fixed name, so a retry after a lost response meets 409 AlreadyExists
+// instead of creating a duplicate; that 409 counts as emitted.
 //
 // What it does not do (client-go's broadcaster does): series aggregation and
 // per-object spam filtering. Handlers record transitions, not heartbeats, so
@@ -53,11 +56,11 @@ export interface EventCounters {
   droppedShutdown: number;
   /** All drops: the three above. */
   dropped: number;
-  /** Refused by the apiserver (4xx); not retried. */
+  /** Answered with an HTTP error status (4xx or 5xx); not retried. */
   rejected: number;
-  /** Network errors or 5xx on every attempt. */
+  /** Network errors on every attempt. */
   failed: number;
-  /** Retries after a network error or 5xx. */
+  /** Retries after a network error. */
   retried: number;
   /** Waiting in the queue now. */
   queued: number;
@@ -277,7 +280,7 @@ export class EventRecorder {
           this.count.emitted++; // an earlier attempt landed; its response was lost
           return;
         }
-        if (status !== undefined && status < 500) {
+        if (status !== undefined) {
           this.count.rejected++;
           log?.warn(
             { status, reason: event.reason, body: (err as { body?: unknown }).body },

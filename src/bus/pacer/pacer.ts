@@ -1,8 +1,9 @@
 /**
  * Paced fan-out: one change fans out into many work items, and the fleet
  * releases them into their work subjects at a fixed rate (default 50/s) that
- * holds for ALL replicas together. JetStream 2.9 has no message-rate limit
- * (`rate_limit_bps` is bits/s and push-only), so the pacing is built on the bus:
+ * holds for ALL replicas together. JetStream (through 2.15) has no
+ * message-rate limit (`rate_limit_bps` is bits/s and push-only), so the pacing
+ * is built on the bus:
  *
  * 1. A producer publishes each item, as a {@link PacedItem} envelope naming its
  *    target subject, to a fan-out WorkQueue stream (`publishPaced`).
@@ -13,20 +14,32 @@
  *    One token per slot of 1000/rate ms, each won by exactly one replica and
  *    only during its own slot, gives the fleet-wide rate.
  *
- * Guarantees: at most ceil(W*rate/1000)+1 releases in any W ms (up to clock
- * skew, see `slot-claimer.ts`); no item is lost (acked only after the
+ * Guarantees: at most ceil(W*rate/1000)+1 releases in any W ms, on the
+ * server's clock: each replica claims slots on its own clock corrected by its
+ * measured offset to the NATS server (`server-clock.ts`), so a skewed replica
+ * claims the same slots as the others (residual error: half a KV round trip); no item is lost (acked only after the
  * republish is stored); an item whose pacer died after publishing but before
  * acking is republished with the same message id, which the work stream's
  * duplicate window drops. Backlog = the pacer consumer's `num_pending`.
  * Everything the handler runtime guarantees (validation, dead-lettering,
  * consumer recreation, drain on stop) holds for the pacer too.
+ *
+ * A NATS restart or a lost bucket is not the item's fault: a claim or release
+ * that fails on the bus is classified `infrastructure` (`runtime/errors.ts`),
+ * retried with backoff, and never dead-lettered — an item whose attempts all
+ * failed that way is republished afresh with its original identity, so its
+ * release message id, `paced:<stream>:<first seq>`, stays the same. The slot
+ * bucket lives on file storage and is re-created if a claim finds it gone.
  */
 import { type JetStreamClient, StorageType } from '@nats-io/jetstream';
 import { Kvm, type KvOptions } from '@nats-io/kv';
 import { type NatsConnection, headers as natsHeaders } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { describeError, isInfrastructureError } from '../runtime/errors.ts';
 import { type HandlerCounters, startHandlerRuntime } from '../runtime/handler-runtime.ts';
+import { originOf } from '../runtime/republish.ts';
+import { ServerClock } from './server-clock.ts';
 import { SlotClaimer } from './slot-claimer.ts';
 import { assertRate } from './slots.ts';
 
@@ -34,14 +47,16 @@ import { assertRate } from './slots.ts';
 export const DEFAULT_PACER_RATE_PER_SECOND = 50;
 
 /**
- * The slot bucket: tokens are only compared, never read back, so memory storage
- * and one revision per key suffice; a minute of max_age is far longer than any
- * slot is contended, and bounds the bucket to rate*60 keys.
+ * The slot bucket: one revision per key suffices (tokens are only created,
+ * never updated); a minute of max_age is far longer than any slot is
+ * contended, and bounds the bucket to rate*60 keys. File storage, so the
+ * bucket survives a nats-server restart: in memory it vanished with the
+ * server and every claim after the restart failed (issue 9, item 3).
  */
 export const PACER_BUCKET_OPTIONS: Partial<KvOptions> = {
   history: 1,
   ttl: 60_000,
-  storage: StorageType.Memory,
+  storage: StorageType.File,
   description: 'switchyard pacer time-slot tokens',
 };
 
@@ -94,6 +109,7 @@ export interface PacerOptions {
   /** Token value, for debugging; default the connection's client id. */
   owner?: string;
   drainTimeoutMs?: number;
+  /** This replica's wall clock (tests inject a skewed one); slots are claimed on it corrected to the server's. */
   clock?: () => number;
 }
 
@@ -114,13 +130,22 @@ export async function startPacer(opts: PacerOptions): Promise<Pacer> {
   const rate = opts.ratePerSecond ?? DEFAULT_PACER_RATE_PER_SECOND;
   assertRate(rate);
   const kvm = new Kvm(opts.nc);
+  // `create` opens an existing bucket and creates a missing one, so it is also the repair.
   const kv = await kvm.create(opts.bucket, PACER_BUCKET_OPTIONS);
-  const claimer = new SlotClaimer({
+  const recreateBucket = () =>
+    kvm.create(opts.bucket, PACER_BUCKET_OPTIONS).then(
+      () => opts.log.warn({ bucket: opts.bucket }, 'pacer slot bucket checked after a bus failure'),
+      (err: unknown) => opts.log.warn({ err: describeError(err) }, 'pacer slot bucket not reachable yet'),
+    );
+  const owner = opts.owner ?? `client-${opts.nc.info?.client_id ?? 'unknown'}`;
+  const serverClock = new ServerClock({
     kv,
-    ratePerSecond: rate,
-    owner: opts.owner ?? `client-${opts.nc.info?.client_id ?? 'unknown'}`,
-    ...(opts.clock ? { clock: opts.clock } : {}),
+    owner,
+    log: opts.log,
+    ...(opts.clock ? { local: opts.clock } : {}),
   });
+  await serverClock.start();
+  const claimer = new SlotClaimer({ kv, ratePerSecond: rate, owner, clock: serverClock.now });
   const js = kvm.js;
   let releasedCount = 0;
   const runtime = await startHandlerRuntime({
@@ -141,11 +166,14 @@ export async function startPacer(opts: PacerOptions): Promise<Pacer> {
     ...(opts.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: opts.drainTimeoutMs }),
     errorBackoff: { baseMs: 200, maxMs: 10_000 },
     handle: async (item, ctx) => {
-      const slot = await claimer.claim(ctx.signal);
+      const slot = await claimer.claim(ctx.signal).catch(async (err: unknown) => {
+        if (isInfrastructureError(err)) await recreateBucket();
+        throw err;
+      });
       const h = natsHeaders();
       for (const [k, v] of Object.entries(item.headers ?? {})) h.set(k, v);
       await js.publish(item.subject, JSON.stringify(item.payload), {
-        msgID: item.msgId ?? `paced:${opts.stream}:${ctx.seq}`,
+        msgID: item.msgId ?? `paced:${originOf(ctx.headers, opts.stream, ctx.seq)}`,
         headers: h,
         timeout: 5_000,
       });
@@ -161,6 +189,9 @@ export async function startPacer(opts: PacerOptions): Promise<Pacer> {
       slotsWon: claimer.won,
       slotsLost: claimer.lost,
     }),
-    stop: (o) => runtime.stop(o),
+    stop: (o) => {
+      serverClock.stop();
+      return runtime.stop(o);
+    },
   };
 }

@@ -6,10 +6,11 @@
  * sequence") move on to the next slot and wait for its time. The bucket's
  * max_age (a minute) removes old tokens; nothing else ever deletes them.
  *
- * Clock skew between replicas shifts where a replica thinks slots start; each
- * slot is still won once, so the long-run rate holds, and a skew of d ms can
- * at most compress d ms' worth of slots (d*rate/1000 extra releases in a
- * burst). Keep nodes NTP-synced.
+ * The clock must be one every replica shares: the pacer passes the server's
+ * clock as estimated by `server-clock.ts`. On raw local clocks a skew of d ms
+ * compresses d ms' worth of slots into a burst, and a replica more than the
+ * bucket's max_age (60 s) behind re-creates expired slots and doubles the
+ * fleet rate.
  */
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';

@@ -36,6 +36,7 @@ import {
   ReplayPolicy,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
+import { MIN_ACK_WAIT_MS } from './lease.ts';
 import { partitionConsumerName, partitionFilter } from './partition.ts';
 
 /** Deliveries the server allows beyond the handler's attempts, for dead-lettering after a crash. */
@@ -47,8 +48,9 @@ export type HandlerConsumerSpec = {
   durable: string;
   /**
    * How long the server waits for an ack before redelivering to another
-   * replica. The runtime sends `working()` every ackWait/2 while a handler runs,
-   * so this bounds failover after a crash, not handler duration.
+   * replica. The runtime confirms progress every ackWait/3 while a handler runs
+   * (see `lease.ts`), so this bounds failover after a crash or a stall, not
+   * handler duration (`handlerTimeoutMs` does). At least 3 s.
    */
   ackWaitMs: number;
   /** Handler attempts before a message is dead-lettered. */
@@ -80,7 +82,9 @@ export function planHandlerConsumers(spec: HandlerConsumerSpec): PlannedConsumer
   if (!Number.isInteger(spec.maxDeliver) || spec.maxDeliver < 1) {
     throw new Error(`maxDeliver must be a positive integer, got ${spec.maxDeliver}`);
   }
-  if (!(spec.ackWaitMs >= 1_000)) throw new Error(`ackWaitMs must be at least 1000, got ${spec.ackWaitMs}`);
+  if (!(spec.ackWaitMs >= MIN_ACK_WAIT_MS)) {
+    throw new Error(`ackWaitMs must be at least ${MIN_ACK_WAIT_MS}, got ${spec.ackWaitMs}`);
+  }
   const base = {
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,

@@ -1,5 +1,16 @@
+import { JetStreamApiError } from '@nats-io/jetstream';
+import { jserrors } from '@nats-io/jetstream/internal';
+import {
+  ClosedConnectionError,
+  NoRespondersError,
+  RequestError,
+  TimeoutError,
+} from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
 import { ConflictError, classifyFailure, PermanentError } from './errors.ts';
+
+const apiError = (code: number, status = 400) =>
+  new JetStreamApiError({ code: status, err_code: code, description: 'whatever the text says' });
 
 describe('classifyFailure', () => {
   it('recognises Kubernetes conflicts by class and by 409 status', () => {
@@ -13,5 +24,19 @@ describe('classifyFailure', () => {
     expect(classifyFailure(Object.assign(new Error('x'), { code: 500 }))).toBe('retry');
     expect(classifyFailure('boom')).toBe('retry');
     expect(classifyFailure(Object.assign(new Error('econnreset'), { code: 'ECONNRESET' }))).toBe('retry');
+  });
+
+  it('treats a failing bus as infrastructure, by class or API code (never by message text)', () => {
+    expect(classifyFailure(apiError(10059, 404)), 'stream not found').toBe('infrastructure');
+    expect(classifyFailure(apiError(10076, 503)), 'JetStream not enabled').toBe('infrastructure');
+    expect(classifyFailure(apiError(10039, 503)), 'not enabled for the account').toBe('infrastructure');
+    expect(classifyFailure(new jserrors.JetStreamNotEnabled('x'))).toBe('infrastructure');
+    expect(classifyFailure(new TimeoutError())).toBe('infrastructure');
+    expect(classifyFailure(new ClosedConnectionError())).toBe('infrastructure');
+    expect(classifyFailure(new RequestError('x', { cause: new NoRespondersError('s') })), 'via cause').toBe(
+      'infrastructure',
+    );
+    expect(classifyFailure(apiError(10071)), 'wrong last sequence is not infrastructure').toBe('retry');
+    expect(classifyFailure(new Error('stream not found')), 'text alone classifies nothing').toBe('retry');
   });
 });

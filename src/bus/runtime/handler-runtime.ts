@@ -6,9 +6,30 @@
  *   (`consumers.ts`); the server hands each message to one puller.
  * - **Per-key serialization** (partitioned mode): one durable per partition
  *   with `max_ack_pending: 1`, every replica pulling from every partition.
- *   While a handler runs, `working()` is sent every ack_wait/2, so the server
- *   never redelivers a message that a live replica is still working on; only
- *   a dead (or frozen for longer than ack_wait) replica loses its message.
+ *   The server frees a partition on the first ack it gets for the delivered
+ *   message, even a late one from an attempt it has already redelivered
+ *   elsewhere. So each attempt holds a lease (`lease.ts`, `attempt.ts`):
+ *   it starts when the pull was sent, confirmed `+WPI` progress (every
+ *   ack_wait/3, sooner when it runs short) keeps it, and the runtime acks
+ *   or naks ONLY within it. An attempt whose lease lapsed (event loop stalled,
+ *   connection cut) is abandoned: its signal aborts and nothing is sent, so a
+ *   late completion can never release the partition while the redelivered
+ *   attempt runs.
+ * - **Handler deadline** (`handlerTimeoutMs`). At the deadline the signal
+ *   aborts; a handler that settles within {@link HANDLER_GRACE_MS} is settled
+ *   as usual (a failure is nak'd with backoff), one that does not is abandoned:
+ *   no more progress and no nak, so the message is redelivered only after
+ *   ack_wait, while the hung write finishes or fails. The drain timeout of
+ *   `stop()` follows the same rule: the message is never handed to another
+ *   replica while the first attempt may still write.
+ * - **The handler's side of the contract.** An abandoned attempt may still be
+ *   running when another replica gets the message, so at-most-one *attempt*
+ *   per key is not what the runtime promises; it promises never to ack an
+ *   attempt it may have lost. Handlers therefore make every Kubernetes write
+ *   conditional — a `resourceVersion` precondition, or server-side apply with
+ *   the concern's field manager — so a stale writer loses (409) instead of
+ *   overwriting the newer attempt's result; and they pass `ctx.signal` to
+ *   their I/O so an abandoned attempt stops early.
  * - **No hoarding.** Each lane pulls with `fetch({max_messages: 1})` only when
  *   it is free, so no message waits in a client buffer with its ack_wait
  *   running while other replicas idle (the prefetch of `consume()` would).
@@ -23,6 +44,12 @@
  *   with the delivery count (`backoff.ts`); a Kubernetes 409 conflict is its
  *   own kind with a shorter backoff (`errors.ts`). A `PermanentError` is
  *   dead-lettered at once.
+ * - **The bus's failures are not the message's.** A failure classified
+ *   `infrastructure` (stream missing, JetStream not enabled, timeout, no
+ *   responders, connection closed) is retried with backoff like any other,
+ *   but when it ends the attempt budget the message is republished afresh
+ *   (`republish.ts`) and the original acked: a NATS restart never
+ *   dead-letters work.
  * - **Dead-lettering never blocks the rest.** On the last handler attempt a
  *   failure is republished to the dead-letter subject with its reason, original
  *   subject, stream sequence and delivery count (`dead-letter.ts`), counted,
@@ -34,8 +61,7 @@
  *   expected to reconnect forever (`connectBus` in `src/bus/connect.ts`).
  * - **Graceful stop.** `stop()` stops pulling at once (a message that still
  *   arrives is nak'd for immediate redelivery elsewhere), waits for in-flight
- *   handlers up to the drain timeout, then naks whatever is still running so
- *   another replica takes it without waiting for ack_wait.
+ *   handlers up to the drain timeout, then cuts them short as at the deadline.
  */
 import {
   type Consumer,
@@ -50,6 +76,7 @@ import {
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { type ZodType, z } from 'zod';
+import { AttemptLease } from './attempt.ts';
 import {
   type BackoffPolicy,
   DEFAULT_CONFLICT_BACKOFF,
@@ -70,7 +97,9 @@ import {
   deadLetterRecordFor,
 } from './dead-letter.ts';
 import { classifyFailure, describeError, type FailureKind } from './errors.ts';
+import { type LeaseTimings, leaseTimings, pullExpiryMs } from './lease.ts';
 import { keyOfPartitionedSubject } from './partition.ts';
+import { originOf, republishHeaders, republishMsgId } from './republish.ts';
 
 export interface HandlerContext {
   subject: string;
@@ -83,8 +112,13 @@ export interface HandlerContext {
   headers: MsgHdrs | undefined;
   /** A child logger with concern, consumer, subject, seq, key and delivery count bound. */
   log: Logger;
-  /** Aborted when the runtime gave the message back at stop (drain timeout): stop working, the result is ignored. */
+  /**
+   * Aborted at the handler deadline, at the drain timeout of `stop()`, or when
+   * the attempt's lease lapsed (then the result is ignored). Pass it to I/O.
+   */
   signal: AbortSignal;
+  /** Wall-clock time (ms since epoch) at which `signal` aborts unless the handler settled. */
+  deadline: number;
   /** Server timestamp of the message (ms since epoch). */
   publishedAtMs: number;
 }
@@ -104,13 +138,15 @@ export interface HandlerRuntimeOptions<T> {
   log: Logger;
   /** Shared mode: messages in flight per replica (lanes). Partitioned mode has one lane per partition. Default 1. */
   concurrency?: number;
-  /** How long one pull waits for a message (ms, ≥ 1000). Default 10 s. */
+  /** How long one pull waits for a message (ms, ≥ 1000; at most half a lease, see `lease.ts`). Default 10 s. */
   pullExpiresMs?: number;
   errorBackoff?: BackoffPolicy;
   conflictBackoff?: BackoffPolicy;
   classify?: (err: unknown) => FailureKind;
-  /** How long `stop()` waits for in-flight handlers before giving their messages back. Default 20 s. */
+  /** How long `stop()` waits for in-flight handlers before cutting them short. Default 20 s. */
   drainTimeoutMs?: number;
+  /** Handler deadline (ms); see {@link DEFAULT_HANDLER_TIMEOUT_MS}. */
+  handlerTimeoutMs?: number;
   /** Payload decoder; default JSON. Throwing means the message is invalid. */
   decode?: (m: JsMsg) => unknown;
   /** Create/update the consumers at start (default true). Set false when the topology owns them. */
@@ -133,8 +169,14 @@ export interface HandlerCounters {
   invalid: number;
   /** A dead-letter publish failed; the message was nak'd to try again. */
   deadLetterFailures: number;
-  /** Given back (nak) at stop because the drain timeout passed, or arriving after stop. */
+  /** Arrived after stop and given back at once (nak). */
   released: number;
+  /** Attempt budget spent on bus failures only: published again afresh, the original acked. */
+  republished: number;
+  /** Handlers cut short by the deadline or the drain timeout. */
+  timedOut: number;
+  /** Attempts given up without a settle (lease lapsed, or no settle in the grace): redelivered after ack_wait. */
+  abandoned: number;
   /** The ack confirmation failed; the message may be redelivered (handlers are idempotent). */
   ackFailures: number;
   /** Consumers re-added after they were found missing. */
@@ -154,20 +196,39 @@ export interface HandlerRuntime {
 }
 
 interface InFlight {
-  msg: JsMsg;
-  released: boolean;
-  abort: AbortController;
-  release: () => void;
-  releasedPromise: Promise<void>;
+  /** Starts the handler's grace, as the deadline does. */
+  cutShort: (reason: string) => void;
   log: Logger;
 }
+
+/**
+ * A handler reads the view and makes one or two Kubernetes writes. The API
+ * server gives up on a request after its default `--request-timeout` of 60 s,
+ * so a handler still running then is hung, not slow; cutting it there keeps a
+ * hung write from holding its partition fleet-wide for longer than that plus
+ * ack_wait.
+ */
+export const DEFAULT_HANDLER_TIMEOUT_MS = 60_000;
+
+/** After the deadline, how long a handler may take to settle: enough for an aborted request to unwind. */
+export const HANDLER_GRACE_MS = 2_000;
 
 const DEFAULTS = {
   concurrency: 1,
   pullExpiresMs: 10_000,
   drainTimeoutMs: 20_000,
   requestTimeoutMs: 5_000,
+  handlerTimeoutMs: DEFAULT_HANDLER_TIMEOUT_MS,
 };
+
+/** Lease arithmetic runs on the monotonic clock: a wall-clock step must not extend or shorten a lease. */
+function monotonicNow(): number {
+  return performance.now();
+}
+
+function sleepFor(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -196,6 +257,7 @@ class Runtime<T> implements HandlerRuntime {
   private readonly js: JetStreamClient;
   private readonly jsm: JetStreamManager;
   private readonly plan: PlannedConsumer[];
+  private readonly timings: LeaseTimings;
   private readonly log: Logger;
   private readonly counts: HandlerCounters = {
     processed: 0,
@@ -205,6 +267,9 @@ class Runtime<T> implements HandlerRuntime {
     invalid: 0,
     deadLetterFailures: 0,
     released: 0,
+    republished: 0,
+    timedOut: 0,
+    abandoned: 0,
     ackFailures: 0,
     consumersRecreated: 0,
     inFlight: 0,
@@ -216,6 +281,7 @@ class Runtime<T> implements HandlerRuntime {
   private resolveStopped: () => void = () => undefined;
   private stopCalled: Promise<void> | undefined;
   private readonly recreating = new Map<string, Promise<void>>();
+  private connected = true;
 
   constructor(opts: HandlerRuntimeOptions<T>, jsm: JetStreamManager) {
     this.opts = opts;
@@ -223,10 +289,14 @@ class Runtime<T> implements HandlerRuntime {
     this.jsm = jsm;
     this.js = jetstream(opts.nc);
     this.plan = planHandlerConsumers(opts.consumers);
+    this.timings = leaseTimings(opts.consumers.ackWaitMs);
     this.log = opts.log.child({ concern: opts.concern });
     this.stopped = new Promise((resolve) => {
       this.resolveStopped = resolve;
     });
+    if (opts.handlerTimeoutMs !== undefined && !(opts.handlerTimeoutMs > 0)) {
+      throw new Error(`handlerTimeoutMs must be positive, got ${opts.handlerTimeoutMs}`);
+    }
     if (opts.consumers.mode === 'partitioned' && opts.concurrency !== undefined) {
       throw new Error('concurrency is one lane per partition in partitioned mode; do not set it');
     }
@@ -248,6 +318,7 @@ class Runtime<T> implements HandlerRuntime {
             return [c, i] as [PlannedConsumer, number];
           })
         : this.plan.map((c) => [c, 0] as [PlannedConsumer, number]);
+    void this.trackConnection();
     this.lanes = lanes.map(([c, i]) => this.lane(c, i));
     this.log.info(
       { consumers: this.plan.map((c) => c.name), lanes: lanes.length },
@@ -271,25 +342,26 @@ class Runtime<T> implements HandlerRuntime {
       setTimeout(() => resolve(false), drainTimeoutMs).unref(),
     );
     if (!(await Promise.race([drained, timedOut]))) {
-      for (const f of this.inFlight) {
-        f.log.warn('drain timeout: giving the message back for immediate redelivery');
-        f.released = true;
-        f.abort.abort(new Error('runtime stopping: drain timeout'));
-        f.msg.nak();
-        this.counts.released++;
-        f.release();
-      }
+      for (const f of this.inFlight) f.cutShort(`drain timeout of ${drainTimeoutMs} ms passed`);
       await Promise.all(this.lanes);
     }
-    // Naks and acks are plain publishes: flush so they reach the server before the caller closes.
+    // Naks are plain publishes: flush so they reach the server before the caller closes.
     await this.opts.nc.flush().catch(() => undefined);
     this.log.info({ counters: this.counters() }, 'handler runtime stopped');
     this.resolveStopped();
   }
 
+  /** Ends when the connection closes. */
+  private async trackConnection(): Promise<void> {
+    for await (const s of this.opts.nc.status()) {
+      if (s.type === 'disconnect') this.connected = false;
+      else if (s.type === 'reconnect') this.connected = true;
+    }
+  }
+
   private async lane(planned: PlannedConsumer, index: number): Promise<void> {
     const log = this.log.child({ consumer: planned.name, lane: index });
-    const expires = this.opts.pullExpiresMs ?? DEFAULTS.pullExpiresMs;
+    const expires = pullExpiryMs(this.opts.pullExpiresMs ?? DEFAULTS.pullExpiresMs, this.timings);
     let failures = 0;
     // Looked up once and reused: a lookup is a $JS.API info request, too costly per message.
     let consumer: Consumer | undefined;
@@ -297,6 +369,8 @@ class Runtime<T> implements HandlerRuntime {
       let fetch: ConsumerMessages | undefined;
       try {
         consumer ??= await this.js.consumers.get(planned.stream, planned.name);
+        // The lease of a message starts here: the server cannot have delivered it before this pull.
+        const pulledAt = monotonicNow();
         fetch = await consumer.fetch({ max_messages: 1, expires });
         this.fetches.add(fetch);
         if (this.stopping.signal.aborted) fetch.stop();
@@ -308,7 +382,7 @@ class Runtime<T> implements HandlerRuntime {
             this.counts.released++;
             continue;
           }
-          await this.process(m, planned);
+          await this.process(m, planned, pulledAt);
         }
         failures = 0;
       } catch (err) {
@@ -372,8 +446,8 @@ class Runtime<T> implements HandlerRuntime {
     return subject;
   }
 
-  private async process(m: JsMsg, planned: PlannedConsumer): Promise<void> {
-    const maxDeliver = this.opts.consumers.maxDeliver;
+  private async process(m: JsMsg, planned: PlannedConsumer, pulledAt: number): Promise<void> {
+    const attempt = new AttemptLease(this.opts.nc, m, this.timings, monotonicNow, pulledAt);
     const key = this.keyOf(m.subject);
     const log = this.log.child({
       consumer: planned.name,
@@ -382,51 +456,65 @@ class Runtime<T> implements HandlerRuntime {
       key,
       deliveryCount: m.info.deliveryCount,
     });
+    try {
+      const data = await this.admit(m, attempt, log);
+      if (data !== undefined) await this.runHandler(data.value, m, key, attempt, log);
+    } finally {
+      attempt.end();
+    }
+  }
+
+  /** Decodes and validates; dead-letters what cannot run. Undefined when the message was settled here. */
+  private async admit(m: JsMsg, attempt: AttemptLease, log: Logger): Promise<{ value: T } | undefined> {
+    const maxDeliver = this.opts.consumers.maxDeliver;
     if (m.info.deliveryCount > maxDeliver) {
       await this.deadLetter(
         m,
+        attempt,
         'max-deliver',
         `no verdict after ${maxDeliver} handler attempts (a worker died or exceeded ack_wait)`,
         log,
       );
-      return;
+      return undefined;
     }
-    let data: T;
     try {
       const raw = (this.opts.decode ?? ((msg: JsMsg) => msg.json()))(m);
       const parsed = this.opts.schema.safeParse(raw);
-      if (!parsed.success) {
-        await this.deadLetter(
-          m,
-          'invalid',
-          `schema validation failed: ${z.prettifyError(parsed.error)}`,
-          log,
-        );
-        return;
-      }
-      data = parsed.data;
+      if (parsed.success) return { value: parsed.data };
+      await this.deadLetter(
+        m,
+        attempt,
+        'invalid',
+        `schema validation failed: ${z.prettifyError(parsed.error)}`,
+        log,
+      );
     } catch (err) {
-      await this.deadLetter(m, 'invalid', `undecodable payload: ${describeError(err)}`, log);
-      return;
+      await this.deadLetter(m, attempt, 'invalid', `undecodable payload: ${describeError(err)}`, log);
     }
+    return undefined;
+  }
 
-    let release: () => void = () => undefined;
-    const releasedPromise = new Promise<void>((resolve) => {
-      release = resolve;
+  /**
+   * Runs the handler under its deadline and settles by the outcome. Past the
+   * deadline (or the drain timeout) the signal aborts and the handler gets a
+   * grace to settle; one that does not is abandoned, so no other replica gets
+   * the message while this attempt may still write (until ack_wait ends).
+   */
+  private async runHandler(
+    data: T,
+    m: JsMsg,
+    key: string,
+    attempt: AttemptLease,
+    log: Logger,
+  ): Promise<void> {
+    const timeoutMs = this.opts.handlerTimeoutMs ?? DEFAULTS.handlerTimeoutMs;
+    let cutShort: (reason: string) => void = () => undefined;
+    const cut = new Promise<string>((resolve) => {
+      cutShort = resolve;
     });
-    const entry: InFlight = {
-      msg: m,
-      released: false,
-      abort: new AbortController(),
-      release,
-      releasedPromise,
-      log,
-    };
+    const entry: InFlight = { cutShort, log };
     this.inFlight.add(entry);
-    const heartbeatMs = Math.max(500, Math.floor(this.opts.consumers.ackWaitMs / 2));
-    const heartbeat = setInterval(() => {
-      if (!entry.released) m.working();
-    }, heartbeatMs);
+    const deadline = setTimeout(() => cutShort(`handler deadline of ${timeoutMs} ms passed`), timeoutMs);
     const ctx: HandlerContext = {
       subject: m.subject,
       seq: m.info.streamSequence,
@@ -434,43 +522,72 @@ class Runtime<T> implements HandlerRuntime {
       key,
       headers: m.headers,
       log,
-      signal: entry.abort.signal,
+      signal: attempt.signal,
+      deadline: Date.now() + timeoutMs,
       publishedAtMs: Math.floor(m.info.timestampNanos / 1e6),
     };
     try {
-      const outcome = await Promise.race([
-        this.opts.handle(data, ctx).then(
-          () => ({ ok: true as const }),
-          (err: unknown) => ({ ok: false as const, err }),
-        ),
-        releasedPromise.then(() => ({ ok: 'released' as const })),
-      ]);
-      clearInterval(heartbeat);
-      if (entry.released || outcome.ok === 'released') return;
-      if (outcome.ok) {
-        await this.ack(m, log);
-        this.counts.processed++;
-        log.debug('processed');
-        return;
+      // Through a promise, so a handler that throws synchronously is a failure like any other.
+      const settled = new Promise<void>((resolve) => resolve(this.opts.handle(data, ctx))).then(
+        () => ({ ok: true as const }),
+        (err: unknown) => ({ ok: false as const, err }),
+      );
+      const abandoned = attempt.abandoned.then((reason) => ({ abandoned: reason }));
+      const first = await Promise.race([settled, abandoned, cut.then((reason) => ({ cut: reason }))]);
+      const outcome = 'cut' in first ? await this.graceAfterCut(first.cut, settled, attempt, log) : first;
+      if ('abandoned' in outcome) {
+        this.abandon(attempt, outcome.abandoned, log);
+      } else if (outcome.ok) {
+        if (await this.ack(m, attempt, log)) this.counts.processed++;
+      } else {
+        await this.onFailure(m, attempt, outcome.err, log);
       }
-      await this.onFailure(m, outcome.err, log);
     } finally {
-      clearInterval(heartbeat);
+      clearTimeout(deadline);
       this.inFlight.delete(entry);
     }
   }
 
-  private async onFailure(m: JsMsg, err: unknown, log: Logger): Promise<void> {
+  private graceAfterCut<O>(
+    reason: string,
+    settled: Promise<O>,
+    attempt: AttemptLease,
+    log: Logger,
+  ): Promise<O | { abandoned: string }> {
+    log.warn({ reason, graceMs: HANDLER_GRACE_MS }, 'handler cut short; waiting for it to settle');
+    this.counts.timedOut++;
+    attempt.cutShort(reason);
+    const grace = sleepFor(HANDLER_GRACE_MS).then(() => ({
+      abandoned: `${reason}; no settle within the grace`,
+    }));
+    return Promise.race([settled, attempt.abandoned.then((r) => ({ abandoned: r })), grace]);
+  }
+
+  private abandon(attempt: AttemptLease, reason: string, log: Logger): void {
+    attempt.abandon(reason);
+    this.counts.abandoned++;
+    log.warn(
+      { reason: attempt.abandonedBecause ?? reason },
+      'attempt abandoned: nothing is sent, the server redelivers after ack_wait',
+    );
+  }
+
+  private async onFailure(m: JsMsg, attempt: AttemptLease, err: unknown, log: Logger): Promise<void> {
     const kind = (this.opts.classify ?? classifyFailure)(err);
     const maxDeliver = this.opts.consumers.maxDeliver;
     const reason = describeError(err);
     if (kind === 'permanent') {
-      await this.deadLetter(m, 'permanent', reason, log);
+      await this.deadLetter(m, attempt, 'permanent', reason, log);
+      return;
+    }
+    if (m.info.deliveryCount >= maxDeliver && kind === 'infrastructure') {
+      await this.republishAfresh(m, attempt, reason, log);
       return;
     }
     if (m.info.deliveryCount >= maxDeliver) {
       await this.deadLetter(
         m,
+        attempt,
         'max-deliver',
         `${kind} on attempt ${maxDeliver} of ${maxDeliver}: ${reason}`,
         log,
@@ -482,22 +599,68 @@ class Runtime<T> implements HandlerRuntime {
         ? (this.opts.conflictBackoff ?? DEFAULT_CONFLICT_BACKOFF)
         : (this.opts.errorBackoff ?? DEFAULT_ERROR_BACKOFF);
     const delayMs = retryDelayMs(m.info.deliveryCount, policy);
-    m.nak(delayMs);
+    if (!this.nak(m, attempt, delayMs, log)) return;
     this.counts.retried++;
     if (kind === 'conflict') this.counts.conflicts++;
     log.info({ kind, delayMs, err: reason }, 'handler failed; retrying later');
   }
 
-  private async ack(m: JsMsg, log: Logger): Promise<void> {
+  /** The bus failed on the last attempt: the message is fine, so it starts over instead of being dead-lettered. */
+  private async republishAfresh(m: JsMsg, attempt: AttemptLease, reason: string, log: Logger): Promise<void> {
+    const { stream, streamSequence } = m.info;
+    try {
+      await this.js.publish(m.subject, m.data, {
+        headers: republishHeaders(m.headers, originOf(m.headers, stream, streamSequence)),
+        msgID: republishMsgId(stream, streamSequence),
+        timeout: this.opts.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
+      });
+    } catch (err) {
+      const delayMs = retryDelayMs(m.info.deliveryCount, this.opts.errorBackoff ?? DEFAULT_ERROR_BACKOFF);
+      log.warn({ err: describeError(err), delayMs }, 'republish failed; the message stays and is retried');
+      this.nak(m, attempt, delayMs, log);
+      return;
+    }
+    if (!(await this.ack(m, attempt, log))) return;
+    this.counts.republished++;
+    log.warn({ err: reason }, 'attempt budget spent on bus failures; republished afresh');
+  }
+
+  /**
+   * True while the attempt may settle; otherwise it is abandoned (and counted)
+   * here. While disconnected a settle would sit in the client's reconnect
+   * buffer and could reach the server after the lease, so none is sent.
+   */
+  private mayStillSettle(attempt: AttemptLease, log: Logger): boolean {
+    if (this.connected && attempt.held()) return true;
+    this.abandon(attempt, this.connected ? 'lease lapsed before settling' : 'disconnected from NATS', log);
+    return false;
+  }
+
+  private nak(m: JsMsg, attempt: AttemptLease, delayMs: number, log: Logger): boolean {
+    if (!this.mayStillSettle(attempt, log)) return false;
+    m.nak(delayMs);
+    return true;
+  }
+
+  /** Acks within the lease; false when the attempt was abandoned instead. */
+  private async ack(m: JsMsg, attempt: AttemptLease, log: Logger): Promise<boolean> {
+    if (!this.mayStillSettle(attempt, log)) return false;
     try {
       await m.ackAck({ timeout: this.opts.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs });
     } catch (err) {
       this.counts.ackFailures++;
       log.warn({ err: describeError(err) }, 'ack not confirmed; the message may be redelivered');
     }
+    return true;
   }
 
-  private async deadLetter(m: JsMsg, kind: DeadLetterKind, reason: string, log: Logger): Promise<void> {
+  private async deadLetter(
+    m: JsMsg,
+    attempt: AttemptLease,
+    kind: DeadLetterKind,
+    reason: string,
+    log: Logger,
+  ): Promise<void> {
     const record = deadLetterRecordFor(m, kind, reason, new Date());
     try {
       await this.js.publish(this.opts.deadLetterSubject, m.data, {
@@ -512,12 +675,13 @@ class Runtime<T> implements HandlerRuntime {
         { err: describeError(err), kind, reason, delayMs },
         'dead-letter publish failed; the message stays and is retried',
       );
-      m.nak(delayMs);
+      this.nak(m, attempt, delayMs, log);
       return;
     }
+    // The dead-letter publish is deduplicated by stream and sequence, so an abandoned one is harmless.
+    if (!(await this.ack(m, attempt, log))) return;
     this.counts.deadLettered++;
     if (kind === 'invalid') this.counts.invalid++;
     log.warn({ kind, reason, deadLetterSubject: this.opts.deadLetterSubject }, 'dead-lettered');
-    await this.ack(m, log);
   }
 }

@@ -132,7 +132,7 @@ describe('handler runtime', () => {
       stream: STREAM,
       durable: 'lastgasp',
       filterSubject: subj('lastgasp.>'),
-      ackWaitMs: 1_000,
+      ackWaitMs: 3_000,
       maxDeliver: 1,
     };
     const pub = await js.publish(subj('lastgasp.x'), JSON.stringify({ n: 1 }));

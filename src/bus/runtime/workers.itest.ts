@@ -15,6 +15,8 @@ import type { WorkerConfig } from '../../../test/fixtures/bus-worker.ts';
 import { useLocalCluster } from '../../../test/support/local-cluster.ts';
 import type { ManagedProcess } from '../../local-cluster/managed-process.ts';
 import type { HandlerConsumerSpec } from './consumers.ts';
+import { HANDLER_GRACE_MS } from './handler-runtime.ts';
+import { leaseTimings } from './lease.ts';
 import { partitionedSubject } from './partition.ts';
 
 const { info } = useLocalCluster();
@@ -93,7 +95,7 @@ describe('handler workers (processes)', () => {
       stream: STREAM,
       durable: name,
       filterSubject: subj(`${name}.>`),
-      ackWaitMs: 2_000,
+      ackWaitMs: 3_000,
       maxDeliver: 5,
     };
     const spawn = () => startWorker(name, spec);
@@ -145,7 +147,7 @@ describe('handler workers (processes)', () => {
     events.close();
   });
 
-  it('on SIGTERM finishes in-flight work and exits 0, or gives it back at the drain timeout for immediate redelivery', async () => {
+  it('on SIGTERM finishes in-flight work and exits 0, or abandons it past the drain timeout so it is redelivered only after ack_wait', async () => {
     const name = 'drain';
     const events = new EventLog(nc, subj(`events.${name}`));
     const spec: HandlerConsumerSpec = {
@@ -153,7 +155,7 @@ describe('handler workers (processes)', () => {
       stream: STREAM,
       durable: name,
       filterSubject: subj(`${name}.>`),
-      ackWaitMs: 20_000,
+      ackWaitMs: 4_000,
       maxDeliver: 5,
     };
     // Finishes: a 1.5 s handler outlives the SIGTERM and still acks.
@@ -168,9 +170,11 @@ describe('handler workers (processes)', () => {
     expect(events.of('applied', 'finish').map((e) => e.pid)).toEqual([w1?.pid]);
     expect(events.of('end', 'finish')).toHaveLength(1);
 
-    // Gives back: the handler would run 60 s; the drain timeout (0.5 s) naks it and another worker
-    // gets it at once — long before the 20 s ack_wait would have expired.
-    const [w2, w3] = await startWorkers(events, 2, () => startWorker(name, spec, { drainTimeoutMs: 500 }));
+    // Abandons: the handler would run 60 s and ignores its signal; past the drain timeout (0.5 s) and
+    // the grace it is abandoned, not nak'd, because its write may still land: another worker gets the
+    // message only when ack_wait has run out after the holder's last confirmed progress.
+    const drainTimeoutMs = 500;
+    const [w2, w3] = await startWorkers(events, 2, () => startWorker(name, spec, { drainTimeoutMs }));
     await js.publish(
       subj(`${name}.x`),
       JSON.stringify({ id: 'release', crashPoint: 'before-effect', holdOnFirstMs: 60_000 }),
@@ -188,7 +192,11 @@ describe('handler workers (processes)', () => {
       (e) => e.type === 'applied' && e.id === 'release',
     );
     expect(applied.pid).not.toBe(holding.pid);
-    expect(applied.t - sentAt, 'a released message must not wait for ack_wait').toBeLessThan(5_000);
+    const { heartbeatMs } = leaseTimings(spec.ackWaitMs);
+    expect(
+      applied.t - sentAt,
+      'a message whose handler may still write was handed to another replica before ack_wait ran out',
+    ).toBeGreaterThanOrEqual(drainTimeoutMs + HANDLER_GRACE_MS - heartbeatMs + spec.ackWaitMs - 100);
     expect(events.of('applied', 'release')).toHaveLength(1);
     events.close();
   });
