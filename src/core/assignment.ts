@@ -117,20 +117,22 @@ export function assignAll(
  * never one of them picked by position.
  */
 export function assignSubjects(subjects: readonly ConfigSubject[], fleet: Fleet): Map<string, Resolution> {
-  const byTarget = new Map<string, ConfigSubject[]>();
+  // One pass, no per-target arrays: a second config for a target is rare, and this runs over
+  // every config on each fleet change.
+  const firstClaim = new Map<string, ConfigSubject>();
+  const contested = new Map<string, Set<string>>();
   for (const subject of subjects) {
-    const same = byTarget.get(subject.target);
-    if (same === undefined) byTarget.set(subject.target, [subject]);
-    else same.push(subject);
+    const first = firstClaim.get(subject.target);
+    if (first === undefined) firstClaim.set(subject.target, subject);
+    else if (first.config !== subject.config) {
+      const rivals = contested.get(subject.target) ?? new Set([first.config]);
+      contested.set(subject.target, rivals.add(subject.config));
+    }
   }
   const out = new Map<string, Resolution>();
-  for (const [target, claims] of byTarget) {
-    const configs = [...new Set(claims.map((c) => c.config))].sort(compareNames);
-    const [only] = claims;
-    out.set(
-      target,
-      configs.length === 1 && only !== undefined ? resolveIn(fleet, only) : duplicate(target, configs),
-    );
+  for (const [target, subject] of firstClaim) {
+    const rivals = contested.get(target);
+    out.set(target, rivals ? duplicate(target, [...rivals].sort(compareNames)) : resolveIn(fleet, subject));
   }
   return out;
 }
