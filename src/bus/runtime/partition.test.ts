@@ -17,7 +17,7 @@ describe('fnv1a32', () => {
 });
 
 describe('partitionOf', () => {
-  // Recorded from nats-server 2.9.10 with the mapping
+  // Recorded from nats-server 2.9.10, and again from 2.15.2 (identical), with the mapping
   // "ctl.*": "ctl.{{partition(16,1)}}.{{wildcard(1)}}" (the server-chosen partition of `ctl.<key>`).
   // If these drift, publishers and a server-side mapping would disagree on which consumer owns a key.
   const server16: Array<[string, number]> = [
