@@ -151,6 +151,7 @@ export class ObjectWatcher {
   private readonly writer: RecordWriter;
   private readonly js: JetStreamClient;
   private readonly log: Logger;
+  private readonly onOversized: ((object: RecordedObject, bytes: number) => void) | undefined;
 
   constructor(opts: {
     resource: WatchedResource;
@@ -162,7 +163,10 @@ export class ObjectWatcher {
     log: Logger;
     /** What the bus holds of this kind (`loadRecorded`). */
     recorded: Map<string, KnownRecord>;
+    /** Told of each object recorded without its content (the process records a Warning Event). */
+    onOversized?: (object: RecordedObject, bytes: number) => void;
   }) {
+    this.onOversized = opts.onOversized;
     this.resource = opts.resource;
     this.informers = opts.informers;
     this.writer = opts.writer;
@@ -393,6 +397,7 @@ export class ObjectWatcher {
         { name: object.metadata.name, namespace: object.metadata.namespace, bytes: result.omittedBytes },
         'object too large for the bus even compressed: recorded without its content; raise the NATS max_payload',
       );
+      this.onOversized?.(object, result.omittedBytes);
     }
   }
 }

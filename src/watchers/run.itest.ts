@@ -1,13 +1,18 @@
 // The watcher process as it runs in a pod: `switchyard watch` records the
 // project's resources on the bus through its informers client, and stops
 // cleanly on SIGTERM.
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ApiextensionsV1Api, EventsV1Api } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startOwnBus } from '../../test/support/bus.ts';
 import { committedCrds, ensureCrd } from '../../test/support/crds.ts';
 import { useLocalCluster } from '../../test/support/local-cluster.ts';
 import { awaitRecord, createWebhookServer } from '../../test/support/records.ts';
+import { escapeToken } from '../bus/subjects.ts';
+import { DEFAULT_TOPOLOGY } from '../bus/topology.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
 import { ManagedProcess } from '../local-cluster/managed-process.ts';
 import { waitFor } from '../local-cluster/wait.ts';
@@ -60,5 +65,65 @@ describe('switchyard watch', () => {
   it('exits cleanly on SIGTERM', async () => {
     await watcher.stop(10_000);
     expect(await watcher.whenExited()).toBe(0);
+  });
+
+  it('records a Warning Event on an object too large for the bus, and records it without content', async () => {
+    // A server of its own with a 64 KiB max_payload, so a CRD the apiserver stores easily does not fit.
+    const bus = await startOwnBus(DEFAULT_TOPOLOGY, 'max_payload: 65536');
+    const small = new ManagedProcess(
+      {
+        name: 'watchers-small-payload',
+        command: process.execPath,
+        args: [join(PROJECT_ROOT, 'src/cli/main.ts'), 'watch', `--nats.url=${bus.server.url}`],
+        env: { ...process.env, KUBECONFIG: cluster.info.kubeConfigs.admin },
+        logFile: join(cluster.info.dir, 'logs', 'watchers-small-payload.log'),
+      },
+      pino({ level: 'warn' }),
+    );
+    try {
+      const name = 'noises.oversized.switchyard.dev';
+      const properties = Object.fromEntries(
+        Array.from({ length: 150 }, (_, i) => [
+          `f${i}`,
+          { type: 'string', description: randomBytes(1_000).toString('base64') },
+        ]),
+      );
+      await admin.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({
+        body: {
+          metadata: { name },
+          spec: {
+            group: 'oversized.switchyard.dev',
+            scope: 'Namespaced',
+            names: { plural: 'noises', singular: 'noise', kind: 'Noise' },
+            versions: [
+              {
+                name: 'v1',
+                served: true,
+                storage: true,
+                schema: {
+                  openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties } } },
+                },
+              },
+            ],
+          },
+        },
+      });
+      const events = admin.makeApiClient(EventsV1Api);
+      const event = await waitFor('a RecordTooLarge Event', async () =>
+        (await events.listNamespacedEvent({ namespace: 'default' })).items.find(
+          (e) => e.reason === 'RecordTooLarge' && e.regarding?.name === name,
+        ),
+      );
+      expect(event).toMatchObject({
+        type: 'Warning',
+        action: 'Record',
+        reportingController: expect.stringContaining('switchyard'),
+      });
+      const { last } = await awaitRecord(bus.server.url, `k8s.crd._.${escapeToken(name)}`);
+      expect(last.json<{ omitted?: { reason: string } }>().omitted?.reason).toBe('too-large');
+    } finally {
+      await small.stop();
+      await bus.stop();
+    }
   });
 });

@@ -46,6 +46,22 @@ export async function runWatchers(argv: string[]): Promise<void> {
           js: bus.js,
           log,
           recorded: await loadRecorded(bus.js, resource, log),
+          onOversized: (object, bytes) =>
+            clients.events.recorder.record({
+              regarding: {
+                apiVersion: object.apiVersion ?? '',
+                kind: object.kind ?? '',
+                name: object.metadata.name,
+                ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}),
+                uid: object.metadata.uid,
+              },
+              type: 'Warning',
+              reason: 'RecordTooLarge',
+              action: 'Record',
+              note:
+                `${bytes} bytes even compressed, over the NATS max_payload: recorded on the bus without its ` +
+                'content, so Switchyard fails closed on it; raise max_payload in the NATS server configuration',
+            }),
         }),
     ),
   );

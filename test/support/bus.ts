@@ -34,9 +34,12 @@ export interface OwnBus {
  * shared server must not get. The connection reconnects forever, as a
  * component's does (`connectBus`).
  */
-export async function startOwnBus(topology: TopologyOptions = DEFAULT_TOPOLOGY): Promise<OwnBus> {
+export async function startOwnBus(
+  topology: TopologyOptions = DEFAULT_TOPOLOGY,
+  natsConfig = '',
+): Promise<OwnBus> {
   const dir = await mkdtemp(join(tmpdir(), 'switchyard-nats-'));
-  const server = await NatsServer.start(dir, pino({ level: 'warn' }));
+  const server = await NatsServer.start(dir, pino({ level: 'warn' }), natsConfig);
   const nc = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   const jsm = await jetstreamManager(nc);
   await ensureTopology(jsm, topology);
