@@ -1,8 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import {
   DiscardPolicy,
-  JetStreamApiCodes,
-  JetStreamApiError,
   type JetStreamManager,
   RetentionPolicy,
   StorageType,
@@ -10,6 +8,7 @@ import {
   type StreamInfo,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
+import { isStreamNotFound } from './errors.ts';
 
 /**
  * The JetStream topology, declared in one place. One owner applies it
@@ -155,10 +154,6 @@ export function checkServerVersion(version: string, jetstreamEnabled: boolean): 
       `nats-server ${version} is too old: Switchyard needs ${MIN_SERVER_VERSION} or newer (${MIN_SERVER_REASON})`,
     );
   }
-}
-
-export function isStreamNotFound(err: unknown): boolean {
-  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
 }
 
 async function streamInfo(jsm: JetStreamManager, name: string): Promise<StreamInfo | undefined> {

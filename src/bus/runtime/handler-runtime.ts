@@ -76,17 +76,18 @@ import {
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { type ZodType, z } from 'zod';
-import { AttemptLease } from './attempt.ts';
 import {
   type BackoffPolicy,
   DEFAULT_CONFLICT_BACKOFF,
   DEFAULT_ERROR_BACKOFF,
   retryDelayMs,
-} from './backoff.ts';
+} from '../../runtime/backoff.ts';
+import { systemClock } from '../../runtime/clock.ts';
+import { isConsumerNotFound } from '../errors.ts';
+import { AttemptLease } from './attempt.ts';
 import {
   ensureConsumer,
   type HandlerConsumerSpec,
-  isConsumerNotFound,
   type PlannedConsumer,
   planHandlerConsumers,
 } from './consumers.ts';
@@ -213,6 +214,9 @@ export const DEFAULT_HANDLER_TIMEOUT_MS = 60_000;
 /** After the deadline, how long a handler may take to settle: enough for an aborted request to unwind. */
 export const HANDLER_GRACE_MS = 2_000;
 
+/** A lane whose pull failed: 200 ms doubling to 5 s while its consumer is checked and re-added. */
+const PULL_FAILURE_BACKOFF: BackoffPolicy = { baseMs: 200, maxMs: 5_000 };
+
 const DEFAULTS = {
   concurrency: 1,
   pullExpiresMs: 10_000,
@@ -220,28 +224,6 @@ const DEFAULTS = {
   requestTimeoutMs: 5_000,
   handlerTimeoutMs: DEFAULT_HANDLER_TIMEOUT_MS,
 };
-
-/** Lease arithmetic runs on the monotonic clock: a wall-clock step must not extend or shorten a lease. */
-function monotonicNow(): number {
-  return performance.now();
-}
-
-function sleepFor(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 /** Starts pulling. Resolves once the consumers exist (when ensured at start) and the lanes are running. */
 export async function startHandlerRuntime<T>(opts: HandlerRuntimeOptions<T>): Promise<HandlerRuntime> {
@@ -370,7 +352,7 @@ class Runtime<T> implements HandlerRuntime {
       try {
         consumer ??= await this.js.consumers.get(planned.stream, planned.name);
         // The lease of a message starts here: the server cannot have delivered it before this pull.
-        const pulledAt = monotonicNow();
+        const pulledAt = systemClock.monotonic();
         fetch = await consumer.fetch({ max_messages: 1, expires });
         this.fetches.add(fetch);
         if (this.stopping.signal.aborted) fetch.stop();
@@ -391,7 +373,7 @@ class Runtime<T> implements HandlerRuntime {
         consumer = undefined;
         log.warn({ err: describeError(err), failures }, 'pull failed; checking the consumer');
         await this.recover(planned, log);
-        await sleep(Math.min(5_000, 100 * 2 ** Math.min(failures, 6)), this.stopping.signal);
+        await systemClock.sleep(retryDelayMs(failures, PULL_FAILURE_BACKOFF), this.stopping.signal);
       } finally {
         if (fetch) this.fetches.delete(fetch);
       }
@@ -447,7 +429,8 @@ class Runtime<T> implements HandlerRuntime {
   }
 
   private async process(m: JsMsg, planned: PlannedConsumer, pulledAt: number): Promise<void> {
-    const attempt = new AttemptLease(this.opts.nc, m, this.timings, monotonicNow, pulledAt);
+    // Lease arithmetic runs on the monotonic clock: a wall-clock step must not extend or shorten a lease.
+    const attempt = new AttemptLease(this.opts.nc, m, this.timings, systemClock.monotonic, pulledAt);
     const key = this.keyOf(m.subject);
     const log = this.log.child({
       consumer: planned.name,
@@ -557,7 +540,7 @@ class Runtime<T> implements HandlerRuntime {
     log.warn({ reason, graceMs: HANDLER_GRACE_MS }, 'handler cut short; waiting for it to settle');
     this.counts.timedOut++;
     attempt.cutShort(reason);
-    const grace = sleepFor(HANDLER_GRACE_MS).then(() => ({
+    const grace = systemClock.sleep(HANDLER_GRACE_MS).then(() => ({
       abandoned: `${reason}; no settle within the grace`,
     }));
     return Promise.race([settled, attempt.abandoned.then((r) => ({ abandoned: r })), grace]);

@@ -1,5 +1,5 @@
+export * from '../../runtime/backoff.ts';
 export * from './attempt.ts';
-export * from './backoff.ts';
 export * from './consumers.ts';
 export * from './dead-letter.ts';
 export * from './errors.ts';
