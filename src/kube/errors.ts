@@ -2,11 +2,23 @@
  * The one place that reads a Kubernetes API failure (as controller-runtime's
  * `apierrors.IsNotFound` and `client.IgnoreNotFound`). client-node reports an
  * HTTP status in two shapes: the generated API clients throw `ApiException`
- * with `code`; `Watch` (and our raw list, `ApiStatusError`) throw an Error with
- * `statusCode`. A watch's ERROR event is a `metav1.Status` with `code`. Every
+ * with `code`; `Watch` throws an Error with `statusCode`, and so does our
+ * {@link ApiStatusError} (raw requests, `request.ts`). A watch's ERROR event is a `metav1.Status` with `code`. Every
  * reader of a status goes through {@link statusOf}; no other file looks at
  * those fields.
  */
+
+/** A failure status of a raw request (`request.ts`); `reason` is the metav1.Status reason, e.g. `Conflict`. */
+export class ApiStatusError extends Error {
+  override readonly name = 'ApiStatusError';
+  readonly statusCode: number;
+  readonly reason: string | undefined;
+  constructor(statusCode: number, message: string, reason?: string) {
+    super(message);
+    this.statusCode = statusCode;
+    this.reason = reason;
+  }
+}
 
 /** The HTTP status a Kubernetes API failure carries; undefined for a network error or any other value. */
 export function statusOf(err: unknown): number | undefined {
