@@ -40,6 +40,11 @@
  * - **Validated input.** The payload is decoded and checked against the zod
  *   schema before the handler sees it; a message that fails is dead-lettered at
  *   once (kind `invalid`), never retried: retrying cannot fix a payload.
+ * - **Outcomes, settled by one pure decision.** The handler returns `done` or
+ *   `recheck after T` (`outcome.ts`), or throws; `settlementFor`
+ *   (`settlement.ts`) turns that into one action, which this file only sends.
+ *   A re-check is a message schedule published before the ack (`recheck.ts`):
+ *   durable, and never a failed delivery.
  * - **Retries with backoff.** A handler error is nak'd with a delay that grows
  *   with the delivery count (`backoff.ts`); a Kubernetes 409 conflict is its
  *   own kind with a shorter backoff (`errors.ts`). A `PermanentError` is
