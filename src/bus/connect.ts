@@ -1,6 +1,7 @@
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { systemClock } from '../runtime/clock.ts';
 import {
   checkServerVersion,
   DEFAULT_TOPOLOGY,
@@ -70,10 +71,10 @@ async function waitForTopology(
   signal: AbortSignal | undefined,
 ): Promise<void> {
   for (;;) {
+    signal?.throwIfAborted();
     const problems = await verifyTopology(jsm, topology);
     if (problems.length === 0) return;
     log.warn({ problems }, 'bus topology not as expected; waiting for `switchyard bus setup` to apply it');
-    signal?.throwIfAborted();
-    await new Promise((r) => setTimeout(r, VERIFY_RETRY_MS));
+    await systemClock.sleep(VERIFY_RETRY_MS, signal);
   }
 }

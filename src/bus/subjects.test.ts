@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { escapeToken, objectSubject, parseObjectSubject, unescapeToken } from './subjects.ts';
+import { escapeToken, objectSubject, parseObjectSubject, recheckSubject, unescapeToken } from './subjects.ts';
 
 describe('subject tokens', () => {
   it('escape a CRD name into one readable token', () => {
@@ -25,5 +25,17 @@ describe('subject tokens', () => {
     expect(parseObjectSubject(objectSubject(key))).toEqual(key);
     expect(parseObjectSubject('work.assign.3.x')).toBeUndefined();
     expect(parseObjectSubject('k8s.lease.a_zz.b')).toBeUndefined();
+  });
+});
+
+describe('recheckSubject', () => {
+  it('maps a work subject to its one schedule subject in the same stream', () => {
+    expect(recheckSubject('work.handover.3.widgets_2eexample_2ecom')).toBe(
+      'recheck.handover.3.widgets_2eexample_2ecom',
+    );
+  });
+
+  it('refuses a subject outside WORK: the schedule could not target it', () => {
+    expect(() => recheckSubject('fanout.assign.x')).toThrow(/only work/);
   });
 });

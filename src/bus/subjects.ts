@@ -10,6 +10,8 @@
  *   k8s.<kind>.<namespace>.<name>   object snapshots and tombstones (stream K8S)
  *   hb.<kind>.<namespace>.<name>    Lease renewals that change nothing else (stream HEARTBEATS)
  *   work.<concern>.<partition>.<key> handler work items (stream WORK, see bus/runtime)
+ *   recheck.<concern>.<partition>.<key> a key's durable re-check: a message schedule
+ *                                   that fires onto work.<…> (stream WORK, runtime/recheck.ts)
  *   fanout.<concern>.<key>          items waiting for the pacer (stream FANOUT)
  *   dlq.<concern>                   dead letters with their reason (stream DLQ)
  * A cluster-scoped object's namespace token is `_`.
@@ -41,6 +43,16 @@ export function unescapeToken(token: string): string {
     }
   }
   return Buffer.from(bytes).toString('utf8');
+}
+
+/** The schedule subject of a work subject's re-check: one per key, so a newer schedule replaces the older. */
+export function recheckSubject(workSubject: string): string {
+  if (!workSubject.startsWith('work.')) {
+    throw new Error(
+      `only work.> triggers can be re-checked (a schedule targets its own stream), got ${workSubject}`,
+    );
+  }
+  return `recheck.${workSubject.slice('work.'.length)}`;
 }
 
 /** The kinds of object the watchers record; each is one subject token. */

@@ -28,12 +28,26 @@ describe('topology', () => {
     expect(latest?.max_age ?? 0).toBe(0);
   });
 
-  it('refuses a server below 2.11.0 or without JetStream, naming the feature it lacks', () => {
-    expect(() => checkServerVersion('2.10.29', true)).toThrow(/too old.*2\.11\.0.*per-message TTL/);
+  it('refuses a server below 2.12.9 or without JetStream, naming the feature it lacks', () => {
+    expect(() => checkServerVersion('2.12.8', true)).toThrow(/too old.*2\.12\.9.*message schedules/);
+    expect(() => checkServerVersion('2.11.0', true)).toThrow(/too old/);
     expect(() => checkServerVersion('2.15.2', false)).toThrow(/JetStream disabled/);
-    expect(() => checkServerVersion('2.11.0', true)).not.toThrow();
+    expect(() => checkServerVersion('2.12.9', true)).not.toThrow();
+    expect(() => checkServerVersion('2.14.0', true)).not.toThrow();
     expect(() => checkServerVersion('2.15.2', true)).not.toThrow();
     expect(compareVersions('2.10.0', '2.9.22')).toBeGreaterThan(0);
+  });
+
+  it('keeps the re-check schedules in the work queue they fire into, where no consumer acks them away', () => {
+    expect(declared(STREAMS.work)).toMatchObject({
+      subjects: ['work.>', 'recheck.>'],
+      retention: 'workqueue',
+      allow_msg_schedules: true,
+    });
+    const scheduleless = { ...declared(STREAMS.work), allow_msg_schedules: false } as never;
+    expect(streamDrift(declared(STREAMS.work), scheduleless)).toEqual([
+      'stream WORK: allow_msg_schedules is false, expected true',
+    ]);
   });
 
   it('reports a missing stream and every drifted setting a component relies on', () => {

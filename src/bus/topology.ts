@@ -1,8 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import {
   DiscardPolicy,
-  JetStreamApiCodes,
-  JetStreamApiError,
   type JetStreamManager,
   RetentionPolicy,
   StorageType,
@@ -10,6 +8,7 @@ import {
   type StreamInfo,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
+import { isStreamNotFound } from './errors.ts';
 
 /**
  * The JetStream topology, declared in one place. One owner applies it
@@ -33,8 +32,12 @@ import { nanos } from '@nats-io/transport-node';
  *   stream could).
  *
  * HEARTBEATS keeps only the latest renewal per Lease: liveness, not history.
- * WORK and FANOUT are work queues (a message leaves on ack). DLQ keeps what
- * could not be processed, with the reason, for a week.
+ * WORK and FANOUT are work queues (a message leaves on ack). WORK also holds
+ * the handlers' durable re-checks: one message schedule per key on
+ * `recheck.<…>`, firing onto `work.<…>`. A work queue deletes only what a
+ * consumer acks and no consumer's filter covers `recheck.>`, so a waiting
+ * schedule stays until it fires (`runtime/recheck.ts`). DLQ keeps what could
+ * not be processed, with the reason, for a week.
  */
 
 export interface TopologyOptions {
@@ -101,7 +104,14 @@ export function streamConfigs(opts: TopologyOptions = DEFAULT_TOPOLOGY): StreamD
       max_age: nanos(HOUR_MS),
       allow_direct: true,
     },
-    { ...common, name: STREAMS.work, subjects: ['work.>'], retention: RetentionPolicy.Workqueue },
+    {
+      ...common,
+      name: STREAMS.work,
+      // recheck.> holds the durable re-checks (message schedules) that fire onto work.> (runtime/recheck.ts).
+      subjects: ['work.>', 'recheck.>'],
+      retention: RetentionPolicy.Workqueue,
+      allow_msg_schedules: true,
+    },
     { ...common, name: STREAMS.fanout, subjects: ['fanout.>'], retention: RetentionPolicy.Workqueue },
     {
       ...common,
@@ -119,12 +129,17 @@ export function tombstoneTtl(opts: TopologyOptions): string {
 }
 
 /**
- * The oldest nats-server Switchyard runs on, and why: per-message TTL (tombstones
- * that leave K8S_LATEST on their own) arrived in 2.11.0. Tested on 2.15.2, the
- * version the local stack builds (tools/nats-server).
+ * The oldest nats-server Switchyard runs on, and why: message schedules (the
+ * handlers' durable re-checks) arrived in 2.12.0, and a schedule's subject
+ * could come back corrupted when the stream recovered after a restart until
+ * "Potential corrupted schedule subject key after recovery" (nats-server
+ * #8085), released in 2.12.9 and 2.14.0 (there is no 2.13). Re-checks must
+ * survive a restart, so 2.12.9. Per-message TTL for tombstones (2.11.0) is
+ * older. Tested on 2.15.2, the version the local stack builds (tools/nats-server).
  */
-export const MIN_SERVER_VERSION = '2.11.0';
-const MIN_SERVER_REASON = 'per-message TTL for tombstones in the latest-state mirror';
+export const MIN_SERVER_VERSION = '2.12.9';
+const MIN_SERVER_REASON =
+  'message schedules that survive a restart (durable re-checks), fixed in 2.12.9; per-message TTL for tombstones';
 
 function versionParts(version: string): number[] {
   return version
@@ -155,10 +170,6 @@ export function checkServerVersion(version: string, jetstreamEnabled: boolean): 
       `nats-server ${version} is too old: Switchyard needs ${MIN_SERVER_VERSION} or newer (${MIN_SERVER_REASON})`,
     );
   }
-}
-
-export function isStreamNotFound(err: unknown): boolean {
-  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
 }
 
 async function streamInfo(jsm: JetStreamManager, name: string): Promise<StreamInfo | undefined> {
@@ -198,6 +209,7 @@ const VERIFIED_FIELDS = [
   'retention',
   'max_msgs_per_subject',
   'allow_msg_ttl',
+  'allow_msg_schedules',
   'allow_direct',
 ] as const satisfies readonly (keyof StreamConfig)[];
 

@@ -128,7 +128,7 @@ describe('EventRecorder', () => {
     rec.record(input);
     await rec.idle();
     expect(calls).toBe(4);
-    expect(sleeps).toEqual([100, 200, 300]); // random 0.5 → no jitter offset; capped at 300
+    expect(sleeps).toEqual([88, 175, 263]); // 100, 200, 400 capped at 300, each 12.5% shorter (random 0.5 of 25% jitter)
     expect(rec.counters()).toMatchObject({ failed: 1, retried: 3, emitted: 0 });
   });
 

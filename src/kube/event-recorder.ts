@@ -18,9 +18,11 @@
 // What it does not do (client-go's broadcaster does): series aggregation and
 // per-object spam filtering. Handlers record transitions, not heartbeats, so
 // the bucket is the only spam guard needed so far.
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventsV1Api, EventsV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { retryDelayMs } from '../runtime/backoff.ts';
+import { systemClock } from '../runtime/clock.ts';
+import { statusOf } from './errors.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 
 export interface ObjectRef {
@@ -170,12 +172,6 @@ export function buildEvent(
   };
 }
 
-/** The HTTP status of a failed create, or undefined for a network error (client-node's ApiException has `code`). */
-function statusOf(err: unknown): number | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' && code >= 100 && code < 600 ? code : undefined;
-}
-
 export class EventRecorder {
   private readonly options: EventRecorderOptions & EventRecorderTuning;
   private readonly queue: EventsV1Event[] = [];
@@ -245,10 +241,7 @@ export class EventRecorder {
   async close({ timeoutMs = 5_000 }: { timeoutMs?: number } = {}): Promise<void> {
     this.closed = true;
     const timeout = new AbortController();
-    await Promise.race([
-      this.idle(),
-      sleep(timeoutMs, undefined, { signal: timeout.signal, ref: false }).catch(() => {}),
-    ]);
+    await Promise.race([this.idle(), systemClock.sleep(timeoutMs, timeout.signal)]);
     timeout.abort();
   }
 
@@ -294,15 +287,14 @@ export class EventRecorder {
           return;
         }
         this.count.retried++;
-        await (this.options.sleep ?? sleep)(this.backoffMs(attempt));
+        await (this.options.sleep ?? systemClock.sleep)(this.backoffMs(attempt));
       }
     }
   }
 
-  /** Exponential from retryBaseDelayMs, capped, with ±25% jitter so senders do not retry in lockstep. */
+  /** Exponential from retryBaseDelayMs, capped, up to 25% shorter at random so senders do not retry in lockstep. */
   private backoffMs(attempt: number): number {
-    const { retryBaseDelayMs, retryMaxDelayMs } = this.options;
-    const delay = Math.min(retryMaxDelayMs, retryBaseDelayMs * 2 ** (attempt - 1));
-    return delay * (0.75 + 0.5 * (this.options.random ?? Math.random)());
+    const { retryBaseDelayMs: baseMs, retryMaxDelayMs: maxMs } = this.options;
+    return retryDelayMs(attempt, { baseMs, maxMs, jitter: 0.25 }, this.options.random);
   }
 }

@@ -19,6 +19,7 @@ import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureCrd } from '../../test/support/crds.ts';
 import { createNamespace, useLocalCluster } from '../../test/support/local-cluster.ts';
+import { isNotFound } from '../kube/errors.ts';
 import { isProcessAlive } from './managed-process.ts';
 import { createCertificateAuthority, issueCertificate } from './pki.ts';
 import { waitFor } from './wait.ts';
@@ -279,7 +280,7 @@ describe('local cluster', () => {
         await core.readNamespacedConfigMap({ name: 'owned', namespace });
         return undefined;
       } catch (err) {
-        return (err as { code?: number }).code === 404 ? true : undefined;
+        return isNotFound(err) ? true : undefined;
       }
     });
   });

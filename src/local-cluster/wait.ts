@@ -1,3 +1,5 @@
+import { systemClock } from '../runtime/clock.ts';
+
 /** Polls `check` until it returns a value other than undefined, or throws after `timeoutMs`. */
 export async function waitFor<T>(
   what: string,
@@ -17,6 +19,6 @@ export async function waitFor<T>(
       const cause = lastError instanceof Error ? `: ${lastError.message}` : '';
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${cause}`);
     }
-    await new Promise((r) => setTimeout(r, intervalMs));
+    await systemClock.sleep(intervalMs);
   }
 }

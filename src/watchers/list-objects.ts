@@ -1,35 +1,11 @@
-import { HttpMethod, type KubeConfig, RequestContext } from '@kubernetes/client-node';
-import { fetch } from 'undici';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { RecordedObject } from '../bus/messages.ts';
+import { ApiStatusError } from '../kube/errors.ts';
+import { apiUrl, HttpMethod, send } from '../kube/request.ts';
 
 export interface ObjectList {
   items: RecordedObject[];
   resourceVersion: string;
-}
-
-export class ApiStatusError extends Error {
-  readonly statusCode: number;
-  constructor(statusCode: number, message: string) {
-    super(message);
-    this.statusCode = statusCode;
-  }
-}
-
-/**
- * A GET through the same authentication and connection pool as client-node's
- * Watch, so a list and the watch that follows it carry one client's identity
- * and User-Agent.
- */
-async function get(kc: KubeConfig, url: URL) {
-  const ctx = new RequestContext(url.toString(), HttpMethod.GET);
-  await kc.applySecurityAuthentication(ctx);
-  return fetch(url, { headers: ctx.getHeaders(), dispatcher: ctx.getDispatcher() });
-}
-
-function apiUrl(kc: KubeConfig, path: string): URL {
-  const server = kc.getCurrentCluster()?.server;
-  if (!server) throw new Error('kubeconfig has no current cluster');
-  return new URL(server + path);
 }
 
 /**
@@ -49,7 +25,7 @@ export async function listObjects(
     url.searchParams.set('limit', '500');
     for (const [k, v] of Object.entries({ ...query, continue: cont }))
       if (v !== undefined) url.searchParams.set(k, v);
-    const res = await get(kc, url);
+    const res = await send(kc, HttpMethod.GET, url);
     const body = (await res.json()) as {
       items?: RecordedObject[];
       metadata?: { resourceVersion?: string; continue?: string };
@@ -66,7 +42,7 @@ export async function listObjects(
 
 /** Whether the apiserver serves a group version (XRDs exist only where Crossplane is installed). */
 export async function servesGroupVersion(kc: KubeConfig, groupVersionPath: string): Promise<boolean> {
-  const res = await get(kc, apiUrl(kc, groupVersionPath));
+  const res = await send(kc, HttpMethod.GET, apiUrl(kc, groupVersionPath));
   await res.body?.cancel();
   if (res.status === 404) return false;
   if (res.status !== 200)

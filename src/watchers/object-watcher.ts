@@ -18,6 +18,8 @@ import {
 } from '../bus/records/record-writer.ts';
 import { heartbeatSubject, kindFilter, objectSubject, parseObjectSubject } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
+import { type BackoffPolicy, retryDelayMs } from '../runtime/backoff.ts';
+import { systemClock } from '../runtime/clock.ts';
 import { listObjects } from './list-objects.ts';
 import { type Identity, keyOfIdentity, relistDiff } from './relist-diff.ts';
 import type { WatchedResource } from './resources.ts';
@@ -47,8 +49,8 @@ export interface KnownRecord {
   digest?: string;
 }
 
-const MIN_BACKOFF_MS = 500;
-const MAX_BACKOFF_MS = 30_000;
+/** After a failed watch or relist: from 0.5 s, doubling to 30 s, jittered so two watcher replicas do not retry in step. */
+const WATCH_BACKOFF: BackoffPolicy = { baseMs: 500, maxMs: 30_000 };
 
 /** The part of the informers client (src/kube/clients.ts) a watcher uses. */
 export interface WatcherClient {
@@ -145,7 +147,8 @@ export class ObjectWatcher {
   private stopped = false;
   /** Bumped when a watch is abandoned: events still queued from it are ignored. */
   private generation = 0;
-  private backoffMs = MIN_BACKOFF_MS;
+  /** Failed rounds since the last change was stored; sets the next pause. */
+  private failures = 0;
   private readonly resource: WatchedResource;
   private readonly informers: WatcherClient;
   private readonly writer: RecordWriter;
@@ -257,12 +260,9 @@ export class ObjectWatcher {
     for (;;) {
       if (this.stopped) return;
       if (backoff) {
-        this.log.info(
-          { backoffMs: this.backoffMs, relist, err: end.err },
-          'watch ended; retrying after a pause',
-        );
-        await new Promise((r) => setTimeout(r, this.backoffMs));
-        this.backoffMs = Math.min(MAX_BACKOFF_MS, this.backoffMs * 2);
+        const backoffMs = retryDelayMs(++this.failures, WATCH_BACKOFF);
+        this.log.info({ backoffMs, relist, err: end.err }, 'watch ended; retrying after a pause');
+        await systemClock.sleep(backoffMs);
       }
       if (this.stopped) return;
       try {
@@ -295,7 +295,7 @@ export class ObjectWatcher {
     else await this.recordUpsert(object, 'watch');
     // Only now, with the change stored, may the position move past it.
     this.resourceVersion = object.metadata.resourceVersion;
-    this.backoffMs = MIN_BACKOFF_MS;
+    this.failures = 0;
   }
 
   private subjectKey(o: { name: string; namespace?: string | undefined }) {

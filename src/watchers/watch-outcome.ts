@@ -3,6 +3,7 @@
  * a change may be unrecorded) and/or back off (the apiserver or the bus is in
  * trouble; retrying at once would spin). Pure, so each case is tested.
  */
+import { isGone } from '../kube/errors.ts';
 
 export interface WatchEnd {
   /** The ERROR event the watch sent before it ended, if any (a metav1.Status). */
@@ -18,13 +19,6 @@ export interface NextStep {
   backoff: boolean;
 }
 
-const GONE = 410;
-
-function statusOf(err: unknown): number | undefined {
-  const code = (err as { statusCode?: unknown; code?: unknown } | null)?.statusCode;
-  return typeof code === 'number' ? code : undefined;
-}
-
 export function nextStep(end: WatchEnd): NextStep {
   // The position moved past a change the bus does not have: only a relist,
   // compared with what the bus holds, can close that gap.
@@ -33,9 +27,9 @@ export function nextStep(end: WatchEnd): NextStep {
     // 410: the position fell behind a compaction, the normal way to need a relist.
     // Anything else (e.g. "too large resource version" after an etcd restore) also
     // means the position cannot be resumed, but the apiserver is unwell: wait first.
-    return { relist: true, backoff: end.errorEvent.code !== GONE };
+    return { relist: true, backoff: !isGone(end.errorEvent) };
   }
-  if (statusOf(end.err) === GONE) return { relist: true, backoff: false };
+  if (isGone(end.err)) return { relist: true, backoff: false };
   const timedOut = (end.err as { name?: string } | null)?.name === 'TimeoutError';
   // A normal close or the client's timeout: resume from the position at once.
   if (!end.err || timedOut) return { relist: false, backoff: false };

@@ -6,6 +6,7 @@ import {
   loadAllYaml,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
+import { isConflict } from '../../src/kube/errors.ts';
 import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 
@@ -16,7 +17,7 @@ export async function ensureCrd(kc: KubeConfig, crd: V1CustomResourceDefinition)
   try {
     await api.createCustomResourceDefinition({ body: crd });
   } catch (err) {
-    if ((err as { code?: number }).code !== 409) throw err;
+    if (!isConflict(err)) throw err;
   }
   await waitFor(`CRD ${name} to be established`, async () => {
     const c = await api.readCustomResourceDefinition({ name });

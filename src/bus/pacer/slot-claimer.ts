@@ -12,8 +12,10 @@
  * bucket's max_age (60 s) behind re-creates expired slots and doubles the
  * fleet rate.
  */
-import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+
 import type { KV } from '@nats-io/kv';
+import { systemClock } from '../../runtime/clock.ts';
+import { isWrongLastSequence } from '../errors.ts';
 import { assertRate, nextSlotToTry, slotIndex, slotKey, waitForSlotMs } from './slots.ts';
 
 export interface SlotClaimerOptions {
@@ -53,7 +55,10 @@ export class SlotClaimer {
       const slot = nextSlotToTry(this.clock(), this.rate, this.lastTried);
       this.lastTried = slot;
       const wait = waitForSlotMs(slot, this.clock(), this.rate);
-      if (wait > 0) await sleepOrAbort(wait, signal);
+      if (wait > 0) {
+        await systemClock.sleep(wait, signal);
+        signal.throwIfAborted();
+      }
       // A slot that ended while we waited (event-loop stall) is not claimed late: that would be a burst.
       if (slotIndex(this.clock(), this.rate) > slot) continue;
       try {
@@ -61,7 +66,7 @@ export class SlotClaimer {
         this.won++;
         return slot;
       } catch (err) {
-        if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) {
+        if (isWrongLastSequence(err)) {
           this.lost++;
           continue;
         }
@@ -69,18 +74,4 @@ export class SlotClaimer {
       }
     }
   }
-}
-
-function sleepOrAbort(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    function onAbort() {
-      clearTimeout(t);
-      reject(signal.reason);
-    }
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -1,10 +1,5 @@
-import {
-  JetStreamApiCodes,
-  JetStreamApiError,
-  type JetStreamClient,
-  type JetStreamManager,
-  type StoredMsg,
-} from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager, StoredMsg } from '@nats-io/jetstream';
+import { isWrongLastSequence } from '../errors.ts';
 import {
   decodeMessage,
   encodeMessage,
@@ -120,8 +115,7 @@ export class RecordWriter {
           ...(omittedBytes ? { omittedBytes } : {}),
         };
       } catch (err) {
-        if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence))
-          throw err;
+        if (!isWrongLastSequence(err)) throw err;
         current = undefined;
       }
     }

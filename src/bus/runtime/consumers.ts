@@ -31,11 +31,11 @@ import {
   AckPolicy,
   type ConsumerConfig,
   DeliverPolicy,
-  JetStreamApiError,
   type JetStreamManager,
   ReplayPolicy,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
+import { isConsumerAlreadyExists } from '../errors.ts';
 import { MIN_ACK_WAIT_MS } from './lease.ts';
 import { partitionConsumerName, partitionFilter } from './partition.ts';
 
@@ -126,17 +126,6 @@ export function planHandlerConsumers(spec: HandlerConsumerSpec): PlannedConsumer
   });
 }
 
-/** JetStream API error codes this module relies on (nats-server `errors.json`). */
-const CONSUMER_NOT_FOUND = 10014;
-const CONSUMER_ALREADY_EXISTS = 10148; // 2.10+: `add` of an existing durable with a different config
-
-export function isConsumerNotFound(err: unknown): boolean {
-  return (
-    (err instanceof JetStreamApiError && err.code === CONSUMER_NOT_FOUND) ||
-    (err instanceof Error && err.message === 'consumer not found')
-  );
-}
-
 /**
  * Creates the consumer, or brings an existing one to this config. On 2.9 `add`
  * of an existing durable silently updates it; 2.10+ refuses with 10148, so fall
@@ -146,7 +135,7 @@ export async function ensureConsumer(jsm: JetStreamManager, planned: PlannedCons
   try {
     await jsm.consumers.add(planned.stream, planned.config);
   } catch (err) {
-    if (!(err instanceof JetStreamApiError && err.code === CONSUMER_ALREADY_EXISTS)) throw err;
+    if (!isConsumerAlreadyExists(err)) throw err;
     const { durable_name: _d, deliver_policy: _p, filter_subject: _f, ...updatable } = planned.config;
     await jsm.consumers.update(planned.stream, planned.name, updatable);
   }

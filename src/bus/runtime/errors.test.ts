@@ -16,14 +16,13 @@ describe('classifyFailure', () => {
   it('recognises Kubernetes conflicts by class and by 409 status', () => {
     expect(classifyFailure(new ConflictError('x'))).toBe('conflict');
     expect(classifyFailure(Object.assign(new Error('HTTP-Code: 409'), { code: 409 }))).toBe('conflict');
-    expect(classifyFailure({ response: { statusCode: 409 } })).toBe('conflict');
   });
 
   it('treats permanent errors as non-retryable and everything else as retryable', () => {
     expect(classifyFailure(new PermanentError('bad ref'))).toBe('permanent');
-    expect(classifyFailure(Object.assign(new Error('x'), { code: 500 }))).toBe('retry');
-    expect(classifyFailure('boom')).toBe('retry');
-    expect(classifyFailure(Object.assign(new Error('econnreset'), { code: 'ECONNRESET' }))).toBe('retry');
+    expect(classifyFailure(Object.assign(new Error('x'), { code: 500 }))).toBe('transient');
+    expect(classifyFailure('boom')).toBe('transient');
+    expect(classifyFailure(Object.assign(new Error('econnreset'), { code: 'ECONNRESET' }))).toBe('transient');
   });
 
   it('treats a failing bus as infrastructure, by class or API code (never by message text)', () => {
@@ -36,7 +35,7 @@ describe('classifyFailure', () => {
     expect(classifyFailure(new RequestError('x', { cause: new NoRespondersError('s') })), 'via cause').toBe(
       'infrastructure',
     );
-    expect(classifyFailure(apiError(10071)), 'wrong last sequence is not infrastructure').toBe('retry');
-    expect(classifyFailure(new Error('stream not found')), 'text alone classifies nothing').toBe('retry');
+    expect(classifyFailure(apiError(10071)), 'wrong last sequence is not infrastructure').toBe('transient');
+    expect(classifyFailure(new Error('stream not found')), 'text alone classifies nothing').toBe('transient');
   });
 });

@@ -40,6 +40,11 @@
  * - **Validated input.** The payload is decoded and checked against the zod
  *   schema before the handler sees it; a message that fails is dead-lettered at
  *   once (kind `invalid`), never retried: retrying cannot fix a payload.
+ * - **Outcomes, settled by one pure decision.** The handler returns `done` or
+ *   `recheck after T` (`outcome.ts`), or throws; `settlementFor`
+ *   (`settlement.ts`) turns that into one action, which this file only sends.
+ *   A re-check is a message schedule published before the ack (`recheck.ts`):
+ *   durable, and never a failed delivery.
  * - **Retries with backoff.** A handler error is nak'd with a delay that grows
  *   with the delivery count (`backoff.ts`); a Kubernetes 409 conflict is its
  *   own kind with a shorter backoff (`errors.ts`). A `PermanentError` is
@@ -76,17 +81,18 @@ import {
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { type ZodType, z } from 'zod';
-import { AttemptLease } from './attempt.ts';
 import {
   type BackoffPolicy,
   DEFAULT_CONFLICT_BACKOFF,
   DEFAULT_ERROR_BACKOFF,
   retryDelayMs,
-} from './backoff.ts';
+} from '../../runtime/backoff.ts';
+import { type Clock, systemClock } from '../../runtime/clock.ts';
+import { isConsumerNotFound } from '../errors.ts';
+import { AttemptLease } from './attempt.ts';
 import {
   ensureConsumer,
   type HandlerConsumerSpec,
-  isConsumerNotFound,
   type PlannedConsumer,
   planHandlerConsumers,
 } from './consumers.ts';
@@ -98,8 +104,18 @@ import {
 } from './dead-letter.ts';
 import { classifyFailure, describeError, type FailureKind } from './errors.ts';
 import { type LeaseTimings, leaseTimings, pullExpiryMs } from './lease.ts';
+import { done, type Outcome } from './outcome.ts';
 import { keyOfPartitionedSubject } from './partition.ts';
+import { recheckDueOf, scheduleRecheck } from './recheck.ts';
 import { originOf, republishHeaders, republishMsgId } from './republish.ts';
+import {
+  type AttemptResult,
+  afterPublishFailed,
+  type DeliveryInfo,
+  type Settlement,
+  type SettlementPolicy,
+  settlementFor,
+} from './settlement.ts';
 
 export interface HandlerContext {
   subject: string;
@@ -121,9 +137,13 @@ export interface HandlerContext {
   deadline: number;
   /** Server timestamp of the message (ms since epoch). */
   publishedAtMs: number;
+  /** Set when this trigger is a fired re-check: when it was due (ms since epoch; it may come late after an outage). */
+  recheckDueAtMs?: number;
 }
 
-export type Handler<T> = (data: T, ctx: HandlerContext) => Promise<void>;
+/** Resolves with an {@link Outcome} (nothing means `done`) once its effect is durable; throws to fail. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a handler with no return statement resolves to void, which means done.
+export type Handler<T> = (data: T, ctx: HandlerContext) => Promise<Outcome | undefined | void>;
 
 export interface HandlerRuntimeOptions<T> {
   /** A connection that reconnects forever (see `connectBus`). The runtime does not close it. */
@@ -151,8 +171,10 @@ export interface HandlerRuntimeOptions<T> {
   decode?: (m: JsMsg) => unknown;
   /** Create/update the consumers at start (default true). Set false when the topology owns them. */
   ensureConsumersAtStart?: boolean;
-  /** Timeout for ack/dead-letter confirmations (ms). Default 5 s. */
+  /** Timeout for ack/dead-letter/re-check confirmations (ms). Default 5 s. */
   requestTimeoutMs?: number;
+  /** Time source (tests inject one); default the system clock. */
+  clock?: Clock;
 }
 
 /** Monotonic counters (and one gauge) for metrics export. */
@@ -161,6 +183,8 @@ export interface HandlerCounters {
   processed: number;
   /** Nak'd for a later retry (conflicts included). */
   retried: number;
+  /** Handler asked to look again later: a re-check was scheduled and the trigger acked. */
+  rechecks: number;
   /** Of `retried`, those that were Kubernetes conflicts. */
   conflicts: number;
   /** Published to the dead-letter subject (all kinds). */
@@ -213,6 +237,9 @@ export const DEFAULT_HANDLER_TIMEOUT_MS = 60_000;
 /** After the deadline, how long a handler may take to settle: enough for an aborted request to unwind. */
 export const HANDLER_GRACE_MS = 2_000;
 
+/** A lane whose pull failed: 200 ms doubling to 5 s while its consumer is checked and re-added. */
+const PULL_FAILURE_BACKOFF: BackoffPolicy = { baseMs: 200, maxMs: 5_000 };
+
 const DEFAULTS = {
   concurrency: 1,
   pullExpiresMs: 10_000,
@@ -220,28 +247,6 @@ const DEFAULTS = {
   requestTimeoutMs: 5_000,
   handlerTimeoutMs: DEFAULT_HANDLER_TIMEOUT_MS,
 };
-
-/** Lease arithmetic runs on the monotonic clock: a wall-clock step must not extend or shorten a lease. */
-function monotonicNow(): number {
-  return performance.now();
-}
-
-function sleepFor(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 /** Starts pulling. Resolves once the consumers exist (when ensured at start) and the lanes are running. */
 export async function startHandlerRuntime<T>(opts: HandlerRuntimeOptions<T>): Promise<HandlerRuntime> {
@@ -259,9 +264,13 @@ class Runtime<T> implements HandlerRuntime {
   private readonly plan: PlannedConsumer[];
   private readonly timings: LeaseTimings;
   private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly policy: SettlementPolicy;
+  private readonly requestTimeoutMs: number;
   private readonly counts: HandlerCounters = {
     processed: 0,
     retried: 0,
+    rechecks: 0,
     conflicts: 0,
     deadLettered: 0,
     invalid: 0,
@@ -291,6 +300,12 @@ class Runtime<T> implements HandlerRuntime {
     this.plan = planHandlerConsumers(opts.consumers);
     this.timings = leaseTimings(opts.consumers.ackWaitMs);
     this.log = opts.log.child({ concern: opts.concern });
+    this.clock = opts.clock ?? systemClock;
+    this.policy = {
+      errorBackoff: opts.errorBackoff ?? DEFAULT_ERROR_BACKOFF,
+      conflictBackoff: opts.conflictBackoff ?? DEFAULT_CONFLICT_BACKOFF,
+    };
+    this.requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs;
     this.stopped = new Promise((resolve) => {
       this.resolveStopped = resolve;
     });
@@ -370,7 +385,7 @@ class Runtime<T> implements HandlerRuntime {
       try {
         consumer ??= await this.js.consumers.get(planned.stream, planned.name);
         // The lease of a message starts here: the server cannot have delivered it before this pull.
-        const pulledAt = monotonicNow();
+        const pulledAt = this.clock.monotonic();
         fetch = await consumer.fetch({ max_messages: 1, expires });
         this.fetches.add(fetch);
         if (this.stopping.signal.aborted) fetch.stop();
@@ -391,7 +406,7 @@ class Runtime<T> implements HandlerRuntime {
         consumer = undefined;
         log.warn({ err: describeError(err), failures }, 'pull failed; checking the consumer');
         await this.recover(planned, log);
-        await sleep(Math.min(5_000, 100 * 2 ** Math.min(failures, 6)), this.stopping.signal);
+        await this.clock.sleep(retryDelayMs(failures, PULL_FAILURE_BACKOFF), this.stopping.signal);
       } finally {
         if (fetch) this.fetches.delete(fetch);
       }
@@ -446,8 +461,10 @@ class Runtime<T> implements HandlerRuntime {
     return subject;
   }
 
+  /** Plumbing: what the attempt came to, the one decision of what to send (`settlement.ts`), then sending it. */
   private async process(m: JsMsg, planned: PlannedConsumer, pulledAt: number): Promise<void> {
-    const attempt = new AttemptLease(this.opts.nc, m, this.timings, monotonicNow, pulledAt);
+    // Lease arithmetic runs on the monotonic clock: a wall-clock step must not extend or shorten a lease.
+    const attempt = new AttemptLease(this.opts.nc, m, this.timings, () => this.clock.monotonic(), pulledAt);
     const key = this.keyOf(m.subject);
     const log = this.log.child({
       consumer: planned.name,
@@ -457,48 +474,46 @@ class Runtime<T> implements HandlerRuntime {
       deliveryCount: m.info.deliveryCount,
     });
     try {
-      const data = await this.admit(m, attempt, log);
-      if (data !== undefined) await this.runHandler(data.value, m, key, attempt, log);
+      const result = await this.attempt(m, key, attempt, log);
+      await this.settle(
+        m,
+        attempt,
+        settlementFor(result, this.delivery(m), this.policy, this.clock.now()),
+        log,
+      );
     } finally {
       attempt.end();
     }
   }
 
-  /** Decodes and validates; dead-letters what cannot run. Undefined when the message was settled here. */
-  private async admit(m: JsMsg, attempt: AttemptLease, log: Logger): Promise<{ value: T } | undefined> {
-    const maxDeliver = this.opts.consumers.maxDeliver;
-    if (m.info.deliveryCount > maxDeliver) {
-      await this.deadLetter(
-        m,
-        attempt,
-        'max-deliver',
-        `no verdict after ${maxDeliver} handler attempts (a worker died or exceeded ack_wait)`,
-        log,
-      );
-      return undefined;
-    }
+  private delivery(m: JsMsg): DeliveryInfo {
+    return { deliveryCount: m.info.deliveryCount, maxDeliver: this.opts.consumers.maxDeliver };
+  }
+
+  /** Admits the message (budget, payload) and runs the handler on it. */
+  private async attempt(m: JsMsg, key: string, attempt: AttemptLease, log: Logger): Promise<AttemptResult> {
+    if (m.info.deliveryCount > this.opts.consumers.maxDeliver) return { type: 'beyond-budget' };
+    const decoded = this.decode(m);
+    if ('invalid' in decoded) return { type: 'invalid', reason: decoded.invalid };
+    return this.runHandler(decoded.value, m, key, attempt, log);
+  }
+
+  private decode(m: JsMsg): { value: T } | { invalid: string } {
     try {
       const raw = (this.opts.decode ?? ((msg: JsMsg) => msg.json()))(m);
       const parsed = this.opts.schema.safeParse(raw);
       if (parsed.success) return { value: parsed.data };
-      await this.deadLetter(
-        m,
-        attempt,
-        'invalid',
-        `schema validation failed: ${z.prettifyError(parsed.error)}`,
-        log,
-      );
+      return { invalid: `schema validation failed: ${z.prettifyError(parsed.error)}` };
     } catch (err) {
-      await this.deadLetter(m, attempt, 'invalid', `undecodable payload: ${describeError(err)}`, log);
+      return { invalid: `undecodable payload: ${describeError(err)}` };
     }
-    return undefined;
   }
 
   /**
-   * Runs the handler under its deadline and settles by the outcome. Past the
-   * deadline (or the drain timeout) the signal aborts and the handler gets a
-   * grace to settle; one that does not is abandoned, so no other replica gets
-   * the message while this attempt may still write (until ack_wait ends).
+   * Runs the handler under its deadline. Past the deadline (or the drain
+   * timeout) the signal aborts and the handler gets a grace to settle; one
+   * that does not is abandoned, so no other replica gets the message while
+   * this attempt may still write (until ack_wait ends).
    */
   private async runHandler(
     data: T,
@@ -506,7 +521,7 @@ class Runtime<T> implements HandlerRuntime {
     key: string,
     attempt: AttemptLease,
     log: Logger,
-  ): Promise<void> {
+  ): Promise<AttemptResult> {
     const timeoutMs = this.opts.handlerTimeoutMs ?? DEFAULTS.handlerTimeoutMs;
     let cutShort: (reason: string) => void = () => undefined;
     const cut = new Promise<string>((resolve) => {
@@ -515,6 +530,7 @@ class Runtime<T> implements HandlerRuntime {
     const entry: InFlight = { cutShort, log };
     this.inFlight.add(entry);
     const deadline = setTimeout(() => cutShort(`handler deadline of ${timeoutMs} ms passed`), timeoutMs);
+    const recheckDueAtMs = recheckDueOf(m.headers);
     const ctx: HandlerContext = {
       subject: m.subject,
       seq: m.info.streamSequence,
@@ -523,86 +539,96 @@ class Runtime<T> implements HandlerRuntime {
       headers: m.headers,
       log,
       signal: attempt.signal,
-      deadline: Date.now() + timeoutMs,
+      deadline: this.clock.now() + timeoutMs,
       publishedAtMs: Math.floor(m.info.timestampNanos / 1e6),
+      ...(recheckDueAtMs !== undefined && { recheckDueAtMs }),
     };
     try {
       // Through a promise, so a handler that throws synchronously is a failure like any other.
-      const settled = new Promise<void>((resolve) => resolve(this.opts.handle(data, ctx))).then(
-        () => ({ ok: true as const }),
-        (err: unknown) => ({ ok: false as const, err }),
+      const settled = new Promise<Outcome | undefined>((resolve) =>
+        resolve(this.opts.handle(data, ctx) as Promise<Outcome | undefined>),
+      ).then(
+        (outcome): AttemptResult => ({ type: 'returned', outcome: outcome ?? done }),
+        (err: unknown): AttemptResult => ({
+          type: 'failed',
+          kind: (this.opts.classify ?? classifyFailure)(err),
+          reason: describeError(err),
+        }),
       );
-      const abandoned = attempt.abandoned.then((reason) => ({ abandoned: reason }));
+      const abandoned = attempt.abandoned.then((reason): AttemptResult => ({ type: 'abandoned', reason }));
       const first = await Promise.race([settled, abandoned, cut.then((reason) => ({ cut: reason }))]);
-      const outcome = 'cut' in first ? await this.graceAfterCut(first.cut, settled, attempt, log) : first;
-      if ('abandoned' in outcome) {
-        this.abandon(attempt, outcome.abandoned, log);
-      } else if (outcome.ok) {
-        if (await this.ack(m, attempt, log)) this.counts.processed++;
-      } else {
-        await this.onFailure(m, attempt, outcome.err, log);
-      }
+      return 'cut' in first ? await this.graceAfterCut(first.cut, settled, attempt, log) : first;
     } finally {
       clearTimeout(deadline);
       this.inFlight.delete(entry);
     }
   }
 
-  private graceAfterCut<O>(
+  private graceAfterCut(
     reason: string,
-    settled: Promise<O>,
+    settled: Promise<AttemptResult>,
     attempt: AttemptLease,
     log: Logger,
-  ): Promise<O | { abandoned: string }> {
+  ): Promise<AttemptResult> {
     log.warn({ reason, graceMs: HANDLER_GRACE_MS }, 'handler cut short; waiting for it to settle');
     this.counts.timedOut++;
     attempt.cutShort(reason);
-    const grace = sleepFor(HANDLER_GRACE_MS).then(() => ({
-      abandoned: `${reason}; no settle within the grace`,
-    }));
-    return Promise.race([settled, attempt.abandoned.then((r) => ({ abandoned: r })), grace]);
+    const grace = this.clock
+      .sleep(HANDLER_GRACE_MS)
+      .then((): AttemptResult => ({ type: 'abandoned', reason: `${reason}; no settle within the grace` }));
+    const abandoned = attempt.abandoned.then((r): AttemptResult => ({ type: 'abandoned', reason: r }));
+    return Promise.race([settled, abandoned, grace]);
   }
 
-  private abandon(attempt: AttemptLease, reason: string, log: Logger): void {
-    attempt.abandon(reason);
-    this.counts.abandoned++;
+  /** Carries out one settlement; a publish it needed that failed falls back to a nak. */
+  private async settle(m: JsMsg, attempt: AttemptLease, s: Settlement, log: Logger): Promise<void> {
+    switch (s.action) {
+      case 'ack':
+        if (await this.ack(m, attempt, log)) this.counts.processed++;
+        return;
+      case 'nak':
+        if (!this.nak(m, attempt, s.delayMs, log)) return;
+        this.counts.retried++;
+        if (s.kind === 'conflict') this.counts.conflicts++;
+        log.info({ kind: s.kind, delayMs: s.delayMs, err: s.reason }, 'handler failed; retrying later');
+        return;
+      case 'abandon':
+        this.abandon(attempt, s.reason, log);
+        return;
+      case 'dead-letter':
+        return this.deadLetter(m, attempt, s.kind, s.reason, log);
+      case 'republish':
+        return this.republishAfresh(m, attempt, s.reason, log);
+      case 'recheck':
+        return this.recheck(m, attempt, s.atMs, s.reason, log);
+    }
+  }
+
+  private async afterPublishFailed(m: JsMsg, attempt: AttemptLease, what: string, err: unknown, log: Logger) {
+    const fallback = afterPublishFailed(this.delivery(m), this.policy, describeError(err));
     log.warn(
-      { reason: attempt.abandonedBecause ?? reason },
-      'attempt abandoned: nothing is sent, the server redelivers after ack_wait',
+      { err: fallback.reason, delayMs: fallback.delayMs },
+      `${what} failed; the message stays and is retried`,
     );
+    this.nak(m, attempt, fallback.delayMs, log);
   }
 
-  private async onFailure(m: JsMsg, attempt: AttemptLease, err: unknown, log: Logger): Promise<void> {
-    const kind = (this.opts.classify ?? classifyFailure)(err);
-    const maxDeliver = this.opts.consumers.maxDeliver;
-    const reason = describeError(err);
-    if (kind === 'permanent') {
-      await this.deadLetter(m, attempt, 'permanent', reason, log);
+  /**
+   * Schedules the trigger to come back at `atMs`, then acks it. Only within the
+   * lease: an attempt that may have lost its message must not replace the
+   * schedule the redelivered attempt makes.
+   */
+  private async recheck(m: JsMsg, attempt: AttemptLease, atMs: number, reason: string, log: Logger) {
+    if (!this.mayStillSettle(attempt, log)) return;
+    try {
+      await scheduleRecheck(this.js, m, atMs, reason, this.requestTimeoutMs);
+    } catch (err) {
+      await this.afterPublishFailed(m, attempt, 're-check schedule', err, log);
       return;
     }
-    if (m.info.deliveryCount >= maxDeliver && kind === 'infrastructure') {
-      await this.republishAfresh(m, attempt, reason, log);
-      return;
-    }
-    if (m.info.deliveryCount >= maxDeliver) {
-      await this.deadLetter(
-        m,
-        attempt,
-        'max-deliver',
-        `${kind} on attempt ${maxDeliver} of ${maxDeliver}: ${reason}`,
-        log,
-      );
-      return;
-    }
-    const policy =
-      kind === 'conflict'
-        ? (this.opts.conflictBackoff ?? DEFAULT_CONFLICT_BACKOFF)
-        : (this.opts.errorBackoff ?? DEFAULT_ERROR_BACKOFF);
-    const delayMs = retryDelayMs(m.info.deliveryCount, policy);
-    if (!this.nak(m, attempt, delayMs, log)) return;
-    this.counts.retried++;
-    if (kind === 'conflict') this.counts.conflicts++;
-    log.info({ kind, delayMs, err: reason }, 'handler failed; retrying later');
+    if (!(await this.ack(m, attempt, log))) return;
+    this.counts.rechecks++;
+    log.debug({ at: new Date(atMs).toISOString(), reason }, 're-check scheduled');
   }
 
   /** The bus failed on the last attempt: the message is fine, so it starts over instead of being dead-lettered. */
@@ -612,17 +638,24 @@ class Runtime<T> implements HandlerRuntime {
       await this.js.publish(m.subject, m.data, {
         headers: republishHeaders(m.headers, originOf(m.headers, stream, streamSequence)),
         msgID: republishMsgId(stream, streamSequence),
-        timeout: this.opts.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
+        timeout: this.requestTimeoutMs,
       });
     } catch (err) {
-      const delayMs = retryDelayMs(m.info.deliveryCount, this.opts.errorBackoff ?? DEFAULT_ERROR_BACKOFF);
-      log.warn({ err: describeError(err), delayMs }, 'republish failed; the message stays and is retried');
-      this.nak(m, attempt, delayMs, log);
+      await this.afterPublishFailed(m, attempt, 'republish', err, log);
       return;
     }
     if (!(await this.ack(m, attempt, log))) return;
     this.counts.republished++;
     log.warn({ err: reason }, 'attempt budget spent on bus failures; republished afresh');
+  }
+
+  private abandon(attempt: AttemptLease, reason: string, log: Logger): void {
+    attempt.abandon(reason);
+    this.counts.abandoned++;
+    log.warn(
+      { reason: attempt.abandonedBecause ?? reason },
+      'attempt abandoned: nothing is sent, the server redelivers after ack_wait',
+    );
   }
 
   /**
@@ -646,7 +679,7 @@ class Runtime<T> implements HandlerRuntime {
   private async ack(m: JsMsg, attempt: AttemptLease, log: Logger): Promise<boolean> {
     if (!this.mayStillSettle(attempt, log)) return false;
     try {
-      await m.ackAck({ timeout: this.opts.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs });
+      await m.ackAck({ timeout: this.requestTimeoutMs });
     } catch (err) {
       this.counts.ackFailures++;
       log.warn({ err: describeError(err) }, 'ack not confirmed; the message may be redelivered');
@@ -661,21 +694,16 @@ class Runtime<T> implements HandlerRuntime {
     reason: string,
     log: Logger,
   ): Promise<void> {
-    const record = deadLetterRecordFor(m, kind, reason, new Date());
+    const record = deadLetterRecordFor(m, kind, reason, new Date(this.clock.now()));
     try {
       await this.js.publish(this.opts.deadLetterSubject, m.data, {
         headers: deadLetterHeaders(record),
         msgID: deadLetterMsgId(record.originalStream, record.originalSeq),
-        timeout: this.opts.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
+        timeout: this.requestTimeoutMs,
       });
     } catch (err) {
       this.counts.deadLetterFailures++;
-      const delayMs = retryDelayMs(m.info.deliveryCount, this.opts.errorBackoff ?? DEFAULT_ERROR_BACKOFF);
-      log.error(
-        { err: describeError(err), kind, reason, delayMs },
-        'dead-letter publish failed; the message stays and is retried',
-      );
-      this.nak(m, attempt, delayMs, log);
+      await this.afterPublishFailed(m, attempt, `dead-letter publish (${kind}: ${reason})`, err, log);
       return;
     }
     // The dead-letter publish is deduplicated by stream and sequence, so an abandoned one is harmless.

@@ -13,6 +13,7 @@ import {
   type V1Service,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { isConflict } from '../../kube/errors.ts';
 import { type ClusterEndpoint, writeKubeConfig } from '../kubeconfig.ts';
 import { desiredEndpointSlices, managedSliceSelector, type ReadyLocalPod } from './endpoint-slices.ts';
 import { PodRunner } from './pod-runner.ts';
@@ -101,7 +102,7 @@ export class NodeAgent {
         body: { metadata: { name, labels: { 'kubernetes.io/hostname': name } } },
       });
     } catch (err) {
-      if ((err as { code?: number }).code !== 409) throw err;
+      if (!isConflict(err)) throw err;
     }
     const now = new Date();
     await this.core.patchNodeStatus(
@@ -174,8 +175,7 @@ export class NodeAgent {
       });
     } catch (err) {
       // 409: already bound (a previous event of the same pod).
-      if ((err as { code?: number }).code !== 409)
-        this.opts.log.warn({ err, pod: name, namespace }, 'bind failed');
+      if (!isConflict(err)) this.opts.log.warn({ err, pod: name, namespace }, 'bind failed');
     }
   }
 
