@@ -21,6 +21,14 @@ export interface ClusterReader {
   read(reads: ClusterReads): Promise<ClusterState>;
 }
 
+/**
+ * How often a read answered 429 is tried again. The apiserver answers 429 with Retry-After: 1
+ * while a resource's watch cache (re)initializes (after its restart, or the first read of a
+ * resource since a CRD was created); the server's read deadline bounds the whole wait.
+ */
+const TOO_MANY_REQUESTS_RETRIES = 3;
+const MAX_RETRY_AFTER_MS = 1_000;
+
 interface Resource {
   group: string;
   version: string;
@@ -50,10 +58,11 @@ const TARGETS: Record<TargetKind, Resource> = {
 export function apiserverReader(kubeConfig: KubeConfig): ClusterReader {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
   const list = async (r: Resource): Promise<unknown[]> =>
-    ((await api.listClusterCustomObject(r)) as { items?: unknown[] }).items ?? [];
+    ((await retryingTooManyRequests(() => api.listClusterCustomObject(r))) as { items?: unknown[] }).items ??
+    [];
   const get = async (r: Resource, name: string): Promise<unknown> => {
     try {
-      return await api.getClusterCustomObject({ ...r, name });
+      return await retryingTooManyRequests(() => api.getClusterCustomObject({ ...r, name }));
     } catch (err) {
       // An absent target, or Crossplane's API not installed at all: both mean "no target yet".
       if (statusOf(err) === 404) return undefined;
@@ -73,8 +82,44 @@ export function apiserverReader(kubeConfig: KubeConfig): ClusterReader {
   };
 }
 
+async function retryingTooManyRequests<T>(read: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (statusOf(err) !== 429 || attempt >= TOO_MANY_REQUESTS_RETRIES) throw err;
+      await new Promise((resolve) => setTimeout(resolve, retryAfterMs(err)));
+    }
+  }
+}
+
 /** client-node's ApiException carries the HTTP status in `code`. */
 function statusOf(err: unknown): number | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'number' ? code : undefined;
+}
+
+function retryAfterMs(err: unknown): number {
+  const seconds = Number((err as { headers?: Record<string, string> }).headers?.['retry-after']);
+  return Number.isFinite(seconds) && seconds >= 0
+    ? Math.min(seconds * 1000, MAX_RETRY_AFTER_MS)
+    : MAX_RETRY_AFTER_MS;
+}
+
+/** A read failure in one line for the writer: the apiserver's status and its own message, not the raw exception. */
+export function describeReadError(err: unknown): string {
+  const code = statusOf(err);
+  if (code === undefined) return err instanceof Error ? err.message : String(err);
+  const message = statusMessage((err as { body?: unknown }).body);
+  return `the apiserver answered ${code}${typeof message === 'string' ? `: ${message}` : ''}`;
+}
+
+/** The Status message of an error body: client-node hands it over parsed, or as JSON text for codes it does not model. */
+function statusMessage(body: unknown): unknown {
+  if (typeof body !== 'string') return (body as { message?: unknown } | null | undefined)?.message;
+  try {
+    return (JSON.parse(body) as { message?: unknown } | null)?.message;
+  } catch {
+    return undefined;
+  }
 }

@@ -12,7 +12,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { CertificatePair } from '../runtime/serving-certificate.ts';
-import type { ClusterReader } from './cluster-read.ts';
+import { type ClusterReader, describeReadError } from './cluster-read.ts';
 import {
   type AdmissionRequest,
   type AdmissionResponse,
@@ -134,7 +134,7 @@ export class AdmissionServer {
       return deny(
         request.uid,
         unavailable(
-          `Switchyard admission could not read the current objects to check this write (${errorText(err)}); nothing was written, retry`,
+          `Switchyard admission could not read the current objects to check this write (${describeReadError(err)}); nothing was written, retry`,
         ),
       );
     }
@@ -192,10 +192,6 @@ async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function text(res: ServerResponse, status: number, body: string): void {
