@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // The project's one entrypoint (the container image runs it too): a subcommand per job.
+import { runAdmission } from '../admission/run.ts';
 import { runWatchers } from '../watchers/run.ts';
 import { runBus } from './bus.ts';
 import { runDemo } from './demo.ts';
@@ -8,6 +9,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   demo: runDemo,
   watch: runWatchers,
   bus: runBus,
+  admission: runAdmission,
 };
 
 async function main(argv: string[]): Promise<void> {

@@ -133,12 +133,33 @@ const log = z
   })
   .strict();
 
+const admission = z
+  .object({
+    tlsCertFile: z
+      .string()
+      .min(1)
+      .default('/etc/switchyard/admission-tls/tls.crt')
+      .describe(
+        'Serving certificate (PEM) of `switchyard admission`, from the mounted Secret. Re-read every few seconds: a ' +
+          'rotated Secret is served without a restart; a pair that does not form a valid TLS context is ignored.',
+      ),
+    tlsKeyFile: z
+      .string()
+      .min(1)
+      .default('/etc/switchyard/admission-tls/tls.key')
+      .describe(
+        'Private key (PEM) of the admission serving certificate; re-read with admission.tlsCertFile.',
+      ),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     kubernetes: kubernetes.prefault({}),
     nats: nats.prefault({}),
     bus: bus.prefault({}),
     log: log.prefault({}),
+    admission: admission.prefault({}),
   })
   .strict();
 

@@ -1,0 +1,125 @@
+// What the admission decision reads: the current instances, configs and target, straight from
+// the apiserver at admission time, on the informers client (reads only).
+//
+// Why the apiserver and not the bus view (src/bus/view.ts) or an informer cache: admission is
+// the one place that must be right about a write *as it happens*. A view or a cache lags the
+// apiserver by the watch pipeline (watch → stream → view), so a second `default` written a
+// moment after the first would be checked against a fleet without the first, and admitted.
+// A list without `resourceVersion` is a consistent read (etcd quorum, or the watch cache
+// proven current), so it sees every write committed before the request. That leaves only two
+// writes reviewed at the same instant, which no webhook can serialize; the core rules accept
+// the edit that repairs such a fleet, and the resolver reports it (MultipleDefaults).
+//
+// The cost is a list per reviewed write: instances are few, configs are listed both kinds at
+// once. Writes of these CRDs are operator actions, not a hot path; metadata-only writes never
+// reach the webhook (its matchConditions) and status writes are a subresource it does not see.
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { GROUP, VERSION } from '../api/constants.ts';
+import type { ClusterReads, ClusterState, TargetKind } from './review.ts';
+
+export interface ClusterReader {
+  read(reads: ClusterReads): Promise<ClusterState>;
+}
+
+/**
+ * How often a read answered 429 is tried again. The apiserver answers 429 with Retry-After: 1
+ * while a resource's watch cache (re)initializes (after its restart, or the first read of a
+ * resource since a CRD was created); the server's read deadline bounds the whole wait.
+ */
+const TOO_MANY_REQUESTS_RETRIES = 3;
+const MAX_RETRY_AFTER_MS = 1_000;
+
+interface Resource {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+const INSTANCES: Resource = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers' };
+const CRD_CONFIGS: Resource = { group: GROUP, version: VERSION, plural: 'crdconversionconfigs' };
+const XRD_CONFIGS: Resource = { group: GROUP, version: VERSION, plural: 'xrdconversionconfigs' };
+const TARGETS: Record<TargetKind, Resource> = {
+  CustomResourceDefinition: {
+    group: 'apiextensions.k8s.io',
+    version: 'v1',
+    plural: 'customresourcedefinitions',
+  },
+  CompositeResourceDefinition: {
+    group: 'apiextensions.crossplane.io',
+    version: 'v1',
+    plural: 'compositeresourcedefinitions',
+  },
+};
+
+/**
+ * Reads through the custom-objects API, which returns raw JSON: the engine reads a target's
+ * schema by its JSON keys (`x-kubernetes-int-or-string`), which client-node's typed models rename.
+ */
+export function apiserverReader(kubeConfig: KubeConfig): ClusterReader {
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const list = async (r: Resource): Promise<unknown[]> =>
+    ((await retryingTooManyRequests(() => api.listClusterCustomObject(r))) as { items?: unknown[] }).items ??
+    [];
+  const get = async (r: Resource, name: string): Promise<unknown> => {
+    try {
+      return await retryingTooManyRequests(() => api.getClusterCustomObject({ ...r, name }));
+    } catch (err) {
+      // An absent target, or Crossplane's API not installed at all: both mean "no target yet".
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
+  };
+  return {
+    async read(reads) {
+      const [instances, crdConfigs, xrdConfigs, target] = await Promise.all([
+        reads.instances ? list(INSTANCES) : [],
+        reads.configs ? list(CRD_CONFIGS) : [],
+        reads.configs ? list(XRD_CONFIGS) : [],
+        reads.target ? get(TARGETS[reads.target.kind], reads.target.name) : undefined,
+      ]);
+      return { instances, configs: [...crdConfigs, ...xrdConfigs], target };
+    },
+  };
+}
+
+async function retryingTooManyRequests<T>(read: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (statusOf(err) !== 429 || attempt >= TOO_MANY_REQUESTS_RETRIES) throw err;
+      await new Promise((resolve) => setTimeout(resolve, retryAfterMs(err)));
+    }
+  }
+}
+
+/** client-node's ApiException carries the HTTP status in `code`. */
+function statusOf(err: unknown): number | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+function retryAfterMs(err: unknown): number {
+  const seconds = Number((err as { headers?: Record<string, string> }).headers?.['retry-after']);
+  return Number.isFinite(seconds) && seconds >= 0
+    ? Math.min(seconds * 1000, MAX_RETRY_AFTER_MS)
+    : MAX_RETRY_AFTER_MS;
+}
+
+/** A read failure in one line for the writer: the apiserver's status and its own message, not the raw exception. */
+export function describeReadError(err: unknown): string {
+  const code = statusOf(err);
+  if (code === undefined) return err instanceof Error ? err.message : String(err);
+  const message = statusMessage((err as { body?: unknown }).body);
+  return `the apiserver answered ${code}${typeof message === 'string' ? `: ${message}` : ''}`;
+}
+
+/** The Status message of an error body: client-node hands it over parsed, or as JSON text for codes it does not model. */
+function statusMessage(body: unknown): unknown {
+  if (typeof body !== 'string') return (body as { message?: unknown } | null | undefined)?.message;
+  try {
+    return (JSON.parse(body) as { message?: unknown } | null)?.message;
+  } catch {
+    return undefined;
+  }
+}

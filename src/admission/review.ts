@@ -1,0 +1,326 @@
+// The admission decision for the project's own CRDs: an AdmissionReview request plus the
+// current objects of the other kinds in, an AdmissionResponse out. Pure: the server reads the
+// cluster (cluster-read.ts) and this module decides, so every rule is table-tested here and the
+// same answer comes from any replica.
+//
+// The rules themselves live in src/core (fleet-admission.ts, config-admission.ts) and the
+// engine (compile); this module only puts the request into their terms and their verdicts into
+// the AdmissionReview's. Each check compares the cluster *before* and *after* the write, so an
+// edit that repairs a fleet already in violation (written while admission was down) is accepted.
+//
+// A config's rule errors are rejected only when its spec changes: a write that leaves the spec
+// as stored (a finalizer, a label) must not wedge on a target schema that drifted since.
+import { isDeepStrictEqual } from 'node:util';
+import { z } from 'zod';
+import { GROUP } from '../api/constants.ts';
+import {
+  CRD_CONFIG_KIND,
+  crdConfigSpecSchema,
+  XRD_CONFIG_KIND,
+  xrdConfigSpecSchema,
+} from '../api/conversion-config.ts';
+import { WEBHOOK_SERVER_KIND } from '../api/webhook-server.ts';
+import type { InstanceLike } from '../core/assignment.ts';
+import { type ConfigIdentity, duplicateTargetViolation } from '../core/config-admission.ts';
+import { violationsIntroduced } from '../core/fleet-admission.ts';
+import { compile } from '../engine/compile.ts';
+import { formatDiagnostic, isError } from '../engine/diagnostics.ts';
+import { targetVersions } from '../engine/target-versions.ts';
+
+export const ADMISSION_REVIEW_API_VERSION = 'admission.k8s.io/v1';
+
+const admissionRequestSchema = z.looseObject({
+  uid: z.string().min(1),
+  kind: z.looseObject({ group: z.string(), version: z.string(), kind: z.string() }),
+  operation: z.enum(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']),
+  subResource: z.string().optional(),
+  object: z.unknown().optional(),
+  oldObject: z.unknown().optional(),
+});
+export type AdmissionRequest = z.infer<typeof admissionRequestSchema>;
+
+const admissionReviewSchema = z.looseObject({
+  apiVersion: z.literal(ADMISSION_REVIEW_API_VERSION),
+  kind: z.literal('AdmissionReview'),
+  request: admissionRequestSchema,
+});
+
+export interface AdmissionStatus {
+  code: number;
+  reason: string;
+  message: string;
+}
+
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  status?: AdmissionStatus;
+  warnings?: string[];
+}
+
+export interface AdmissionReviewOut {
+  apiVersion: typeof ADMISSION_REVIEW_API_VERSION;
+  kind: 'AdmissionReview';
+  response: AdmissionResponse;
+}
+
+/** A request that cannot be reviewed: its uid when it could be read, so the answer can still name it. */
+export interface MalformedReview {
+  uid: string | undefined;
+  message: string;
+}
+
+export type ParsedReview = { ok: true; value: AdmissionRequest } | { ok: false; error: MalformedReview };
+
+/** Reads an AdmissionReview v1 body; the only version the webhook registers for. */
+export function parseReview(body: unknown): ParsedReview {
+  const parsed = admissionReviewSchema.safeParse(body);
+  if (parsed.success) return { ok: true, value: parsed.data.request };
+  return {
+    ok: false,
+    error: {
+      uid: readableUid(body),
+      message: `not an ${ADMISSION_REVIEW_API_VERSION} AdmissionReview request: ${z.prettifyError(parsed.error)}`,
+    },
+  };
+}
+
+function readableUid(body: unknown): string | undefined {
+  const uid = (body as { request?: { uid?: unknown } } | null)?.request?.uid;
+  return typeof uid === 'string' && uid !== '' ? uid : undefined;
+}
+
+export function reviewOf(response: AdmissionResponse): AdmissionReviewOut {
+  return { apiVersion: ADMISSION_REVIEW_API_VERSION, kind: 'AdmissionReview', response };
+}
+
+export function allow(uid: string, warnings: readonly string[] = []): AdmissionResponse {
+  return warnings.length > 0 ? { uid, allowed: true, warnings: [...warnings] } : { uid, allowed: true };
+}
+
+/** A denial; the apiserver shows `status.message` to the writer, so it says what to change. */
+export function deny(
+  uid: string,
+  status: AdmissionStatus,
+  warnings: readonly string[] = [],
+): AdmissionResponse {
+  const response: AdmissionResponse = { uid, allowed: false, status };
+  return warnings.length > 0 ? { ...response, warnings: [...warnings] } : response;
+}
+
+/** The object breaks a rule: the writer must change it. */
+export function invalid(message: string): AdmissionStatus {
+  return { code: 422, reason: 'Invalid', message };
+}
+
+/** The request itself cannot be reviewed. */
+export function badRequest(message: string): AdmissionStatus {
+  return { code: 400, reason: 'BadRequest', message };
+}
+
+/** The cluster could not be read: nothing is wrong with the object, the write can be retried. */
+export function unavailable(message: string): AdmissionStatus {
+  return { code: 503, reason: 'ServiceUnavailable', message };
+}
+
+// --- what the decision needs from the cluster
+
+export type TargetKind = 'CustomResourceDefinition' | 'CompositeResourceDefinition';
+
+export interface TargetRef {
+  kind: TargetKind;
+  name: string;
+}
+
+/** What to read before deciding: the server reads exactly this, and nothing for a request it passes. */
+export interface ClusterReads {
+  instances: boolean;
+  configs: boolean;
+  target?: TargetRef;
+}
+
+/**
+ * The current objects, as the apiserver returned them (raw JSON). `configs` holds both kinds;
+ * `target` is the live target, absent when it does not exist.
+ */
+export interface ClusterState {
+  instances: readonly unknown[];
+  configs: readonly unknown[];
+  target?: unknown;
+}
+
+const NOTHING: ClusterReads = { instances: false, configs: false };
+
+type ReviewedKind = typeof WEBHOOK_SERVER_KIND | typeof CRD_CONFIG_KIND | typeof XRD_CONFIG_KIND;
+
+/** The kind under review, or undefined for a request this webhook passes unchecked. */
+function reviewedKind(request: AdmissionRequest): ReviewedKind | undefined {
+  const { operation, subResource, kind } = request;
+  if (operation !== 'CREATE' && operation !== 'UPDATE') return undefined;
+  if (subResource || kind.group !== GROUP) return undefined;
+  if (kind.kind === WEBHOOK_SERVER_KIND || kind.kind === CRD_CONFIG_KIND || kind.kind === XRD_CONFIG_KIND)
+    return kind.kind;
+  return undefined;
+}
+
+/** An update that leaves the spec as stored: no rule here reads anything else. */
+function specUnchanged(request: AdmissionRequest): boolean {
+  return (
+    request.operation === 'UPDATE' && isDeepStrictEqual(specOf(request.object), specOf(request.oldObject))
+  );
+}
+
+function specOf(object: unknown): unknown {
+  return (object as { spec?: unknown } | null | undefined)?.spec;
+}
+
+export function readsFor(request: AdmissionRequest): ClusterReads {
+  const kind = reviewedKind(request);
+  if (kind === undefined || specUnchanged(request)) return NOTHING;
+  if (kind === WEBHOOK_SERVER_KIND) return { instances: true, configs: false };
+  const identity = configIdentityOf(request.object);
+  const reads: ClusterReads = { instances: true, configs: true };
+  return identity ? { ...reads, target: targetRefOf(identity) } : reads;
+}
+
+function targetRefOf(config: ConfigIdentity): TargetRef {
+  const kind = config.kind === XRD_CONFIG_KIND ? 'CompositeResourceDefinition' : 'CustomResourceDefinition';
+  return { kind, name: config.target };
+}
+
+// --- the decision
+
+export function review(request: AdmissionRequest, cluster: ClusterState): AdmissionResponse {
+  const kind = reviewedKind(request);
+  if (kind === undefined || specUnchanged(request)) return allow(request.uid);
+  if (kind === WEBHOOK_SERVER_KIND) return reviewInstance(request, cluster);
+  return reviewConfig(request, kind, cluster);
+}
+
+// --- ConversionWebhookServer
+
+const instanceLikeSchema = z.looseObject({
+  metadata: z.looseObject({ name: z.string().min(1) }),
+  spec: z.looseObject({
+    default: z.boolean().optional(),
+    sharding: z.looseObject({ enabled: z.boolean(), weight: z.number().optional() }).optional(),
+  }),
+});
+
+function instanceLikeOf(object: unknown): InstanceLike | undefined {
+  const parsed = instanceLikeSchema.safeParse(object);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** The stored fleet, readable instances only (the apiserver validated each against the CRD). */
+function storedFleet(cluster: ClusterState): InstanceLike[] {
+  return cluster.instances.flatMap((o) => instanceLikeOf(o) ?? []);
+}
+
+function reviewInstance(request: AdmissionRequest, cluster: ClusterState): AdmissionResponse {
+  const candidate = instanceLikeOf(request.object);
+  if (!candidate)
+    return deny(
+      request.uid,
+      badRequest('the ConversionWebhookServer has no readable metadata.name and spec'),
+    );
+  const name = candidate.metadata.name;
+  const others = storedFleet(cluster).filter((i) => i.metadata.name !== name);
+  // The stored version of this instance comes from the request, not the list: it is the one
+  // the apiserver is replacing.
+  const previous = instanceLikeOf(request.oldObject);
+  const before = previous ? [...others, previous] : others;
+  const introduced = violationsIntroduced(before, [...others, candidate]);
+  if (introduced.length === 0) return allow(request.uid);
+  return deny(request.uid, invalid(introduced.map((v) => v.message).join('\n')));
+}
+
+// --- CRDConversionConfig / XRDConversionConfig
+
+const configIdentitySchema = z.looseObject({
+  kind: z.enum([CRD_CONFIG_KIND, XRD_CONFIG_KIND]),
+  metadata: z.looseObject({ name: z.string().min(1) }),
+  spec: z.looseObject({
+    targetCRD: z.looseObject({ name: z.string().min(1) }).optional(),
+    targetXRD: z.looseObject({ name: z.string().min(1) }).optional(),
+  }),
+});
+
+function configIdentityOf(object: unknown): ConfigIdentity | undefined {
+  const parsed = configIdentitySchema.safeParse(object);
+  if (!parsed.success) return undefined;
+  const { kind, metadata, spec } = parsed.data;
+  const target = kind === CRD_CONFIG_KIND ? spec.targetCRD?.name : spec.targetXRD?.name;
+  return target === undefined ? undefined : { kind, name: metadata.name, target };
+}
+
+function reviewConfig(
+  request: AdmissionRequest,
+  kind: typeof CRD_CONFIG_KIND | typeof XRD_CONFIG_KIND,
+  cluster: ClusterState,
+): AdmissionResponse {
+  const specSchema = kind === CRD_CONFIG_KIND ? crdConfigSpecSchema : xrdConfigSpecSchema;
+  const parsed = specSchema.safeParse(specOf(request.object));
+  if (!parsed.success) return deny(request.uid, invalid(specIssues(parsed.error).join('\n')));
+  const identity = configIdentityOf(request.object);
+  if (!identity) return deny(request.uid, badRequest(`the ${kind} has no readable kind and metadata.name`));
+  const others = cluster.configs.flatMap((o) => configIdentityOf(o) ?? []);
+  const duplicate = duplicateTargetViolation(identity, others, configIdentityOf(request.oldObject)?.target);
+  const target = targetRefOf(identity);
+  const compiled = compileAgainstTarget(parsed.data, target, cluster.target);
+  const warnings = [...pinWarnings(parsed.data.webhookServerRef?.name, cluster), ...compiled.warnings];
+  const problems = [...(duplicate ? [duplicate.message] : []), ...compiled.errors];
+  if (problems.length === 0) return allow(request.uid, warnings);
+  return deny(request.uid, invalid(problems.join('\n')), warnings);
+}
+
+/** zod's issues as `spec.<path>: <message>` lines: the path a user finds in their YAML. */
+function specIssues(error: z.ZodError): string[] {
+  return error.issues.map((issue) => `${fieldPath(['spec', ...issue.path])}: ${issue.message}`);
+}
+
+function fieldPath(segments: readonly PropertyKey[]): string {
+  return segments
+    .map((s, i) => (typeof s === 'number' ? `[${s}]` : `${i === 0 ? '' : '.'}${String(s)}`))
+    .join('');
+}
+
+interface CompileVerdict {
+  errors: string[];
+  warnings: string[];
+}
+
+/**
+ * The engine's verdict against the live target. A target that does not exist yet is not an
+ * error (configs are often applied before, or with, what they convert): the config status
+ * compiles it when the target appears.
+ */
+function compileAgainstTarget(
+  spec: Parameters<typeof compile>[0],
+  target: TargetRef,
+  live: unknown,
+): CompileVerdict {
+  if (live === undefined) {
+    return {
+      errors: [],
+      warnings: [
+        `${target.kind} "${target.name}" does not exist yet: the rules are compiled against its schema when it is created (see the config's status)`,
+      ],
+    };
+  }
+  const result = compile(spec, targetVersions(live));
+  const diagnostics = result.ok ? result.warnings : result.diagnostics;
+  return {
+    errors: diagnostics.filter(isError).map(formatDiagnostic),
+    warnings: diagnostics.filter((d) => !isError(d)).map(formatDiagnostic),
+  };
+}
+
+/** A pin to an instance that does not exist is admitted (it may be created next) but said out loud. */
+function pinWarnings(pinnedTo: string | undefined, cluster: ClusterState): string[] {
+  if (pinnedTo === undefined) return [];
+  if (storedFleet(cluster).some((i) => i.metadata.name === pinnedTo)) return [];
+  return [
+    `spec.webhookServerRef names ConversionWebhookServer "${pinnedTo}", which does not exist: the config is served by no instance until it is created. Create it, or correct the name`,
+  ];
+}

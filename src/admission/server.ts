@@ -1,0 +1,205 @@
+// The admission webhook's HTTPS server: thin. It reads the AdmissionReview, reads what
+// review.ts says the decision needs (cluster-read.ts), and answers with review.ts's response.
+//
+// Every failure has a clear answer rather than a hung or reset connection: a body that is not
+// JSON, or too large, is a 400/413 (the apiserver applies the webhook's failurePolicy, Fail,
+// and shows the status); a review that cannot be read but names its uid is answered as a denied
+// review for that uid; a cluster read that fails or takes too long is a denial that says to
+// retry. Nothing here ever admits a write it could not check.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { CertificatePair } from '../runtime/serving-certificate.ts';
+import { type ClusterReader, describeReadError } from './cluster-read.ts';
+import {
+  type AdmissionRequest,
+  type AdmissionResponse,
+  badRequest,
+  deny,
+  parseReview,
+  readsFor,
+  review,
+  reviewOf,
+  unavailable,
+} from './review.ts';
+
+/** The path the ValidatingWebhookConfiguration calls (deploy/admission/webhook.yaml). */
+export const ADMISSION_PATH = '/validate';
+
+/**
+ * A review carries the object and, on an update, the stored one: two objects of at most the
+ * 1.5 MiB etcd stores, plus the request's own fields. A larger body is not the apiserver's.
+ */
+export const MAX_REVIEW_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The apiserver waits `timeoutSeconds` (10 in deploy/admission/webhook.yaml) for an answer. The
+ * cluster read gets half of that, so a slow apiserver yields this server's own denial, saying
+ * to retry, instead of a timeout the writer must interpret.
+ */
+export const READ_DEADLINE_MS = 5_000;
+
+/** Arriving slower than the apiserver would ever wait for an answer: not worth holding a socket for. */
+const REQUEST_TIMEOUT_MS = 10_000;
+
+export interface AdmissionServerOptions {
+  certificate: CertificatePair;
+  reader: ClusterReader;
+  log: Logger;
+  maxReviewBytes?: number;
+  readDeadlineMs?: number;
+}
+
+export class AdmissionServer {
+  private readonly server: Server;
+  private readonly reader: ClusterReader;
+  private readonly log: Logger;
+  private readonly maxReviewBytes: number;
+  private readonly readDeadlineMs: number;
+  private serving = false;
+
+  constructor(options: AdmissionServerOptions) {
+    this.reader = options.reader;
+    this.log = options.log;
+    this.maxReviewBytes = options.maxReviewBytes ?? MAX_REVIEW_BYTES;
+    this.readDeadlineMs = options.readDeadlineMs ?? READ_DEADLINE_MS;
+    this.server = createServer(
+      { ...options.certificate, requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS },
+      (req, res) => void this.route(req, res),
+    );
+  }
+
+  async listen(port: number, host?: string): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => resolve());
+    });
+    this.serving = true;
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** Serves a rotated certificate to every new connection. */
+  setCertificate(pair: CertificatePair): void {
+    this.server.setSecureContext(pair);
+  }
+
+  /** Turns /readyz to 503 at once, then waits for the requests in flight. */
+  async close(): Promise<void> {
+    this.serving = false;
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'https://admission').pathname;
+    if (path === '/healthz') return text(res, 200, 'ok');
+    if (path === '/readyz') return this.serving ? text(res, 200, 'ok') : text(res, 503, 'shutting down');
+    if (path !== ADMISSION_PATH)
+      return text(res, 404, `no such path ${path}; reviews go to ${ADMISSION_PATH}`);
+    if (req.method !== 'POST') return text(res, 405, `${ADMISSION_PATH} takes POST`);
+    try {
+      await this.admit(req, res);
+    } catch (err) {
+      this.log.error({ err }, 'admission request failed');
+      if (!res.headersSent) text(res, 500, 'internal error');
+    }
+  }
+
+  private async admit(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJson(req, this.maxReviewBytes);
+    if (!body.ok) return text(res, body.error.status, body.error.message);
+    const parsed = parseReview(body.value);
+    if (!parsed.ok) {
+      const { uid, message } = parsed.error;
+      this.log.warn({ uid, message }, 'malformed AdmissionReview');
+      if (uid === undefined) return text(res, 400, message);
+      return json(res, reviewOf(deny(uid, badRequest(message))));
+    }
+    const started = performance.now();
+    const response = await this.decide(parsed.value);
+    this.log.info(
+      { ...describe(parsed.value), allowed: response.allowed, ms: Math.round(performance.now() - started) },
+      response.allowed ? 'admitted' : `denied: ${response.status?.message}`,
+    );
+    json(res, reviewOf(response));
+  }
+
+  private async decide(request: AdmissionRequest): Promise<AdmissionResponse> {
+    try {
+      const cluster = await withDeadline(this.reader.read(readsFor(request)), this.readDeadlineMs);
+      return review(request, cluster);
+    } catch (err) {
+      this.log.warn({ err, uid: request.uid }, 'could not read the cluster to decide');
+      return deny(
+        request.uid,
+        unavailable(
+          `Switchyard admission could not read the current objects to check this write (${describeReadError(err)}); nothing was written, retry`,
+        ),
+      );
+    }
+  }
+}
+
+function describe(request: AdmissionRequest) {
+  const name = (request.object as { metadata?: { name?: unknown } } | null)?.metadata?.name;
+  return { uid: request.uid, operation: request.operation, kind: request.kind.kind, name };
+}
+
+type Body = { ok: true; value: unknown } | { ok: false; error: { status: number; message: string } };
+
+/**
+ * The body as JSON, read up to `maxBytes`. Past the limit it stops reading (paused, not
+ * destroyed, so the 413 can still be written; the connection closes after it).
+ */
+function readJson(req: IncomingMessage, maxBytes: number): Promise<Body> {
+  const tooLarge: Body = {
+    ok: false,
+    error: { status: 413, message: `review larger than ${maxBytes} bytes` },
+  };
+  if (Number(req.headers['content-length'] ?? 0) > maxBytes) return Promise.resolve(tooLarge);
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= maxBytes) chunks.push(chunk);
+      else {
+        req.removeAllListeners('data').pause();
+        resolve(tooLarge);
+      }
+    });
+    req.on('error', () =>
+      resolve({ ok: false, error: { status: 400, message: 'request body not received' } }),
+    );
+    req.on('end', () => {
+      try {
+        resolve({ ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+      } catch {
+        resolve({ ok: false, error: { status: 400, message: 'request body is not JSON' } });
+      }
+    });
+  });
+}
+
+async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from the apiserver within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function text(res: ServerResponse, status: number, body: string): void {
+  // A body left unread (too large) would otherwise keep the connection busy: close it.
+  if (status >= 400) res.setHeader('connection', 'close');
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' }).end(`${body}\n`);
+}
+
+function json(res: ServerResponse, value: unknown): void {
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+}

@@ -1,0 +1,425 @@
+// The admission webhook as a user deploys it: deploy/admission/ applied to the local cluster,
+// two replicas running as pods under their own ServiceAccount, the
+// ValidatingWebhookConfiguration registered with the CA that signed their certificate. Every
+// write below goes through the real kube-apiserver, which calls the webhook through its
+// Service: a bad write is refused with the webhook's message, a good one admitted, a pin to a
+// missing instance admitted with a warning. Then: the identity can write nothing, and with no
+// replica running (fail closed) a spec change is refused while a metadata write still passes.
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  HttpMethod,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  loadAllYaml,
+  RequestContext,
+  type V1Deployment,
+} from '@kubernetes/client-node';
+import { fetch } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_VERSION, GROUP, VERSION } from '../src/api/constants.ts';
+import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
+import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';
+import { createCertificateAuthority, issueCertificate } from '../src/local-cluster/pki.ts';
+import { waitFor } from '../src/local-cluster/wait.ts';
+import { auditLogFromNow } from './support/audit-log.ts';
+import { committedCrds, ensureCrd } from './support/crds.ts';
+import { useLocalCluster } from './support/local-cluster.ts';
+
+const NAMESPACE = 'switchyard-system';
+const SERVICE_ACCOUNT = 'switchyard-admission';
+const USER = `system:serviceaccount:${NAMESPACE}:${SERVICE_ACCOUNT}`;
+const WEBHOOK = 'switchyard-admission';
+const DENIED = 'admission webhook "admission.switchyard.dev" denied the request: ';
+const TARGET = 'widgets.admission.switchyard.dev';
+
+const cluster = useLocalCluster();
+const admin = cluster.kubeConfig('admin');
+const core = admin.makeApiClient(CoreV1Api);
+const apps = admin.makeApiClient(AppsV1Api);
+const objects = admin.makeApiClient(KubernetesObjectApi);
+let audit: Awaited<ReturnType<typeof auditLogFromNow>>;
+
+interface Answer {
+  status: number;
+  message: string;
+  warnings: string[];
+}
+
+/** A raw write as admin: the status, the apiserver's message and the admission warnings it relayed. */
+async function send(
+  method: 'POST' | 'PATCH',
+  path: string,
+  body: unknown,
+  kc: KubeConfig = admin,
+): Promise<Answer> {
+  const url = `${kc.getCurrentCluster()?.server}${path}`;
+  const ctx = new RequestContext(url, method === 'POST' ? HttpMethod.POST : HttpMethod.PATCH);
+  await kc.applySecurityAuthentication(ctx);
+  const res = await fetch(url, {
+    method,
+    body: JSON.stringify(body),
+    headers: {
+      ...ctx.getHeaders(),
+      'content-type': method === 'POST' ? 'application/json' : 'application/merge-patch+json',
+    },
+    dispatcher: ctx.getDispatcher(),
+  });
+  const json = (await res.json()) as { message?: string };
+  const warnings = [...(res.headers.get('warning') ?? '').matchAll(/299 - "((?:[^"\\]|\\.)*)"/g)].map((m) =>
+    (m[1] ?? '').replaceAll('\\"', '"'),
+  );
+  return { status: res.status, message: json.message ?? '', warnings };
+}
+
+const plural = (kind: 'cws' | 'crd' | 'xrd') =>
+  ({ cws: 'conversionwebhookservers', crd: 'crdconversionconfigs', xrd: 'xrdconversionconfigs' })[kind];
+const collection = (kind: 'cws' | 'crd' | 'xrd') => `/apis/${GROUP}/${VERSION}/${plural(kind)}`;
+
+const instanceRef = (name: string): KubernetesObject => ({
+  apiVersion: API_VERSION,
+  kind: 'ConversionWebhookServer',
+  metadata: { name },
+});
+const createInstance = (name: string, spec: Record<string, unknown> = {}) =>
+  send('POST', collection('cws'), {
+    apiVersion: API_VERSION,
+    kind: 'ConversionWebhookServer',
+    metadata: { name },
+    spec,
+  });
+const patchInstance = (name: string, spec: Record<string, unknown>, metadata?: Record<string, unknown>) =>
+  send('PATCH', `${collection('cws')}/${name}`, { spec, ...(metadata && { metadata }) });
+
+const renameRule = {
+  strategy: 'FieldRename',
+  fieldRename: { hubPath: 'spec.size', spokePath: 'spec.replicas' },
+};
+const createConfig = (
+  kind: 'crd' | 'xrd',
+  name: string,
+  target: string,
+  spec: Record<string, unknown> = {},
+) =>
+  send('POST', collection(kind), {
+    apiVersion: API_VERSION,
+    kind: kind === 'crd' ? 'CRDConversionConfig' : 'XRDConversionConfig',
+    metadata: { name },
+    spec: {
+      [kind === 'crd' ? 'targetCRD' : 'targetXRD']: { name: target },
+      hubVersion: 'v2',
+      spokes: [{ version: 'v1', rules: [] }],
+      ...spec,
+    },
+  });
+
+/** A target whose storage version v2 calls `spec.size` what v1 calls `spec.replicas`. */
+async function createTarget(): Promise<void> {
+  const version = (name: string, field: string, storage: boolean) => ({
+    name,
+    served: true,
+    storage,
+    schema: {
+      openAPIV3Schema: {
+        type: 'object',
+        properties: { spec: { type: 'object', properties: { [field]: { type: 'string' } } } },
+      },
+    },
+  });
+  const res = await send('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: TARGET },
+    spec: {
+      group: 'admission.switchyard.dev',
+      scope: 'Namespaced',
+      names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+      versions: [version('v2', 'size', true), version('v1', 'replicas', false)],
+    },
+  });
+  expect(res.status, res.message).toBe(201);
+}
+
+async function manifests(file: string): Promise<KubernetesObject[]> {
+  return loadAllYaml(
+    await readFile(join(PROJECT_ROOT, 'deploy', 'admission', file), 'utf8'),
+  ) as KubernetesObject[];
+}
+
+/** The manifests as an install renders them here: certificate files on the host (the node agent mounts no volumes). */
+function withCertificateFiles(o: KubernetesObject, files: { cert: string; key: string }): KubernetesObject {
+  if (o.kind !== 'Deployment') return o;
+  for (const c of (o as V1Deployment).spec?.template.spec?.containers ?? []) {
+    for (const e of c.env ?? []) {
+      if (e.name === 'SWITCHYARD_ADMISSION_TLS_CERT_FILE') e.value = files.cert;
+      if (e.name === 'SWITCHYARD_ADMISSION_TLS_KEY_FILE') e.value = files.key;
+    }
+  }
+  return o;
+}
+
+function withCaBundle(o: KubernetesObject, caPem: string): KubernetesObject {
+  const webhooks = (o as { webhooks?: { clientConfig: { caBundle?: string } }[] }).webhooks ?? [];
+  for (const w of webhooks) w.clientConfig.caBundle = Buffer.from(caPem).toString('base64');
+  return o;
+}
+
+async function readyReplicas(n: number): Promise<void> {
+  await waitFor(
+    `${n} ready admission replicas`,
+    async () => {
+      const d = await apps.readNamespacedDeployment({ name: 'switchyard-admission', namespace: NAMESPACE });
+      return (d.status?.readyReplicas ?? 0) === n ? true : undefined;
+    },
+    { timeoutMs: 60_000 },
+  );
+}
+
+beforeAll(async () => {
+  audit = await auditLogFromNow(cluster.info.auditLog);
+  for (const crd of await committedCrds()) await ensureCrd(admin, crd);
+  await core.createNamespace({ body: { metadata: { name: NAMESPACE } } }).catch((err) => {
+    if ((err as { code?: number }).code !== 409) throw err;
+  });
+  const dir = join(cluster.info.dir, 'admission-tls');
+  await mkdir(dir, { recursive: true });
+  const ca = await createCertificateAuthority(dir, 'admission-ca');
+  const cert = await issueCertificate(ca, dir, 'tls', {
+    commonName: 'switchyard-admission',
+    dnsNames: [`switchyard-admission.${NAMESPACE}.svc`],
+  });
+  await core.createNamespacedSecret({
+    namespace: NAMESPACE,
+    body: {
+      metadata: { name: 'switchyard-admission-tls' },
+      type: 'kubernetes.io/tls',
+      stringData: { 'tls.crt': cert.certPem, 'tls.key': cert.keyPem },
+    },
+  });
+  for (const o of await manifests('rbac.yaml')) await objects.create(o);
+  for (const o of await manifests('deployment.yaml'))
+    await objects.create(withCertificateFiles(o, { cert: cert.certFile, key: cert.keyFile }));
+  await readyReplicas(2);
+  for (const o of await manifests('webhook.yaml')) await objects.create(withCaBundle(o, ca.certPem));
+
+  // The apiserver picks a new webhook configuration and its endpoints up asynchronously (a call
+  // it cannot route yet fails, 500): probe until the webhook itself answers.
+  await waitFor(
+    'the webhook to answer',
+    async () => {
+      const main = await createInstance('adm-main', { default: true });
+      if (main.status !== 201 && main.status !== 409) return undefined;
+      const probe = await createInstance('adm-probe', { default: true });
+      if (probe.status === 201) await objects.delete(instanceRef('adm-probe'));
+      return probe.message.startsWith(DENIED) ? true : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 250 },
+  );
+}, 180_000);
+
+afterAll(async () => {
+  // First, so no later test file depends on this one's webhook.
+  await objects.delete({
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingWebhookConfiguration',
+    metadata: { name: WEBHOOK },
+  });
+  const custom = admin.makeApiClient(CustomObjectsApi);
+  for (const kind of ['cws', 'crd', 'xrd'] as const) {
+    const list = (await custom.listClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: plural(kind),
+    })) as {
+      items: { metadata: { name: string } }[];
+    };
+    for (const { metadata } of list.items.filter((i) => i.metadata.name.startsWith('adm-')))
+      await custom.deleteClusterCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: plural(kind),
+        name: metadata.name,
+      });
+  }
+  await apps.deleteNamespacedDeployment({ name: 'switchyard-admission', namespace: NAMESPACE });
+});
+
+describe('admission webhook deployed from deploy/admission', () => {
+  it('rejects a second default instance, naming both', async () => {
+    const res = await createInstance('adm-second', { default: true });
+    expect(res.status).toBe(422);
+    expect(res.message).toBe(
+      `${DENIED}at most one ConversionWebhookServer may be marked default, found 2: adm-main, adm-second`,
+    );
+  });
+
+  it('rejects sharding on an instance while the default is outside the pool, stating the safe order', async () => {
+    expect((await createInstance('adm-b')).status).toBe(201);
+    const res = await patchInstance('adm-b', { sharding: { enabled: true } });
+    expect(res.status).toBe(422);
+    expect(res.message).toContain(
+      `${DENIED}sharding is enabled on adm-b but not on the default instance "adm-main"`,
+    );
+    expect(res.message).toContain('Enable spec.sharding on "adm-main" first (a pool of one moves nothing)');
+  });
+
+  it('admits the safe order: the default joins the pool first, then the others', async () => {
+    expect((await patchInstance('adm-main', { sharding: { enabled: true } })).status).toBe(200);
+    expect((await patchInstance('adm-b', { sharding: { enabled: true, weight: 3 } })).status).toBe(200);
+  });
+
+  it('rejects a non-positive weight (the CRD schema answers before the webhook, which checks it again)', async () => {
+    const res = await patchInstance('adm-b', { sharding: { enabled: true, weight: 0 } });
+    expect(res.status).toBe(422);
+    expect(res.message).toContain('spec.sharding.weight');
+  });
+
+  it('rejects rule errors the engine finds against the live target, each with its fix', async () => {
+    await createTarget();
+    const res = await createConfig('crd', 'adm-widgets', TARGET);
+    expect(res.status, res.message).toBe(422);
+    expect(res.message).toMatch(
+      /^admission webhook .* denied the request: error UnclaimedField spokes\[v1\] spec\.\w+: .* Fix: /,
+    );
+  });
+
+  it('admits a config whose rules compile, without a warning', async () => {
+    const res = await createConfig('crd', 'adm-widgets', TARGET, {
+      spokes: [{ version: 'v1', rules: [renameRule] }],
+    });
+    expect(res).toMatchObject({ status: 201, warnings: [] });
+  });
+
+  it('rejects a second config for the target across kinds, naming the first', async () => {
+    const res = await createConfig('xrd', 'adm-widgets-xrd', TARGET);
+    expect(res.status).toBe(422);
+    expect(res.message).toBe(
+      `${DENIED}spec target "${TARGET}" is already converted by CRDConversionConfig "adm-widgets"; target names are unique across CRDConversionConfig and XRDConversionConfig: delete or retarget that config first`,
+    );
+  });
+
+  it('admits a pin to a missing instance with a warning, and an XRD config before its target exists', async () => {
+    const pinned = await send('PATCH', `${collection('crd')}/adm-widgets`, {
+      spec: { webhookServerRef: { name: 'adm-later' } },
+    });
+    expect(pinned.status).toBe(200);
+    expect(pinned.warnings).toEqual([
+      expect.stringContaining('names ConversionWebhookServer "adm-later", which does not exist'),
+    ]);
+    const early = await createConfig('xrd', 'adm-early', 'xgadgets.admission.switchyard.dev');
+    expect(early.status).toBe(201);
+    expect(early.warnings).toEqual([
+      expect.stringContaining(
+        'CompositeResourceDefinition "xgadgets.admission.switchyard.dev" does not exist yet',
+      ),
+    ]);
+  });
+
+  it('runs on its manifest’s grants alone, with reads only', async () => {
+    const theirs = (await audit.all()).filter(
+      (e) => e.user.username === USER && e.userAgent?.startsWith('switchyard/admission/'),
+    );
+    expect(theirs.length).toBeGreaterThan(0);
+    expect(new Set(theirs.map((e) => e.verb))).toEqual(new Set(['list', 'get']));
+    expect(new Set(theirs.map((e) => e.userAgent))).toEqual(new Set(['switchyard/admission/informers']));
+    expect(theirs.filter((e) => e.responseStatus?.code === 403).map((e) => e.requestURI)).toEqual([]);
+  });
+
+  it('cannot write anything, nor read beyond what a review needs', async () => {
+    const token = await core.createNamespacedServiceAccountToken({
+      name: SERVICE_ACCOUNT,
+      namespace: NAMESPACE,
+      body: { spec: { audiences: [], expirationSeconds: 600 } },
+    });
+    const kc = kubeConfigFromToken(cluster.info.endpoint, USER, token.status?.token ?? '');
+    const asAdmission = { core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
+    const cws = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers' };
+    expect(
+      (
+        await send(
+          'POST',
+          collection('cws'),
+          { apiVersion: API_VERSION, kind: 'ConversionWebhookServer', metadata: { name: 'adm-x' }, spec: {} },
+          kc,
+        )
+      ).status,
+    ).toBe(403);
+    expect((await send('PATCH', `${collection('cws')}/adm-b`, { spec: { default: true } }, kc)).status).toBe(
+      403,
+    );
+    expect(
+      (await send('PATCH', `${collection('cws')}/adm-b/status`, { status: { replicas: 1 } }, kc)).status,
+    ).toBe(403);
+    expect(
+      (await send('PATCH', `${collection('crd')}/adm-widgets`, { metadata: { labels: { x: 'y' } } }, kc))
+        .status,
+    ).toBe(403);
+    expect(
+      (
+        await send(
+          'PATCH',
+          `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${TARGET}`,
+          { metadata: { labels: { x: 'y' } } },
+          kc,
+        )
+      ).status,
+    ).toBe(403);
+    await expect(
+      asAdmission.custom.deleteClusterCustomObject({ ...cws, name: 'adm-b' }),
+    ).rejects.toMatchObject({ code: 403 });
+    await expect(
+      asAdmission.core.createNamespacedConfigMap({ namespace: NAMESPACE, body: { metadata: { name: 'x' } } }),
+    ).rejects.toMatchObject({ code: 403 });
+    await expect(asAdmission.core.listNamespacedSecret({ namespace: NAMESPACE })).rejects.toMatchObject({
+      code: 403,
+    });
+    // Only what a review reads: list the project's kinds, get one target by name.
+    await expect(asAdmission.custom.getClusterCustomObject({ ...cws, name: 'adm-b' })).rejects.toMatchObject({
+      code: 403,
+    });
+    await expect(
+      asAdmission.custom.listClusterCustomObject({
+        group: 'apiextensions.k8s.io',
+        version: 'v1',
+        plural: 'customresourcedefinitions',
+      }),
+    ).rejects.toMatchObject({ code: 403 });
+    await expect(asAdmission.custom.listClusterCustomObject(cws)).resolves.toBeDefined();
+  });
+
+  it('fails closed with no replica running, yet never blocks a write that leaves the spec alone', async () => {
+    const deployment = await apps.readNamespacedDeployment({
+      name: 'switchyard-admission',
+      namespace: NAMESPACE,
+    });
+    await apps.replaceNamespacedDeployment({
+      name: 'switchyard-admission',
+      namespace: NAMESPACE,
+      body: {
+        ...deployment,
+        spec: { ...(deployment.spec as NonNullable<V1Deployment['spec']>), replicas: 0 },
+      },
+    });
+    await waitFor('no admission pod left', async () => {
+      const pods = await core.listNamespacedPod({
+        namespace: NAMESPACE,
+        labelSelector: 'app.kubernetes.io/component=admission',
+      });
+      return pods.items.length === 0 ? true : undefined;
+    });
+    const specChange = await patchInstance('adm-b', { replicas: 3 });
+    expect(specChange.status, 'a spec change was admitted unchecked while admission was down').toBe(500);
+    expect(specChange.message).toContain('failed calling webhook "admission.switchyard.dev"');
+    const labelled = await patchInstance(
+      'adm-b',
+      {},
+      { labels: { team: 'a' }, finalizers: ['example.com/hold'] },
+    );
+    expect(labelled.status, 'a metadata write (what deletion needs) waited on admission').toBe(200);
+    expect((await patchInstance('adm-b', {}, { finalizers: null })).status).toBe(200);
+  });
+});
