@@ -15,6 +15,7 @@
 // reach the webhook (its matchConditions) and status writes are a subresource it does not see.
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { GROUP, VERSION } from '../api/constants.ts';
+import { ignoreNotFound, isTooManyRequests, statusOf } from '../kube/errors.ts';
 import type { ClusterReads, ClusterState, TargetKind } from './review.ts';
 
 export interface ClusterReader {
@@ -60,15 +61,9 @@ export function apiserverReader(kubeConfig: KubeConfig): ClusterReader {
   const list = async (r: Resource): Promise<unknown[]> =>
     ((await retryingTooManyRequests(() => api.listClusterCustomObject(r))) as { items?: unknown[] }).items ??
     [];
-  const get = async (r: Resource, name: string): Promise<unknown> => {
-    try {
-      return await retryingTooManyRequests(() => api.getClusterCustomObject({ ...r, name }));
-    } catch (err) {
-      // An absent target, or Crossplane's API not installed at all: both mean "no target yet".
-      if (statusOf(err) === 404) return undefined;
-      throw err;
-    }
-  };
+  // An absent target, or Crossplane's API not installed at all: both mean "no target yet".
+  const get = (r: Resource, name: string): Promise<unknown> =>
+    ignoreNotFound(retryingTooManyRequests(() => api.getClusterCustomObject({ ...r, name })));
   return {
     async read(reads) {
       const [instances, crdConfigs, xrdConfigs, target] = await Promise.all([
@@ -87,16 +82,10 @@ async function retryingTooManyRequests<T>(read: () => Promise<T>): Promise<T> {
     try {
       return await read();
     } catch (err) {
-      if (statusOf(err) !== 429 || attempt >= TOO_MANY_REQUESTS_RETRIES) throw err;
+      if (!isTooManyRequests(err) || attempt >= TOO_MANY_REQUESTS_RETRIES) throw err;
       await new Promise((resolve) => setTimeout(resolve, retryAfterMs(err)));
     }
   }
-}
-
-/** client-node's ApiException carries the HTTP status in `code`. */
-function statusOf(err: unknown): number | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' ? code : undefined;
 }
 
 function retryAfterMs(err: unknown): number {
