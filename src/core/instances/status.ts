@@ -69,13 +69,18 @@ export function instanceStatus(
   return { status, changed };
 }
 
-function availableCondition(instance: WebhookServer, deployment: V1Deployment | undefined): ConditionState {
-  const state = (status: 'True' | 'False', reason: AvailableReason, message: string): ConditionState => ({
-    type: AVAILABLE,
+/** A condition of one type, reasons typed by it. */
+function conditionOf<Reason extends string>(type: string) {
+  return (status: 'True' | 'False', reason: Reason, message: string): ConditionState => ({
+    type,
     status,
     reason,
     message,
   });
+}
+
+function availableCondition(instance: WebhookServer, deployment: V1Deployment | undefined): ConditionState {
+  const state = conditionOf<AvailableReason>(AVAILABLE);
   if (deployment === undefined)
     return state('False', 'DeploymentMissing', 'the Deployment has not been created yet');
   const wanted = instance.spec.replicas;
@@ -93,12 +98,7 @@ function availableCondition(instance: WebhookServer, deployment: V1Deployment | 
 }
 
 function progressingCondition(instance: WebhookServer, deployment: V1Deployment | undefined): ConditionState {
-  const state = (status: 'True' | 'False', reason: ProgressingReason, message: string): ConditionState => ({
-    type: PROGRESSING,
-    status,
-    reason,
-    message,
-  });
+  const state = conditionOf<ProgressingReason>(PROGRESSING);
   if (deployment === undefined)
     return state('True', 'DeploymentMissing', 'the Deployment has not been created yet');
   const deploymentProgress = deployment.status?.conditions?.find((c) => c.type === 'Progressing');
