@@ -141,6 +141,18 @@ describe('decideCertificates: the serving certificate', () => {
       });
     });
 
+    it('keeps an old leaf past its renewal point while a target does not trust the new CA: it is still valid', () => {
+      const d = decideCertificates({ ...rotating([['ca1']]), leaf: leaf('ca1', 300) });
+      expect(d.leaf).toEqual({ action: 'wait', reason: 'NewCaNotYetTrusted' });
+    });
+
+    it('replaces an expired old leaf at once: it serves nobody any more', () => {
+      expect(decideCertificates({ ...rotating([['ca1']]), leaf: leaf('ca1', 400) }).leaf).toEqual({
+        action: 'issue',
+        reason: 'Expired',
+      });
+    });
+
     it('moves the leaf to the new CA once every target trusts it', () => {
       expect(
         decideCertificates(

@@ -141,14 +141,18 @@ function decideLeaf(
   if (!leaf.keyMatches) return { action: 'issue', reason: 'KeyMismatch' };
   if (input.nowMs >= leaf.cert.notAfterMs) return { action: 'issue', reason: 'Expired' };
   if (!leaf.cert.dnsNames.includes(input.serviceHost)) return { action: 'issue', reason: 'NamesChanged' };
+  if (leaf.issuerFingerprint !== ca.fingerprint) {
+    if (!bundle.some((c) => c.fingerprint === leaf.issuerFingerprint))
+      return { action: 'issue', reason: 'UntrustedIssuer' };
+    // Even a leaf past its renewal point waits (it is still valid): one from the new CA would
+    // fail every conversion of a target that does not trust that CA yet.
+    if (!trustedEverywhere(ca.fingerprint, input.publishedBundles))
+      return { action: 'wait', reason: 'NewCaNotYetTrusted' };
+    return { action: 'issue', reason: 'NewCaTrusted' };
+  }
   if (input.nowMs >= renewalPoint(leaf.cert, policy.leafRenewAt))
     return { action: 'issue', reason: 'Expiring' };
-  if (leaf.issuerFingerprint === ca.fingerprint) return { action: 'keep' };
-  if (!bundle.some((c) => c.fingerprint === leaf.issuerFingerprint))
-    return { action: 'issue', reason: 'UntrustedIssuer' };
-  if (trustedEverywhere(ca.fingerprint, input.publishedBundles))
-    return { action: 'issue', reason: 'NewCaTrusted' };
-  return { action: 'wait', reason: 'NewCaNotYetTrusted' };
+  return { action: 'keep' };
 }
 
 function trustedEverywhere(fingerprint: string, published: readonly (readonly string[])[]): boolean {
