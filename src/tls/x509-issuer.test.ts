@@ -66,6 +66,13 @@ describe('x509Issuer', () => {
     ]);
   });
 
+  it('reads a damaged certificate as unreadable, never as a partial bundle', async () => {
+    const { ca } = await issue();
+    const damaged = ca.certPem.replace(/[A-Za-z](?=[A-Za-z0-9+/]*\n-----END)/, '!');
+    expect(readCertificates(`${ca.certPem}${damaged}`)).toBeUndefined();
+    expect(readCa(damaged, ca.keyPem)).toBeUndefined();
+  });
+
   it('serves TLS that a client trusting only the bundle verifies for <service>.<namespace>.svc', async () => {
     const { ca, leaf } = await issue();
     const server = createServer({ cert: leaf.certPem, key: leaf.keyPem }, (_req, res) => res.end('ok'));
