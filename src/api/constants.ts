@@ -34,3 +34,34 @@ export const MAX_INSTANCE_NAME_LENGTH = 63 - SERVICE_SUFFIX.length;
 export function webhookPath(targetName: string): string {
   return `/convert/${targetName}`;
 }
+
+/** The Secret holding an instance's serving certificate (tls.crt, tls.key) and its trust bundle (ca.crt). */
+export function servingCertSecretName(instance: string): string {
+  return `${webhookServiceName(instance)}-tls`;
+}
+
+/** The Secret holding the CA that signs an instance's serving certificates; never mounted into Pods. */
+export function servingCaSecretName(instance: string): string {
+  return `${webhookServiceName(instance)}-ca`;
+}
+
+/** Finalizer that keeps a ConversionWebhookServer while targets resolve to it or name its Service. */
+export const IN_USE_FINALIZER = `${GROUP}/instance-in-use`;
+/**
+ * Break-glass: with this annotation set to "true" an instance in use may be deleted anyway; its
+ * targets' conversions fail until they are moved. Read at the moment of the decision.
+ */
+export const FORCE_DELETE_ANNOTATION = `${GROUP}/allow-delete-in-use`;
+
+// The contract between an instance's rendered Deployment (core/instances/render.ts) and the
+// webhook-server process it runs: where it listens, where its certificate is mounted, what it
+// answers probes on.
+export const WEBHOOK_SERVER_COMMAND = 'webhook-server';
+/** Unprivileged (above 1024), so the container runs as non-root with no capabilities. */
+export const WEBHOOK_SERVER_PORT = 9443;
+export const WEBHOOK_SERVER_PORT_NAME = 'https';
+/** The Service port the apiserver calls; the conversion clientConfig names it. */
+export const WEBHOOK_SERVICE_PORT = 443;
+export const SERVING_CERT_DIR = '/etc/switchyard/serving-cert';
+export const READINESS_PATH = '/readyz';
+export const LIVENESS_PATH = '/healthz';

@@ -1,0 +1,380 @@
+// What a ConversionWebhookServer renders into: the objects the instances handler server-side
+// applies, as a pure function of the instance and the operator's settings.
+//
+// Deterministic by construction: the same instance renders byte-identical JSON, whatever order
+// its maps arrived in, so re-applying an unchanged instance is a no-op for the apiserver (no new
+// resourceVersion, no rollout, no watch event to wake anyone). Maps are emitted with sorted keys;
+// lists keep the user's order, because order means something there (arguments, tolerations).
+//
+// Each piece and why (docs/instances.md says more):
+//   Deployment      the replicas; a rollout surges one new Pod before stopping an old one, so
+//                   conversions never lose a replica to an update;
+//   Service         `<instance>-webhook-server`, port 443, what targets' clientConfig names;
+//   ServiceAccount  the replicas' identity, unless spec.serviceAccountName brings one;
+//   Role, Binding   get/create/update/patch on leases in this namespace and nothing else: the
+//                   one write a replica makes (BRIEF §4);
+//   PDB             maxUnavailable 1 (see podDisruptionBudget);
+//   Secrets         the serving certificate's and its CA's desired shape; their data comes from
+//                   serving-cert.ts decisions and the issuer, never from here.
+import type {
+  V1Container,
+  V1Deployment,
+  V1EnvVar,
+  V1ObjectMeta,
+  V1PodDisruptionBudget,
+  V1PodSpec,
+  V1Probe,
+  V1ResourceRequirements,
+  V1Role,
+  V1RoleBinding,
+  V1Secret,
+  V1Service,
+  V1ServiceAccount,
+} from '@kubernetes/client-node';
+import {
+  LIVENESS_PATH,
+  READINESS_PATH,
+  SERVING_CERT_DIR,
+  WEBHOOK_SERVER_COMMAND,
+  WEBHOOK_SERVER_PORT,
+  WEBHOOK_SERVER_PORT_NAME,
+  WEBHOOK_SERVICE_PORT,
+} from '../../api/constants.ts';
+import type { WebhookServer } from '../../api/webhook-server.ts';
+import { compareNames } from '../name-list.ts';
+import {
+  type ChildNames,
+  childLabels,
+  childNames,
+  ownerReferenceTo,
+  reservedLabelKeys,
+  selectorLabels,
+} from './children.ts';
+
+export interface ImageRef {
+  repository: string;
+  tag?: string | undefined;
+  digest?: string | undefined;
+}
+
+export interface RenderSettings {
+  /** Where an instance without spec.namespace runs: the operator's own namespace. */
+  defaultNamespace: string;
+  /** The project's image; spec.image overrides parts of it. */
+  image: ImageRef;
+  /** Process configuration every replica gets as environment variables (e.g. SWITCHYARD_NATS_URL). */
+  env?: Readonly<Record<string, string>> | undefined;
+}
+
+export interface RenderedInstance {
+  names: ChildNames;
+  /** Absent when spec.serviceAccountName brings the identity: a shared account is never owned here. */
+  serviceAccount: V1ServiceAccount | undefined;
+  role: V1Role;
+  roleBinding: V1RoleBinding;
+  service: V1Service;
+  deployment: V1Deployment;
+  podDisruptionBudget: V1PodDisruptionBudget;
+  /** Desired shape only (name, type, labels, owner); data is the issuer's. */
+  servingSecret: V1Secret;
+  caSecret: V1Secret;
+}
+
+export type RenderResult = { ok: true; value: RenderedInstance } | { ok: false; error: string };
+
+export const CONTAINER_NAME = 'webhook-server';
+const CERT_VOLUME = 'serving-cert';
+/** The user and group the container runs as (the distroless "nonroot" ids). */
+export const RUN_AS_ID = 65532;
+
+/**
+ * Used when spec.resources is unset. Requests only: a memory limit would turn a target-heavy
+ * instance into an OOM loop; users who want one set spec.resources.
+ */
+export const DEFAULT_RESOURCES: Readonly<V1ResourceRequirements> = Object.freeze({
+  requests: { cpu: '100m', memory: '128Mi' },
+});
+
+/**
+ * Startup: 5 s × 60 = a 5-minute budget to compile every assigned plan before liveness applies
+ * (the reference operator's default). Readiness every 5 s, so a replica that stops serving
+ * leaves the Service (and the handover gate's ready Pods) within 15 s. Liveness restarts only a
+ * process that stopped answering for 30 s.
+ */
+const STARTUP = { periodSeconds: 5, failureThreshold: 60 };
+const READINESS = { periodSeconds: 5, failureThreshold: 3 };
+const LIVENESS = { periodSeconds: 10, failureThreshold: 3 };
+/**
+ * Endpoint removal reaches the apiserver's webhook client after the Pod is told to stop; the
+ * preStop sleep keeps serving meanwhile. The grace leaves the process 30 s to drain after it.
+ */
+const PRE_STOP_SLEEP_SECONDS = 5;
+const TERMINATION_GRACE_SECONDS = 45;
+
+export function renderInstance(instance: WebhookServer, settings: RenderSettings): RenderResult {
+  const uid = instance.metadata.uid;
+  if (uid === undefined || uid === '') {
+    return {
+      ok: false,
+      error: `ConversionWebhookServer ${instance.metadata.name} has no uid: render it as read from the apiserver`,
+    };
+  }
+  const names = childNames(instance, settings.defaultNamespace);
+  const meta = (name: string): V1ObjectMeta => ({
+    name,
+    namespace: names.namespace,
+    labels: childLabels(instance.metadata.name),
+    ownerReferences: [ownerReferenceTo(instance, uid)],
+  });
+  return {
+    ok: true,
+    value: {
+      names,
+      serviceAccount:
+        instance.spec.serviceAccountName === undefined
+          ? serviceAccount(meta(names.serviceAccount))
+          : undefined,
+      role: leaseWriterRole(meta(names.leaseWriter)),
+      roleBinding: leaseWriterBinding(meta(names.leaseWriter), names),
+      service: service(meta(names.workload), instance.metadata.name),
+      deployment: deployment(meta(names.workload), instance, names, settings),
+      podDisruptionBudget: podDisruptionBudget(meta(names.workload), instance.metadata.name),
+      servingSecret: tlsSecret(meta(names.servingSecret)),
+      caSecret: tlsSecret(meta(names.caSecret)),
+    },
+  };
+}
+
+function serviceAccount(metadata: V1ObjectMeta): V1ServiceAccount {
+  return { apiVersion: 'v1', kind: 'ServiceAccount', metadata };
+}
+
+/** The exact permissions of a replica: its own served-set Lease, nothing to list or watch. */
+export const LEASE_WRITER_RULES = Object.freeze([
+  Object.freeze({
+    apiGroups: Object.freeze(['coordination.k8s.io']),
+    resources: Object.freeze(['leases']),
+    verbs: Object.freeze(['get', 'create', 'update', 'patch']),
+  }),
+]);
+
+function leaseWriterRole(metadata: V1ObjectMeta): V1Role {
+  const rules = LEASE_WRITER_RULES.map((r) => ({
+    apiGroups: [...r.apiGroups],
+    resources: [...r.resources],
+    verbs: [...r.verbs],
+  }));
+  return { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata, rules };
+}
+
+function leaseWriterBinding(metadata: V1ObjectMeta, names: ChildNames): V1RoleBinding {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata,
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: names.leaseWriter },
+    subjects: [{ kind: 'ServiceAccount', name: names.serviceAccount, namespace: names.namespace }],
+  };
+}
+
+function service(metadata: V1ObjectMeta, instance: string): V1Service {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata,
+    spec: {
+      type: 'ClusterIP',
+      selector: selectorLabels(instance),
+      ports: [
+        {
+          name: WEBHOOK_SERVER_PORT_NAME,
+          port: WEBHOOK_SERVICE_PORT,
+          protocol: 'TCP',
+          targetPort: WEBHOOK_SERVER_PORT_NAME,
+        },
+      ],
+    },
+  };
+}
+
+/**
+ * maxUnavailable 1, whatever the replica count. At one replica a budget cannot protect anything
+ * without blocking every node drain forever (minAvailable 1 on a single Pod makes `kubectl drain`
+ * and the cluster autoscaler wait indefinitely), so it allows the eviction; at many it spaces
+ * voluntary evictions one at a time, so N − 1 replicas keep serving. maxUnavailable rather than
+ * a minAvailable tracks spec.replicas with no re-render. Pods that are not ready may always be
+ * evicted (AlwaysAllow): a crash-looping replica serves nothing and must not block a drain.
+ */
+function podDisruptionBudget(metadata: V1ObjectMeta, instance: string): V1PodDisruptionBudget {
+  return {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata,
+    spec: {
+      maxUnavailable: 1,
+      selector: { matchLabels: selectorLabels(instance) },
+      unhealthyPodEvictionPolicy: 'AlwaysAllow',
+    },
+  };
+}
+
+function tlsSecret(metadata: V1ObjectMeta): V1Secret {
+  return { apiVersion: 'v1', kind: 'Secret', metadata, type: 'kubernetes.io/tls' };
+}
+
+function deployment(
+  metadata: V1ObjectMeta,
+  instance: WebhookServer,
+  names: ChildNames,
+  settings: RenderSettings,
+): V1Deployment {
+  const spec = instance.spec;
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata,
+    spec: {
+      replicas: spec.replicas,
+      selector: { matchLabels: selectorLabels(instance.metadata.name) },
+      // Surge first: an update never takes a serving replica away before its successor is ready.
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      template: {
+        metadata: {
+          labels: podLabels(instance),
+          ...(spec.podAnnotations === undefined ? {} : { annotations: sortedMap(spec.podAnnotations) }),
+        },
+        spec: podSpec(instance, names, settings),
+      },
+    },
+  };
+}
+
+/** The user's pod labels, then ours: selector and attribution labels cannot be overridden. */
+function podLabels(instance: WebhookServer): Record<string, string> {
+  const reserved = reservedLabelKeys();
+  const user = Object.entries(instance.spec.podLabels ?? {}).filter(([k]) => !reserved.has(k));
+  return sortedMap({ ...Object.fromEntries(user), ...childLabels(instance.metadata.name) });
+}
+
+function podSpec(instance: WebhookServer, names: ChildNames, settings: RenderSettings): V1PodSpec {
+  const spec = instance.spec;
+  const optional: Partial<V1PodSpec> = {};
+  if (spec.nodeSelector !== undefined) optional.nodeSelector = sortedMap(spec.nodeSelector);
+  if (spec.tolerations !== undefined) optional.tolerations = canonical(spec.tolerations);
+  if (spec.affinity !== undefined) optional.affinity = canonical(spec.affinity);
+  if (spec.priorityClassName !== undefined) optional.priorityClassName = spec.priorityClassName;
+  return {
+    serviceAccountName: names.serviceAccount,
+    // The token is needed: the replica writes its Lease with it.
+    automountServiceAccountToken: true,
+    // A namespace with many Services would otherwise hand every replica thousands of variables.
+    enableServiceLinks: false,
+    terminationGracePeriodSeconds: TERMINATION_GRACE_SECONDS,
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: RUN_AS_ID,
+      runAsGroup: RUN_AS_ID,
+      fsGroup: RUN_AS_ID,
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+    // Soft: spread replicas over nodes when possible, never leave one unscheduled for it.
+    topologySpreadConstraints: [
+      {
+        maxSkew: 1,
+        topologyKey: 'kubernetes.io/hostname',
+        whenUnsatisfiable: 'ScheduleAnyway',
+        labelSelector: { matchLabels: selectorLabels(instance.metadata.name) },
+      },
+    ],
+    ...optional,
+    containers: [container(instance, settings)],
+    volumes: [
+      // Group-readable by the container's group only; the kubelet refreshes the files when the
+      // Secret is rotated, and the webhook-server reloads them.
+      { name: CERT_VOLUME, secret: { secretName: names.servingSecret, defaultMode: 0o440 } },
+    ],
+  };
+}
+
+function container(instance: WebhookServer, settings: RenderSettings): V1Container {
+  const spec = instance.spec;
+  return {
+    name: CONTAINER_NAME,
+    image: imageOf(instance, settings.image),
+    ...(spec.image?.pullPolicy === undefined ? {} : { imagePullPolicy: spec.image.pullPolicy }),
+    args: [...webhookServerArgs(instance.metadata.name), ...(spec.extraArgs ?? [])],
+    env: [...downwardApiEnv(), ...settingsEnv(settings.env)],
+    ports: [{ name: WEBHOOK_SERVER_PORT_NAME, containerPort: WEBHOOK_SERVER_PORT, protocol: 'TCP' }],
+    resources: canonical(spec.resources ?? DEFAULT_RESOURCES) as V1ResourceRequirements,
+    startupProbe: httpsProbe(LIVENESS_PATH, STARTUP),
+    readinessProbe: httpsProbe(READINESS_PATH, READINESS),
+    livenessProbe: httpsProbe(LIVENESS_PATH, LIVENESS),
+    lifecycle: { preStop: { sleep: { seconds: PRE_STOP_SLEEP_SECONDS } } },
+    securityContext: {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+    },
+    volumeMounts: [{ name: CERT_VOLUME, mountPath: SERVING_CERT_DIR, readOnly: true }],
+  };
+}
+
+/** The managed flags; spec.extraArgs come after them. */
+export function webhookServerArgs(instance: string): string[] {
+  return [
+    WEBHOOK_SERVER_COMMAND,
+    `--instance=${instance}`,
+    `--port=${WEBHOOK_SERVER_PORT}`,
+    `--tls-dir=${SERVING_CERT_DIR}`,
+  ];
+}
+
+/** POD_NAME names the replica's Lease; POD_UID makes the Pod its owner (collected with it). */
+function downwardApiEnv(): V1EnvVar[] {
+  const field = (name: string, fieldPath: string): V1EnvVar => ({
+    name,
+    valueFrom: { fieldRef: { fieldPath } },
+  });
+  return [
+    field('POD_NAME', 'metadata.name'),
+    field('POD_NAMESPACE', 'metadata.namespace'),
+    field('POD_UID', 'metadata.uid'),
+  ];
+}
+
+function settingsEnv(env: Readonly<Record<string, string>> | undefined): V1EnvVar[] {
+  return Object.entries(sortedMap(env ?? {})).map(([name, value]) => ({ name, value }));
+}
+
+/** A digest pins the image and wins over a tag; the project's tag applies when neither is given. */
+export function imageOf(instance: WebhookServer, project: ImageRef): string {
+  const own = instance.spec.image ?? {};
+  const repository = own.repository ?? project.repository;
+  const pinned = own.digest !== undefined || own.tag !== undefined ? own : project;
+  if (pinned.digest !== undefined) return `${repository}@${pinned.digest}`;
+  if (pinned.tag !== undefined) return `${repository}:${pinned.tag}`;
+  return repository;
+}
+
+function httpsProbe(path: string, timing: { periodSeconds: number; failureThreshold: number }): V1Probe {
+  return {
+    httpGet: { path, port: WEBHOOK_SERVER_PORT_NAME, scheme: 'HTTPS' },
+    ...timing,
+    timeoutSeconds: 2,
+  };
+}
+
+function sortedMap(map: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(map).sort(([a], [b]) => compareNames(a, b)));
+}
+
+/** Opaque user objects (resources, affinity, tolerations) with every map's keys sorted. */
+function canonical<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(canonical) as T;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value).sort(([a], [b]) => compareNames(a, b));
+    return Object.fromEntries(entries.map(([k, v]) => [k, canonical(v)])) as T;
+  }
+  return value;
+}

@@ -1,0 +1,93 @@
+// The issuer against the facts reader and Node's own TLS stack: what it makes must parse,
+// chain to its CA, match its key, carry the service name, and be accepted by a TLS client
+// that trusts only the bundle (what the apiserver does with a target's caBundle).
+import { once } from 'node:events';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:tls';
+import { describe, expect, it } from 'vitest';
+import { issuedBy, readCa, readCertificates, readLeaf } from '../core/instances/certificate-facts.ts';
+import {
+  caValidity,
+  decideCertificates,
+  leafValidity,
+  servingDnsNames,
+} from '../core/instances/serving-cert.ts';
+import { x509Issuer } from './x509-issuer.ts';
+
+const NOW = Date.now();
+const HOST = servingDnsNames('blue-webhook-server', 'switchyard-system')[0] ?? '';
+const issuer = x509Issuer();
+
+async function issue() {
+  const ca = await issuer.createCa({ commonName: 'switchyard blue CA', ...caValidity(NOW) });
+  const caFacts = readCa(ca.certPem, ca.keyPem);
+  if (caFacts === undefined) throw new Error('the CA does not parse');
+  const leaf = await issuer.issueServing({ ca, dnsNames: [HOST], ...leafValidity(caFacts.cert, NOW) });
+  return { ca, caFacts, leaf };
+}
+
+describe('x509Issuer', () => {
+  it('makes a CA and a serving certificate the decisions accept as healthy', async () => {
+    const { ca, caFacts, leaf } = await issue();
+    expect(caFacts).toMatchObject({ keyMatches: true, cert: { isCa: true } });
+    const leafFacts = readLeaf(leaf.certPem, leaf.keyPem, [caFacts.cert]);
+    expect(leafFacts).toMatchObject({
+      keyMatches: true,
+      issuerFingerprint: caFacts.cert.fingerprint,
+      cert: { dnsNames: [HOST], isCa: false },
+    });
+    expect(issuedBy(leaf.certPem, ca.certPem)).toBe(true);
+    const d = decideCertificates({
+      serviceHost: HOST,
+      ca: caFacts,
+      bundle: [caFacts.cert],
+      leaf: leafFacts,
+      publishedBundles: [[caFacts.cert.fingerprint]],
+      nowMs: NOW,
+    });
+    expect(d).toMatchObject({ ca: { action: 'keep' }, leaf: { action: 'keep' } });
+  });
+
+  it('a leaf from another CA is not issued by this one, and a foreign key does not match', async () => {
+    const a = await issue();
+    const b = await issue();
+    expect(issuedBy(a.leaf.certPem, b.ca.certPem)).toBe(false);
+    expect(readLeaf(a.leaf.certPem, b.leaf.keyPem, [a.caFacts.cert])?.keyMatches).toBe(false);
+  });
+
+  it('reads a two-CA bundle in order', async () => {
+    const a = await issue();
+    const b = await issue();
+    const bundle = readCertificates(`${b.ca.certPem}\n${a.ca.certPem}\n`);
+    expect(bundle?.map((c) => c.fingerprint)).toEqual([
+      b.caFacts.cert.fingerprint,
+      a.caFacts.cert.fingerprint,
+    ]);
+  });
+
+  it('reads a damaged certificate as unreadable, never as a partial bundle', async () => {
+    const { ca } = await issue();
+    // A line of the body lost: the DER no longer parses (damage to the signature alone would).
+    const lines = ca.certPem.trim().split('\n');
+    const damaged = `${[...lines.slice(0, 2), ...lines.slice(3)].join('\n')}\n`;
+    expect(readCertificates(`${ca.certPem}${damaged}`)).toBeUndefined();
+    expect(readCa(damaged, ca.keyPem)).toBeUndefined();
+  });
+
+  it('serves TLS that a client trusting only the bundle verifies for <service>.<namespace>.svc', async () => {
+    const { ca, leaf } = await issue();
+    const server = createServer({ cert: leaf.certPem, key: leaf.keyPem }, (_req, res) => res.end('ok'));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const socket = connect({ host: '127.0.0.1', port, servername: HOST, ca: ca.certPem });
+      await once(socket, 'secureConnect');
+      expect(socket.authorized).toBe(true);
+      socket.destroy();
+    } finally {
+      server.close();
+    }
+  });
+});
