@@ -66,7 +66,13 @@ export function desiredEndpointSlices(
       metadata: {
         name: sliceName(service, pod),
         namespace,
-        labels: { [SERVICE_NAME_LABEL]: name, [MANAGED_BY_LABEL]: ENDPOINT_SLICE_MANAGER },
+        // The Service's own labels first, as the EndpointSlice controller copies them (the
+        // watchers find an instance's slices by the managed-by label its Service carries).
+        labels: {
+          ...service.metadata?.labels,
+          [SERVICE_NAME_LABEL]: name,
+          [MANAGED_BY_LABEL]: ENDPOINT_SLICE_MANAGER,
+        },
         ownerReferences: [
           { apiVersion: 'v1', kind: 'Service', name, uid: service.metadata?.uid ?? '', controller: true },
         ],
