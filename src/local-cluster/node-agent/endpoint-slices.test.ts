@@ -24,7 +24,7 @@ describe('desiredEndpointSlices', () => {
 
   it('publishes one slice per ready selected Pod, naming it in targetRef, on its loopback port', () => {
     expect(slices).toHaveLength(1);
-    expect(slices[0]?.endpoints[0]?.targetRef?.name).toBe('a-1');
+    expect(slices[0]?.endpoints?.[0]?.targetRef?.name).toBe('a-1');
     expect(slices[0]?.ports).toEqual([{ name: 'https', port: 40001, protocol: 'TCP' }]);
   });
 
