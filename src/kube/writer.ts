@@ -1,7 +1,14 @@
 /**
- * How a handler writes to Kubernetes: on the `writes` client only, and every
- * write conditional (the runtime may have handed the trigger to another
- * replica while a stale attempt still runs, see `bus/runtime/handler-runtime.ts`).
+ * How a handler writes to Kubernetes: on the `writes` client only, and
+ * conditional wherever the decision was made on a version of the object (the
+ * runtime may have handed the trigger to another replica while a stale
+ * attempt still runs, see `bus/runtime/handler-runtime.ts`). The rule for
+ * handlers: a write derived from an object the view holds (its status, a patch
+ * of its spec) passes that object's `resourceVersion`, so a stale attempt gets
+ * 409 instead of overwriting a newer decision. An apply of an object the
+ * handler owns outright (an instance's Deployment) may be unconditional: its
+ * content is a pure function of the owner, and a stale apply is corrected by
+ * the next run, which the owner's change has already triggered.
  *
  * - **Server-side apply** (`apply`, `applyStatus`) with the handler's own field
  *   manager (`switchyard-<concern>`): the handler states the fields it owns;
