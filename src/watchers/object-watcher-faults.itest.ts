@@ -8,18 +8,18 @@ import {
   CoreV1Api,
   PatchStrategy,
   setHeaderOptions,
-  type V1CustomResourceDefinition,
   type V1JSONSchemaProps,
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type OwnBus, startOwnBus } from '../../test/support/bus.ts';
+import { crdWithSpec } from '../../test/support/crds.ts';
 import { createNamespace, useLocalCluster } from '../../test/support/local-cluster.ts';
 import { startRecording } from '../../test/support/watchers.ts';
 import { encodeMessage, type ObjectEvent, objectEventSchema } from '../bus/messages.ts';
 import { RecordWriter } from '../bus/records/record-writer.ts';
 import { objectSubject } from '../bus/subjects.ts';
-import { STREAMS, type TopologyOptions, tombstoneTtl } from '../bus/topology.ts';
+import { DEFAULT_TOPOLOGY, STREAMS, type TopologyOptions, tombstoneTtl } from '../bus/topology.ts';
 import { ObjectView } from '../bus/view.ts';
 import { waitFor } from '../local-cluster/wait.ts';
 import type { ObjectWatcher } from './object-watcher.ts';
@@ -45,6 +45,16 @@ async function ownBus(topology?: TopologyOptions): Promise<OwnBus> {
   const bus = await startOwnBus(topology);
   cleanups.push(() => bus.stop());
   return bus;
+}
+
+/** A RecordWriter on the test's own bus, with the server's max_payload. */
+function writerOn(bus: OwnBus, topology: TopologyOptions = DEFAULT_TOPOLOGY): RecordWriter {
+  return new RecordWriter({
+    js: bus.js,
+    jsm: bus.jsm,
+    maxPayload: bus.nc.info?.max_payload ?? 0,
+    tombstoneTtl: tombstoneTtl(topology),
+  });
 }
 
 async function view(bus: OwnBus, kind: string): Promise<ObjectView> {
@@ -170,12 +180,7 @@ describe('watcher faults', () => {
   it('never lets a replica lagging past the duplicate window resurrect a deleted object', async () => {
     const topology = { recordRetentionHours: 1, duplicateWindowSeconds: 1 };
     const bus = await ownBus(topology);
-    const writer = new RecordWriter({
-      js: bus.js,
-      jsm: bus.jsm,
-      maxPayload: 1024 * 1024,
-      tombstoneTtl: tombstoneTtl(topology),
-    });
+    const writer = writerOn(bus, topology);
     const subject = objectSubject({ kind: 'cm3', namespace, name: 'x' });
     const object = { metadata: { name: 'x', namespace, uid: 'uid-x', resourceVersion: '5' } };
     const at = new Date().toISOString();
@@ -216,31 +221,8 @@ describe('watcher faults', () => {
       path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
       labelSelector: `test=${label}`,
     };
-    const crd = (
-      plural: string,
-      properties: Record<string, V1JSONSchemaProps>,
-    ): V1CustomResourceDefinition => ({
-      metadata: { name: `${plural}.big.switchyard.dev`, labels: { test: label } },
-      spec: {
-        group: 'big.switchyard.dev',
-        scope: 'Namespaced',
-        names: {
-          plural,
-          singular: plural.slice(0, -1),
-          kind: `${plural[0]?.toUpperCase()}${plural.slice(1, -1)}`,
-        },
-        versions: [
-          {
-            name: 'v1',
-            served: true,
-            storage: true,
-            schema: {
-              openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties } } },
-            },
-          },
-        ],
-      },
-    });
+    const crd = (plural: string, properties: Record<string, V1JSONSchemaProps>) =>
+      crdWithSpec(plural, 'big.switchyard.dev', properties, { test: label });
     // A schema over 1 MiB (its managedFields about as much again: near the 2 MiB the
     // apiserver sends to etcd), compressible as schemas are: names and descriptions repeat their shape.
     const compressible = Object.fromEntries(
@@ -277,12 +259,7 @@ describe('watcher faults', () => {
 
   it('records a 3 MiB object under the default 1 MiB max_payload, compressed, and reads it back whole', async () => {
     const bus = await ownBus();
-    const writer = new RecordWriter({
-      js: bus.js,
-      jsm: bus.jsm,
-      maxPayload: bus.nc.info?.max_payload ?? 0,
-      tombstoneTtl: '60s',
-    });
+    const writer = writerOn(bus);
     expect(bus.nc.info?.max_payload).toBe(1024 * 1024);
     const properties = Object.fromEntries(
       Array.from({ length: 45_000 }, (_, i) => [
@@ -315,12 +292,7 @@ describe('watcher faults', () => {
 
   it('records an object that cannot fit even compressed without its content, never dropping it', async () => {
     const bus = await ownBus();
-    const writer = new RecordWriter({
-      js: bus.js,
-      jsm: bus.jsm,
-      maxPayload: bus.nc.info?.max_payload ?? 0,
-      tombstoneTtl: '60s',
-    });
+    const writer = writerOn(bus);
     // 2 MiB of random text: gzip cannot bring it under 1 MiB.
     const noise = randomBytes(1_536 * 1024).toString('base64');
     const object = {

@@ -8,7 +8,7 @@ import { ApiextensionsV1Api, EventsV1Api } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOwnBus } from '../../test/support/bus.ts';
-import { committedCrds, ensureCrd } from '../../test/support/crds.ts';
+import { committedCrds, crdWithSpec, ensureCrd } from '../../test/support/crds.ts';
 import { useLocalCluster } from '../../test/support/local-cluster.ts';
 import { awaitRecord, createWebhookServer } from '../../test/support/records.ts';
 import { escapeToken } from '../bus/subjects.ts';
@@ -89,24 +89,7 @@ describe('switchyard watch', () => {
         ]),
       );
       await admin.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({
-        body: {
-          metadata: { name },
-          spec: {
-            group: 'oversized.switchyard.dev',
-            scope: 'Namespaced',
-            names: { plural: 'noises', singular: 'noise', kind: 'Noise' },
-            versions: [
-              {
-                name: 'v1',
-                served: true,
-                storage: true,
-                schema: {
-                  openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties } } },
-                },
-              },
-            ],
-          },
-        },
+        body: crdWithSpec('noises', 'oversized.switchyard.dev', properties),
       });
       const events = admin.makeApiClient(EventsV1Api);
       const event = await waitFor('a RecordTooLarge Event', async () =>

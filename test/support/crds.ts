@@ -5,6 +5,7 @@ import {
   type KubeConfig,
   loadAllYaml,
   type V1CustomResourceDefinition,
+  type V1JSONSchemaProps,
 } from '@kubernetes/client-node';
 import { isConflict } from '../../src/kube/errors.ts';
 import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
@@ -33,4 +34,35 @@ export async function committedCrds(): Promise<V1CustomResourceDefinition[]> {
   const files = (await readdir(dir)).filter((f) => f.endsWith('.yaml'));
   const docs = await Promise.all(files.map((f) => readFile(join(dir, f), 'utf8')));
   return docs.flatMap((d) => loadAllYaml(d) as V1CustomResourceDefinition[]);
+}
+
+/** A one-version CRD whose `spec` has the given properties: what size and content tests vary. */
+export function crdWithSpec(
+  plural: string,
+  group: string,
+  properties: Record<string, V1JSONSchemaProps>,
+  labels: Record<string, string> = {},
+): V1CustomResourceDefinition {
+  return {
+    metadata: { name: `${plural}.${group}`, labels },
+    spec: {
+      group,
+      scope: 'Namespaced',
+      names: {
+        plural,
+        singular: plural.slice(0, -1),
+        kind: `${plural[0]?.toUpperCase()}${plural.slice(1, -1)}`,
+      },
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: {
+            openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties } } },
+          },
+        },
+      ],
+    },
+  };
 }
