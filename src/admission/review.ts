@@ -22,10 +22,9 @@ import {
 import { WEBHOOK_SERVER_KIND } from '../api/webhook-server.ts';
 import type { InstanceLike } from '../core/assignment.ts';
 import { type ConfigIdentity, duplicateTargetViolation } from '../core/config-admission.ts';
+import { validateConfig } from '../core/config-validation.ts';
 import { violationsIntroduced } from '../core/fleet-admission.ts';
-import { compile } from '../engine/compile.ts';
-import { formatDiagnostic, isError } from '../engine/diagnostics.ts';
-import { targetVersions } from '../engine/target-versions.ts';
+import type { ConversionSpec } from '../engine/compile.ts';
 
 export const ADMISSION_REVIEW_API_VERSION = 'admission.k8s.io/v1';
 
@@ -295,25 +294,21 @@ interface CompileVerdict {
  * error (configs are often applied before, or with, what they convert): the config status
  * compiles it when the target appears.
  */
-function compileAgainstTarget(
-  spec: Parameters<typeof compile>[0],
-  target: TargetRef,
-  live: unknown,
-): CompileVerdict {
-  if (live === undefined) {
-    return {
-      errors: [],
-      warnings: [
-        `${target.kind} "${target.name}" does not exist yet: the rules are compiled against its schema when it is created (see the config's status)`,
-      ],
-    };
+function compileAgainstTarget(spec: ConversionSpec, target: TargetRef, live: unknown): CompileVerdict {
+  const validation = validateConfig(spec, { kind: target.kind, name: target.name, live });
+  switch (validation.verdict) {
+    case 'TargetMissing':
+      return {
+        errors: [],
+        warnings: [
+          `${target.kind} "${target.name}" does not exist yet: the rules are compiled against its schema when it is created (see the config's status)`,
+        ],
+      };
+    case 'Invalid':
+      return { errors: validation.errors, warnings: validation.warnings };
+    case 'Compiled':
+      return { errors: [], warnings: validation.warnings };
   }
-  const result = compile(spec, targetVersions(live));
-  const diagnostics = result.ok ? result.warnings : result.diagnostics;
-  return {
-    errors: diagnostics.filter(isError).map(formatDiagnostic),
-    warnings: diagnostics.filter((d) => !isError(d)).map(formatDiagnostic),
-  };
 }
 
 /** A pin to an instance that does not exist is admitted (it may be created next) but said out loud. */
