@@ -12,6 +12,9 @@ import type { ObjectView } from '../bus/view.ts';
 import type { ConfigSubject, InstanceLike } from '../core/assignment.ts';
 import type { ObjectWorkKey } from './work-keys.ts';
 
+/** The concern's name: its work subjects, field manager (`switchyard-assign`) and logs. */
+export const ASSIGN_CONCERN = 'assign';
+
 export const CONFIG_KINDS = ['crdconfig', 'xrdconfig'] as const;
 export const INSTANCE_KIND = 'webhookserver';
 /** The recorded kinds assignment reads. */
