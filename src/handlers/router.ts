@@ -7,7 +7,7 @@
 // Why the previous record comes from the stream: the watcher publishes every record with
 // `Nats-Expected-Last-Subject-Sequence` (records/record-writer.ts), and the server stores that
 // header, so each record names the exact sequence of the one before it. A direct get of that
-// sequence gives what the object looked like just before this change, whatever the view holds
+// sequence (a get from K8S itself, not a direct get, see below) gives what the object looked like just before this change, whatever the view holds
 // by now and whichever replica routed the earlier record: the decision is a function of the
 // stream alone, which `replay` can reproduce. When that record has aged out (or there was
 // none), the object counts as new, which wakes a superset and never misses work.
@@ -98,14 +98,25 @@ export class Router {
       ...triggers.paced.map((k) => this.publishPacedItem(item(k), k)),
     ]);
     if (triggers.now.length + triggers.paced.length > 0) {
-      ctx.log.debug({ now: triggers.now.length, paced: triggers.paced.length }, 'routed');
+      ctx.log.debug(
+        {
+          now: triggers.now.length,
+          paced: triggers.paced.length,
+          previousSeq: previousSeqOf(ctx.headers),
+          previousFound: previous !== undefined,
+        },
+        'routed',
+      );
     }
   };
 
   private async previousRecord(headers: MsgHdrs | undefined): Promise<RecordedObject | undefined> {
     const seq = previousSeqOf(headers);
     if (seq === 0) return undefined;
-    const stored = await this.deps.jsm.direct.getMessage(STREAMS.records, { seq });
+    // Not a direct get: K8S_LATEST, a mirror with allow_direct, also answers direct gets for
+    // K8S (mirror_direct) and holds only each subject's last record, so an older sequence would
+    // come back "not found" whenever the mirror answered first. The stream's own get is exact.
+    const stored = await this.deps.jsm.streams.getMessage(STREAMS.records, { seq });
     if (!stored) return undefined;
     const decoded = decodeMessage(objectEventSchema, stored.data);
     return decoded.ok ? decoded.value.object : undefined;
