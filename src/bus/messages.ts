@@ -94,3 +94,36 @@ export function decodeMessage<T>(schema: z.ZodType<T>, data: Uint8Array): Decode
   if (!result.success) return { ok: false, reason: z.prettifyError(result.error) };
   return { ok: true, value: result.data };
 }
+
+/**
+ * A handler's work item on `work.<concern>.<partition>.<key…>`: which key to
+ * reconcile, and the stream sequence (in K8S) of the record that caused it.
+ * It is a trigger, not a state: the handler waits until its view has reached
+ * `seq` and then decides on the view (docs/handlers.md).
+ */
+export const workItemSchema = z.object({
+  /** The key in readable form, e.g. `crdconfig/widgets-config` or a target name. */
+  key: z.string().min(1),
+  /** K8S sequence of the causing record; 0 when nothing recorded caused it (a manual kick). */
+  seq: z.int().min(0),
+});
+export type WorkItem = z.infer<typeof workItemSchema>;
+
+/**
+ * Handover work on `work.handover.<partition>.<target>`, emitted by assign for
+ * exactly the configs whose resolved instance changed (first assignment
+ * included). `from`/`to` say what assign saw, for logs and replay; the
+ * handover handler still decides on its view (a newer move may have
+ * superseded this one).
+ */
+export const handoverWorkSchema = workItemSchema.extend({
+  /** The target (CRD or XRD name): `key` repeats it, so every work item reads the same way. */
+  key: z.string().min(1),
+  /** The config that resolves the target, `<Kind>/<name>`. */
+  config: z.string().min(1),
+  /** The instance the config's status named before; absent on a first assignment. */
+  from: z.string().min(1).optional(),
+  /** The instance the target resolves to now. */
+  to: z.string().min(1),
+});
+export type HandoverWork = z.infer<typeof handoverWorkSchema>;

@@ -2,14 +2,18 @@
 // The project's one entrypoint (the container image runs it too): a subcommand per job.
 import { runAdmission } from '../admission/run.ts';
 import { runWatchers } from '../watchers/run.ts';
+import { runAssign } from './assign.ts';
 import { runBus } from './bus.ts';
 import { runDemo } from './demo.ts';
+import { runRouter } from './router.ts';
 
 const commands: Record<string, (args: string[]) => Promise<void>> = {
   demo: runDemo,
   watch: runWatchers,
   bus: runBus,
   admission: runAdmission,
+  router: runRouter,
+  assign: runAssign,
 };
 
 async function main(argv: string[]): Promise<void> {

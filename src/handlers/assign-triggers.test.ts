@@ -1,0 +1,146 @@
+import { describe, expect, it } from 'vitest';
+import type { RecordedObject } from '../bus/messages.ts';
+import { assignSubjects, fleetOf, type Resolution, resolveIn } from '../core/assignment.ts';
+import { assignTriggers, type RecordedChange } from './assign-triggers.ts';
+import { type AssignWorld, configSubjectOf, instanceOf } from './assign-world.ts';
+import { formatWorkKey } from './work-keys.ts';
+
+let rv = 0;
+function object(
+  name: string,
+  spec: Record<string, unknown>,
+  status?: Record<string, unknown>,
+): RecordedObject {
+  rv++;
+  return {
+    metadata: { name, uid: `uid-${name}`, resourceVersion: String(rv) },
+    spec,
+    ...(status && { status }),
+  };
+}
+const config = (name: string, target: string, pin?: string) =>
+  object(name, { targetCRD: { name: target }, ...(pin && { webhookServerRef: { name: pin } }) });
+const member = (name: string, extra: Record<string, unknown> = {}, weight = 1) =>
+  object(name, { sharding: { enabled: true, weight }, ...extra });
+
+function worldOf(instances: RecordedObject[], configs: RecordedObject[]): AssignWorld {
+  return {
+    instances: instances.map(instanceOf),
+    configs: configs.map((c) => configSubjectOf('crdconfig', c)).filter((c) => c !== undefined),
+  };
+}
+const upsert = (kind: string, o: RecordedObject): RecordedChange => ({ kind, op: 'upsert', object: o });
+const keys = (ks: { kind: string; name: string }[]) => ks.map(formatWorkKey).sort();
+
+const pool3 = [member('a', { default: true }), member('b'), member('c')];
+const configs60 = Array.from({ length: 60 }, (_, i) => config(`cfg-${i}`, `widgets${i}.example.com`));
+
+describe('config changes', () => {
+  const world = worldOf(pool3, configs60);
+
+  it('a status write or a rules edit wakes nothing (same target, same pin)', () => {
+    const before = config('cfg-1', 'widgets1.example.com');
+    const after = {
+      ...before,
+      status: { assignedWebhookServer: 'a' },
+      metadata: { ...before.metadata, resourceVersion: '999' },
+    };
+    expect(assignTriggers(upsert('crdconfig', after), before, world)).toEqual({ now: [], paced: [] });
+  });
+
+  it('a new config wakes itself and the instance it resolves to', () => {
+    const created = config('new', 'gizmos.example.com');
+    const owner = resolvedOwner(world, 'gizmos.example.com');
+    const t = assignTriggers(upsert('crdconfig', created), undefined, world);
+    expect(keys(t.now)).toEqual(['crdconfig/new', `webhookserver/${owner}`].sort());
+    expect(t.paced).toEqual([]);
+  });
+
+  it('a pin wakes the config and both the old and the new instance', () => {
+    const before = config('cfg-2', 'widgets2.example.com');
+    const owner = resolvedOwner(world, 'widgets2.example.com');
+    const other = ['a', 'b', 'c'].find((n) => n !== owner) ?? '';
+    const t = assignTriggers(
+      upsert('crdconfig', config('cfg-2', 'widgets2.example.com', other)),
+      before,
+      world,
+    );
+    expect(keys(t.now)).toEqual(
+      ['crdconfig/cfg-2', `webhookserver/${owner}`, `webhookserver/${other}`].sort(),
+    );
+  });
+
+  it('a second config for a target wakes the first one too (it becomes a DuplicateTarget)', () => {
+    const t = assignTriggers(upsert('crdconfig', config('dup', 'widgets3.example.com')), undefined, world);
+    expect(keys(t.now)).toContain('crdconfig/cfg-3');
+    expect(keys(t.now)).toContain('crdconfig/dup');
+  });
+
+  it('a deleted config wakes the instance that held it, not itself', () => {
+    const gone = config('cfg-4', 'widgets4.example.com');
+    const owner = resolvedOwner(world, 'widgets4.example.com');
+    const t = assignTriggers({ kind: 'crdconfig', op: 'delete', object: gone }, gone, world);
+    expect(keys(t.now)).toEqual([`webhookserver/${owner}`]);
+  });
+});
+
+describe('instance changes', () => {
+  const world = worldOf(pool3, [...configs60, config('pinned', 'pinned.example.com', 'a')]);
+  const before = resolutions(world);
+
+  it('a replicas change (nothing the resolver reads) wakes nothing', () => {
+    const prev = member('b');
+    const next = member('b', { replicas: 5 });
+    expect(assignTriggers(upsert('webhookserver', next), prev, world)).toEqual({ now: [], paced: [] });
+  });
+
+  it('a fourth member wakes exactly the configs it wins, paced; never a pinned one', () => {
+    const d = member('d');
+    const after = resolutions({ ...world, instances: [...world.instances, instanceOf(d)] });
+    const won = [...after].filter(([, r]) => r.ok && r.instance === 'd').map(([t]) => t);
+    expect(won.length).toBeGreaterThan(5);
+    const t = assignTriggers(upsert('webhookserver', d), undefined, world);
+    const expected = won.map((target) => `crdconfig/cfg-${target.match(/\d+/)?.[0]}`).sort();
+    expect(keys(t.paced)).toEqual(expected);
+    expect(keys(t.paced)).not.toContain('crdconfig/pinned');
+    // The losers' lists and the new member's list change; nothing moves between a, b and c.
+    const losers = new Set(won.map((target) => ownerIn(before, target)));
+    expect(keys(t.now)).toEqual(['webhookserver/d', ...[...losers].map((n) => `webhookserver/${n}`)].sort());
+  });
+
+  it('a removed member wakes exactly what it held, paced', () => {
+    const c = member('c');
+    const held = [...before].filter(([, r]) => r.ok && r.instance === 'c').map(([t]) => t);
+    const t = assignTriggers({ kind: 'webhookserver', op: 'delete', object: c }, c, world);
+    expect(t.paced.length).toBe(held.length);
+  });
+
+  it('a weight change wakes only configs whose owner changes', () => {
+    const t = assignTriggers(upsert('webhookserver', member('b', {}, 3)), member('b'), world);
+    const after = resolutions({
+      ...world,
+      instances: world.instances.map((i) => (i.metadata.name === 'b' ? instanceOf(member('b', {}, 3)) : i)),
+    });
+    const moved = [...after].filter(([target, r]) => r.ok && ownerIn(before, target) !== r.instance);
+    expect(t.paced.length).toBe(moved.length);
+    expect(moved.every(([, r]) => r.ok && r.instance === 'b')).toBe(true);
+  });
+
+  it('creating the pinned instance wakes the pinned config; without a previous record it counts as new', () => {
+    const w = worldOf([member('a', { default: true })], [config('p', 'p.example.com', 'x')]);
+    const t = assignTriggers(upsert('webhookserver', object('x', {})), undefined, w);
+    expect(keys(t.paced)).toEqual(['crdconfig/p']);
+  });
+});
+
+function resolutions(world: AssignWorld): Map<string, Resolution> {
+  return assignSubjects(world.configs, fleetOf(world.instances));
+}
+function ownerIn(map: Map<string, Resolution>, target: string): string | undefined {
+  const r = map.get(target);
+  return r?.ok ? r.instance : undefined;
+}
+function resolvedOwner(world: AssignWorld, target: string): string | undefined {
+  const r = resolveIn(fleetOf(world.instances), { target });
+  return r.ok ? r.instance : undefined;
+}

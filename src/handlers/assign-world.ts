@@ -1,0 +1,96 @@
+// What assignment reads from recorded objects: each config as a subject (target, pin) with its
+// work key, and each instance as the resolver sees it. One reading for the router (which
+// decides what a change wakes) and the assign handler (which decides what to write), so the
+// two can never disagree about what a config converts.
+//
+// A record whose content was omitted (too large for the bus) has no spec: a config is then left
+// out (it cannot be resolved, and guessing would move it), an instance counts as present with
+// no default and no sharding — the apiserver would have to hold a >1 MiB instance for that.
+import { CRD_CONFIG_KIND, XRD_CONFIG_KIND } from '../api/conversion-config.ts';
+import type { RecordedObject } from '../bus/messages.ts';
+import type { ObjectView } from '../bus/view.ts';
+import type { ConfigSubject, InstanceLike } from '../core/assignment.ts';
+import type { ObjectWorkKey } from './work-keys.ts';
+
+/** The concern's name: its work subjects, field manager (`switchyard-assign`) and logs. */
+export const ASSIGN_CONCERN = 'assign';
+
+export const CONFIG_KINDS = ['crdconfig', 'xrdconfig'] as const;
+export const INSTANCE_KIND = 'webhookserver';
+/** The recorded kinds assignment reads. */
+export const ASSIGN_VIEW_KINDS = [INSTANCE_KIND, ...CONFIG_KINDS];
+
+export interface KeyedSubject extends ConfigSubject {
+  key: ObjectWorkKey;
+}
+
+export interface AssignWorld {
+  configs: readonly KeyedSubject[];
+  instances: readonly InstanceLike[];
+}
+
+export function isConfigKind(kind: string): boolean {
+  return (CONFIG_KINDS as readonly string[]).includes(kind);
+}
+
+interface LooseSpec {
+  targetCRD?: { name?: unknown };
+  targetXRD?: { name?: unknown };
+  webhookServerRef?: { name?: unknown };
+  default?: unknown;
+  sharding?: { enabled?: unknown; weight?: unknown };
+}
+
+function specOf(object: RecordedObject): LooseSpec | undefined {
+  const spec = (object as { spec?: unknown }).spec;
+  return typeof spec === 'object' && spec !== null ? (spec as LooseSpec) : undefined;
+}
+
+function stringOrUndefined(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** The config as a subject, in `subjectOf`'s form (`<Kind>/<name>`); undefined without a readable target. */
+export function configSubjectOf(kind: string, object: RecordedObject): KeyedSubject | undefined {
+  const spec = specOf(object);
+  const name = object.metadata.name;
+  const target = stringOrUndefined(kind === 'crdconfig' ? spec?.targetCRD?.name : spec?.targetXRD?.name);
+  if (target === undefined) return undefined;
+  const pinnedTo = stringOrUndefined(spec?.webhookServerRef?.name);
+  return {
+    key: { kind, name },
+    config: `${kind === 'crdconfig' ? CRD_CONFIG_KIND : XRD_CONFIG_KIND}/${name}`,
+    target,
+    ...(pinnedTo !== undefined && { pinnedTo }),
+  };
+}
+
+export function instanceOf(object: RecordedObject): InstanceLike {
+  const spec = specOf(object);
+  const sharding = spec?.sharding;
+  return {
+    metadata: { name: object.metadata.name },
+    spec: {
+      default: spec?.default === true,
+      sharding:
+        sharding === undefined
+          ? undefined
+          : {
+              enabled: sharding.enabled === true,
+              weight: typeof sharding.weight === 'number' ? sharding.weight : undefined,
+            },
+    },
+  };
+}
+
+/** The world as the view holds it now. */
+export function assignWorldOf(view: ObjectView): AssignWorld {
+  const configs: KeyedSubject[] = [];
+  for (const kind of CONFIG_KINDS) {
+    for (const object of view.list(kind)) {
+      const subject = configSubjectOf(kind, object);
+      if (subject) configs.push(subject);
+    }
+  }
+  return { configs, instances: view.list(INSTANCE_KIND).map(instanceOf) };
+}

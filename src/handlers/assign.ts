@@ -1,0 +1,222 @@
+// The assign handler: one concern's reconciler and its wiring. Its keys are configs
+// (`crdconfig/<name>`, `xrdconfig/<name>`) and instances (`webhookserver/<name>`), each on its
+// partition of `work.assign`, so one replica at a time handles a key.
+//
+// * A config key: resolve it with the pure resolver over the view, write the config's
+//   `assignedWebhookServer`/`webhookPath`/`Assigned` condition only when they change, and
+//   emit handover work when the resolved instance differs from the one its status names.
+// * An instance key: its `assignedTargets`/count/digest are the targets the resolver assigns to
+//   it (not what configs' statuses say), written only when they change. Computing the list from
+//   the resolver means an instance key never waits for the config keys of a rebalance, and two
+//   keys never write one object.
+//
+// Level-triggered: the work item is a wake-up; the decision reads the view once it has reached
+// the item's cause. Handover work is published before the status write, with an id derived
+// from the cause, so a crash between the two republishes the same item (stored once) and a
+// crash after the write loses nothing: the write is what marks the move as announced.
+// Every write is server-side apply of this concern's fields only (`switchyard-assign`), on the
+// status subresource: a stale attempt rewrites the same fields, never someone else's.
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { API_VERSION } from '../api/constants.ts';
+import { type ConfigStatus, CRD_CONFIG_KIND, XRD_CONFIG_KIND } from '../api/conversion-config.ts';
+import { WEBHOOK_SERVER_KIND, type WebhookServerStatus } from '../api/webhook-server.ts';
+import {
+  encodeMessage,
+  type HandoverWork,
+  handoverWorkSchema,
+  type WorkItem,
+  workItemSchema,
+} from '../bus/messages.ts';
+import { type Pacer, startPacer } from '../bus/pacer/index.ts';
+import {
+  done,
+  type HandlerConsumerSpec,
+  type HandlerContext,
+  type HandlerRuntime,
+  type Outcome,
+  PermanentError,
+  startHandlerRuntime,
+} from '../bus/runtime/index.ts';
+import { STREAMS } from '../bus/topology.ts';
+import type { ObjectView } from '../bus/view.ts';
+import { decideConfigAssignment, decideInstanceAssignment, type Move } from '../core/assign-decision.ts';
+import { assignSubjects, fleetOf, type Resolution } from '../core/assignment.ts';
+import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
+import type { Clock } from '../runtime/clock.ts';
+import {
+  ASSIGN_CONCERN,
+  type AssignWorld,
+  assignWorldOf,
+  INSTANCE_KIND,
+  isConfigKind,
+  type KeyedSubject,
+} from './assign-world.ts';
+import { handoverWorkSubject, type ObjectWorkKey, parseWorkKey, workMsgId } from './work-keys.ts';
+
+const RESOURCES: Record<string, ResourceRef & { kind: string }> = {
+  crdconfig: {
+    apiVersion: API_VERSION,
+    resource: 'crdconversionconfigs',
+    namespaced: false,
+    kind: CRD_CONFIG_KIND,
+  },
+  xrdconfig: {
+    apiVersion: API_VERSION,
+    resource: 'xrdconversionconfigs',
+    namespaced: false,
+    kind: XRD_CONFIG_KIND,
+  },
+  webhookserver: {
+    apiVersion: API_VERSION,
+    resource: 'conversionwebhookservers',
+    namespaced: false,
+    kind: WEBHOOK_SERVER_KIND,
+  },
+};
+
+export function assignConsumers(partitions: number): HandlerConsumerSpec {
+  return {
+    mode: 'partitioned',
+    stream: STREAMS.work,
+    durable: ASSIGN_CONCERN,
+    prefix: `work.${ASSIGN_CONCERN}`,
+    partitions,
+    ackWaitMs: 30_000,
+    maxDeliver: 10,
+  };
+}
+
+export interface AssignDeps {
+  view: ObjectView;
+  writer: KubeWriter;
+  js: JetStreamClient;
+  clock: Clock;
+  partitions: { handover: number };
+}
+
+export class AssignHandler {
+  private readonly deps: AssignDeps;
+
+  constructor(deps: AssignDeps) {
+    this.deps = deps;
+  }
+
+  readonly handle = async (item: WorkItem, ctx: HandlerContext): Promise<Outcome> => {
+    const key = parseWorkKey(item.key);
+    if (!key || !(isConfigKind(key.kind) || key.kind === INSTANCE_KIND)) {
+      throw new PermanentError(
+        `assign has no key ${JSON.stringify(item.key)}: expected <crdconfig|xrdconfig|webhookserver>/<name>`,
+      );
+    }
+    await this.deps.view.waitFor(item.seq);
+    if (key.kind === INSTANCE_KIND) await this.reconcileInstance(key, ctx);
+    else await this.reconcileConfig(key, item.seq, ctx);
+    return done;
+  };
+
+  private async reconcileConfig(key: ObjectWorkKey, causeSeq: number, ctx: HandlerContext): Promise<void> {
+    const record = this.deps.view.record({ kind: key.kind, namespace: '', name: key.name });
+    // Gone: its instance's list is woken by the deletion itself. Omitted: fail closed, no guess.
+    if (!record || record.omitted) return;
+    const world = assignWorldOf(this.deps.view);
+    const subject = world.configs.find((c) => c.key.kind === key.kind && c.key.name === key.name);
+    if (!subject) return;
+    const status = (record.object as { status?: ConfigStatus }).status;
+    const decision = decideConfigAssignment(
+      status,
+      subject.target,
+      resolutionOf(subject, world),
+      new Date(this.deps.clock.now()).toISOString(),
+    );
+    if (decision.move) await this.announceMove(subject, decision.move, causeSeq);
+    if (!decision.write) return;
+    await this.applyStatus(key, decision.write, ctx);
+    ctx.log.info(
+      { config: subject.config, target: subject.target, move: decision.move },
+      'assignment written',
+    );
+  }
+
+  private async reconcileInstance(key: ObjectWorkKey, ctx: HandlerContext): Promise<void> {
+    const object = this.deps.view.get({ kind: INSTANCE_KIND, namespace: '', name: key.name });
+    if (!object) return;
+    const world = assignWorldOf(this.deps.view);
+    const targets: string[] = [];
+    for (const [target, resolution] of assignSubjects(world.configs, fleetOf(world.instances))) {
+      if (resolution.ok && resolution.instance === key.name) targets.push(target);
+    }
+    const status = (object as { status?: WebhookServerStatus }).status;
+    const write = decideInstanceAssignment(status, targets);
+    if (!write) return;
+    await this.applyStatus(key, write, ctx);
+    ctx.log.info({ instance: key.name, assigned: write.assignedTargetCount }, 'assigned targets written');
+  }
+
+  /** Handover work for the target: its id is the cause and the target, so a retry stores it once. */
+  private async announceMove(subject: KeyedSubject, move: Move, causeSeq: number): Promise<void> {
+    const work: HandoverWork = { key: subject.target, seq: causeSeq, config: subject.config, ...move };
+    await this.deps.js.publish(
+      handoverWorkSubject(subject.target, this.deps.partitions.handover),
+      encodeMessage(handoverWorkSchema, work),
+      { msgID: workMsgId('handover', causeSeq, subject.target) },
+    );
+  }
+
+  private applyStatus(key: ObjectWorkKey, status: object, ctx: HandlerContext): Promise<unknown> {
+    const ref = RESOURCES[key.kind];
+    if (!ref) throw new PermanentError(`no resource for kind ${key.kind}`);
+    return this.deps.writer.applyStatus(
+      ref,
+      { apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: key.name }, status },
+      { signal: ctx.signal },
+    );
+  }
+}
+
+/** The config's resolution among the configs that claim its target (a second claimant is a DuplicateTarget). */
+function resolutionOf(subject: KeyedSubject, world: AssignWorld): Resolution {
+  const claimants = world.configs.filter((c) => c.target === subject.target);
+  const resolution = assignSubjects(claimants, fleetOf(world.instances)).get(subject.target);
+  if (!resolution) throw new Error(`no resolution for ${subject.target}`);
+  return resolution;
+}
+
+export interface AssignWorker {
+  runtime: HandlerRuntime;
+  pacer: Pacer;
+}
+
+/** The assign runtime and the pacer that releases its fan-out (every replica runs both). */
+export async function startAssignWorker(opts: {
+  nc: NatsConnection;
+  log: Logger;
+  deps: AssignDeps;
+  partitions: number;
+  fanoutRatePerSecond: number;
+}): Promise<AssignWorker> {
+  const handler = new AssignHandler(opts.deps);
+  const pacer = await startPacer({
+    nc: opts.nc,
+    log: opts.log,
+    concern: `${ASSIGN_CONCERN}-fanout`,
+    stream: STREAMS.fanout,
+    durable: `${ASSIGN_CONCERN}-pacer`,
+    filterSubject: `fanout.${ASSIGN_CONCERN}.>`,
+    bucket: `pacer-${ASSIGN_CONCERN}`,
+    ratePerSecond: opts.fanoutRatePerSecond,
+    deadLetterSubject: `dlq.${ASSIGN_CONCERN}-fanout`,
+  });
+  const runtime = await startHandlerRuntime({
+    nc: opts.nc,
+    concern: ASSIGN_CONCERN,
+    consumers: assignConsumers(opts.partitions),
+    schema: workItemSchema,
+    handle: handler.handle,
+    deadLetterSubject: `dlq.${ASSIGN_CONCERN}`,
+    log: opts.log,
+    clock: opts.deps.clock,
+  });
+  return { runtime, pacer };
+}

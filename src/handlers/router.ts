@@ -1,0 +1,170 @@
+// The router: how records become work. A durable consumer on K8S (every recorded change, in
+// order), scaled like any handler: replicas share it and the server hands each record to one.
+// For each record it reads the object's previous record, waits until its view has reached the
+// record, asks each concern's pure trigger function what the change wakes, publishes those work
+// items, and acks only after every one of them is stored.
+//
+// Why the previous record comes from the stream: the watcher publishes every record with
+// `Nats-Expected-Last-Subject-Sequence` (records/record-writer.ts), and the server stores that
+// header, so each record names the exact sequence of the one before it. A direct get of that
+// sequence (a get from K8S itself, not a direct get, see below) gives what the object looked like just before this change, whatever the view holds
+// by now and whichever replica routed the earlier record: the decision is a function of the
+// stream alone, which `replay` can reproduce. When that record has aged out (or there was
+// none), the object counts as new, which wakes a superset and never misses work.
+//
+// Every work item's message id is derived from the record's sequence and the key, so a record
+// redelivered after a crash publishes nothing twice (within the duplicate window; beyond it a
+// repeat is a harmless no-op reconcile). Paced items carry the same id to their release.
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { MsgHdrs } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import {
+  decodeMessage,
+  encodeMessage,
+  type ObjectEvent,
+  objectEventSchema,
+  type RecordedObject,
+  type WorkItem,
+  workItemSchema,
+} from '../bus/messages.ts';
+import { publishPaced } from '../bus/pacer/index.ts';
+import {
+  type HandlerConsumerSpec,
+  type HandlerContext,
+  type HandlerRuntime,
+  startHandlerRuntime,
+} from '../bus/runtime/index.ts';
+import { parseObjectSubject } from '../bus/subjects.ts';
+import { STREAMS } from '../bus/topology.ts';
+import type { ObjectView } from '../bus/view.ts';
+import { assignTriggers } from './assign-triggers.ts';
+import { ASSIGN_CONCERN, assignWorldOf } from './assign-world.ts';
+import {
+  formatWorkKey,
+  type ObjectWorkKey,
+  objectFanoutSubject,
+  objectWorkSubject,
+  workMsgId,
+} from './work-keys.ts';
+
+const EXPECTED_LAST_SUBJECT_SEQUENCE = 'Nats-Expected-Last-Subject-Sequence';
+
+export const ROUTER_CONSUMER: HandlerConsumerSpec = {
+  mode: 'shared',
+  stream: STREAMS.records,
+  durable: 'router',
+  filterSubject: 'k8s.>',
+  ackWaitMs: 30_000,
+  maxDeliver: 10,
+};
+
+/** Records routed at once per replica: a record's work is a handful of publishes, a fan-out a few hundred. */
+const ROUTER_LANES = 4;
+
+export interface RouterDeps {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  /** Holds the kinds the trigger functions read (assign-world.ts `ASSIGN_VIEW_KINDS`). */
+  view: ObjectView;
+  partitions: { assign: number };
+}
+
+/** The sequence of the object's previous record, from the header the watcher stored; 0 when none. */
+export function previousSeqOf(headers: MsgHdrs | undefined): number {
+  const value = Number(headers?.get(EXPECTED_LAST_SUBJECT_SEQUENCE) ?? '0');
+  return Number.isSafeInteger(value) && value > 0 ? value : 0;
+}
+
+export class Router {
+  private readonly deps: RouterDeps;
+
+  constructor(deps: RouterDeps) {
+    this.deps = deps;
+  }
+
+  readonly route = async (event: ObjectEvent, ctx: HandlerContext): Promise<void> => {
+    const key = parseObjectSubject(ctx.subject);
+    if (!key) return;
+    const previous = await this.previousRecord(ctx.headers);
+    await this.deps.view.waitFor(ctx.seq);
+    const triggers = assignTriggers(
+      { kind: key.kind, op: event.op, object: event.object },
+      previous,
+      assignWorldOf(this.deps.view),
+    );
+    const item = (k: ObjectWorkKey): WorkItem => ({ key: formatWorkKey(k), seq: ctx.seq });
+    await Promise.all([
+      ...triggers.now.map((k) => this.publishNow(item(k), k)),
+      ...triggers.paced.map((k) => this.publishPacedItem(item(k), k)),
+    ]);
+    if (triggers.now.length + triggers.paced.length > 0) {
+      ctx.log.debug(
+        {
+          now: triggers.now.length,
+          paced: triggers.paced.length,
+          previousSeq: previousSeqOf(ctx.headers),
+          previousFound: previous !== undefined,
+        },
+        'routed',
+      );
+    }
+  };
+
+  private async previousRecord(headers: MsgHdrs | undefined): Promise<RecordedObject | undefined> {
+    const seq = previousSeqOf(headers);
+    if (seq === 0) return undefined;
+    // Not a direct get: K8S_LATEST, a mirror with allow_direct, also answers direct gets for
+    // K8S (mirror_direct) and holds only each subject's last record, so an older sequence would
+    // come back "not found" whenever the mirror answered first. The stream's own get is exact.
+    const stored = await this.deps.jsm.streams.getMessage(STREAMS.records, { seq });
+    if (!stored) return undefined;
+    const decoded = decodeMessage(objectEventSchema, stored.data);
+    return decoded.ok ? decoded.value.object : undefined;
+  }
+
+  private async publishNow(item: WorkItem, key: ObjectWorkKey): Promise<void> {
+    await this.deps.js.publish(
+      objectWorkSubject(ASSIGN_CONCERN, key, this.deps.partitions.assign),
+      encodeMessage(workItemSchema, item),
+      { msgID: workMsgId(ASSIGN_CONCERN, item.seq, item.key) },
+    );
+  }
+
+  private async publishPacedItem(item: WorkItem, key: ObjectWorkKey): Promise<void> {
+    const msgId = workMsgId(ASSIGN_CONCERN, item.seq, item.key);
+    await publishPaced(
+      this.deps.js,
+      objectFanoutSubject(ASSIGN_CONCERN, key),
+      {
+        subject: objectWorkSubject(ASSIGN_CONCERN, key, this.deps.partitions.assign),
+        payload: workItemSchema.parse(item),
+        msgId,
+      },
+      { msgID: `fanout:${msgId}` },
+    );
+  }
+}
+
+/** Records may be gzip-compressed (messages.ts), so they are decoded the way every reader decodes them. */
+function decodeRecord(data: Uint8Array): ObjectEvent {
+  const decoded = decodeMessage(objectEventSchema, data);
+  if (!decoded.ok) throw new Error(decoded.reason);
+  return decoded.value;
+}
+
+export function startRouter(
+  deps: RouterDeps & { nc: Parameters<typeof startHandlerRuntime>[0]['nc']; log: Logger },
+): Promise<HandlerRuntime> {
+  const router = new Router(deps);
+  return startHandlerRuntime({
+    nc: deps.nc,
+    concern: 'router',
+    consumers: ROUTER_CONSUMER,
+    concurrency: ROUTER_LANES,
+    schema: objectEventSchema,
+    decode: (m) => decodeRecord(m.data),
+    handle: router.route,
+    deadLetterSubject: 'dlq.router',
+    log: deps.log,
+  });
+}
