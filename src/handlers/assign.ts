@@ -132,7 +132,7 @@ export class AssignHandler {
     );
     if (decision.move) await this.announceMove(subject, decision.move, causeSeq);
     if (!decision.write) return;
-    await this.applyStatus(key, decision.write, ctx);
+    await this.applyStatus(key, decision.write, record.object.metadata.resourceVersion, ctx);
     ctx.log.info(
       { config: subject.config, target: subject.target, move: decision.move },
       'assignment written',
@@ -150,7 +150,7 @@ export class AssignHandler {
     const status = (object as { status?: WebhookServerStatus }).status;
     const write = decideInstanceAssignment(status, targets);
     if (!write) return;
-    await this.applyStatus(key, write, ctx);
+    await this.applyStatus(key, write, object.metadata.resourceVersion, ctx);
     ctx.log.info({ instance: key.name, assigned: write.assignedTargetCount }, 'assigned targets written');
   }
 
@@ -164,13 +164,23 @@ export class AssignHandler {
     );
   }
 
-  private applyStatus(key: ObjectWorkKey, status: object, ctx: HandlerContext): Promise<unknown> {
+  /**
+   * Applies assign's status fields on the version the decision read: a stale attempt (one
+   * the runtime gave up on while it still ran) gets 409 instead of overwriting a newer
+   * decision, and the conflict outcome retries on the newer view.
+   */
+  private applyStatus(
+    key: ObjectWorkKey,
+    status: object,
+    resourceVersion: string,
+    ctx: HandlerContext,
+  ): Promise<unknown> {
     const ref = RESOURCES[key.kind];
     if (!ref) throw new PermanentError(`no resource for kind ${key.kind}`);
     return this.deps.writer.applyStatus(
       ref,
       { apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: key.name }, status },
-      { signal: ctx.signal },
+      { signal: ctx.signal, resourceVersion },
     );
   }
 }
