@@ -22,6 +22,7 @@ import { API_VERSION, GROUP, VERSION } from '../src/api/constants.ts';
 import type { HandoverWork } from '../src/bus/messages.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { fleetOf, type InstanceLike, resolveIn } from '../src/core/assignment.ts';
+import { isNotFound } from '../src/kube/errors.ts';
 import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
 import { kubeConfigFromToken, writeKubeConfig } from '../src/local-cluster/kubeconfig.ts';
 import { ManagedProcess } from '../src/local-cluster/managed-process.ts';
@@ -94,8 +95,13 @@ const configBody = (name: string, target: string, pin?: string) => ({
     ...(pin && { webhookServerRef: { name: pin } }),
   },
 });
-const create = (plural: string, body: object) =>
-  custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural, body });
+/** What this file created, deleted afterwards: later files share the cluster (a default instance left here would make theirs a second one). */
+const created: { plural: string; name: string }[] = [];
+const create = async (plural: string, body: { metadata: { name: string } }) => {
+  const result = await custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural, body });
+  created.push({ plural, name: body.metadata.name });
+  return result;
+};
 
 interface Listed {
   metadata: { name: string };
@@ -207,6 +213,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(Object.values(processes).map((p) => p.stop(5_000)));
   await nc?.close();
+  for (const { plural, name } of created.reverse())
+    await custom
+      .deleteClusterCustomObject({ group: GROUP, version: VERSION, plural, name })
+      .catch((err: unknown) => {
+        if (!isNotFound(err)) throw err;
+      });
 });
 
 describe('assign, end to end', () => {
