@@ -1,0 +1,144 @@
+// A stand-in for one webhook-server replica's Lease publishing (BRIEF §4), until the data plane
+// publishes real ones: `<prefix>-served-<pod>` in the instance's namespace, with the project's
+// labels, owned by the Pod when one is given, holder = the Pod's name, the served set encoded by
+// the core codec, renewed on an interval. A test can make it stop renewing (a wedged replica),
+// publish the truncation marker, or write garbage.
+import {
+  CoordinationV1Api,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Lease,
+} from '@kubernetes/client-node';
+import {
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  SERVED_SET_ANNOTATION,
+  servedLeaseName,
+  WEBHOOK_SERVER_LABEL,
+} from '../../src/api/constants.ts';
+import { type ExpectedSet, encodeServedSet, expectedSetOf } from '../../src/core/served-set-codec.ts';
+
+export interface ServedLeaseOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  instance: string;
+  pod: string;
+  /** Owner: the Pod, so the Lease is garbage-collected with it. */
+  podUid?: string;
+  served: Iterable<string>;
+  /** What the replica encodes against: `expectedSets(view)(instance)`; empty by default. */
+  expected?: ExpectedSet;
+  leaseDurationSeconds?: number;
+  renewEveryMs?: number;
+  /** Added to renewTime: a node clock that runs ahead (positive) or behind. */
+  clockOffsetMs?: number;
+}
+
+/** Microsecond precision, as the apiserver stores a MicroTime. */
+function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace('Z', '000Z');
+}
+
+export class ServedLeasePublisher {
+  readonly name: string;
+  /** renewTime of every renewal written (heartbeats only), in order. */
+  readonly renewals: string[] = [];
+  private readonly api: CoordinationV1Api;
+  private readonly opts: ServedLeaseOptions;
+  private readonly expected: ExpectedSet;
+  private timer: NodeJS.Timeout | undefined;
+  private pending: Promise<unknown> = Promise.resolve();
+
+  private constructor(opts: ServedLeaseOptions) {
+    this.opts = opts;
+    this.name = servedLeaseName(opts.pod);
+    this.api = opts.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.expected = opts.expected ?? expectedSetOf([]);
+  }
+
+  /** Creates the Lease with the encoded set and starts renewing it. */
+  static async start(opts: ServedLeaseOptions): Promise<ServedLeasePublisher> {
+    const p = new ServedLeasePublisher(opts);
+    await p.api.createNamespacedLease({ namespace: opts.namespace, body: p.lease(p.encode(opts.served)) });
+    // renewTime is a MicroTime: written as a string by merge patch, which the typed create cannot.
+    await p.renew();
+    p.resumeRenewing();
+    return p;
+  }
+
+  /** Republishes the set at once, as a replica does on any change. */
+  publish(served: Iterable<string>): Promise<void> {
+    return this.writeAnnotation(this.encode(served));
+  }
+
+  /** Publishes the codec's truncation marker: a set too large for the budget. */
+  truncate(served: Iterable<string>): Promise<void> {
+    return this.writeAnnotation(encodeServedSet(served, this.expected, { budgetBytes: 1 }));
+  }
+
+  /** Writes a value no reader can decode. */
+  garbage(value = 'v2.n.not-base64!'): Promise<void> {
+    return this.writeAnnotation(value);
+  }
+
+  /** A wedged replica: the Lease stays, renewTime stops moving. */
+  stopRenewing(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  resumeRenewing(): void {
+    this.stopRenewing();
+    this.timer = setInterval(() => {
+      this.pending = this.renew().catch(() => undefined);
+    }, this.opts.renewEveryMs ?? 1_000);
+  }
+
+  /** One heartbeat: only renewTime changes. */
+  async renew(): Promise<void> {
+    const renewTime = microTime(Date.now() + (this.opts.clockOffsetMs ?? 0));
+    await this.patch({ spec: { renewTime } });
+    this.renewals.push(renewTime);
+  }
+
+  /** Stops renewing and waits for a renewal in flight. */
+  async stop(): Promise<void> {
+    this.stopRenewing();
+    await this.pending;
+  }
+
+  private encode(served: Iterable<string>): string {
+    return encodeServedSet(served, this.expected);
+  }
+
+  private writeAnnotation(value: string): Promise<void> {
+    return this.patch({ metadata: { annotations: { [SERVED_SET_ANNOTATION]: value } } });
+  }
+
+  private async patch(body: object): Promise<void> {
+    await this.api.patchNamespacedLease(
+      { name: this.name, namespace: this.opts.namespace, body },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  }
+
+  private lease(value: string): V1Lease {
+    const { instance, pod, podUid } = this.opts;
+    return {
+      metadata: {
+        name: this.name,
+        namespace: this.opts.namespace,
+        labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, [WEBHOOK_SERVER_LABEL]: instance },
+        annotations: { [SERVED_SET_ANNOTATION]: value },
+        ...(podUid && {
+          ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: pod, uid: podUid }],
+        }),
+      },
+      spec: {
+        holderIdentity: pod,
+        leaseDurationSeconds: this.opts.leaseDurationSeconds ?? 90,
+      },
+    };
+  }
+}
