@@ -94,3 +94,15 @@ export function decodeMessage<T>(schema: z.ZodType<T>, data: Uint8Array): Decode
   if (!result.success) return { ok: false, reason: z.prettifyError(result.error) };
   return { ok: true, value: result.data };
 }
+
+/**
+ * A handler's work item on `work.<concern>.<partition>.<key>`: which object to look at (`key`,
+ * e.g. an instance or a target name) and the record-stream sequence of the change that caused
+ * it (`seq`, 0 when none), which the handler's view must reach before it decides. A trigger,
+ * never a state: handlers read everything else from the view.
+ */
+export const workItemSchema = z.object({
+  key: z.string().min(1),
+  seq: z.number().int().min(0),
+});
+export type WorkItem = z.infer<typeof workItemSchema>;
