@@ -79,9 +79,15 @@ export interface LeaseAggregateDeps {
 export function leaseAggregateHandler(deps: LeaseAggregateDeps): Handler<WorkItem> {
   return async (item, ctx) => {
     await deps.view.waitFor(item.seq);
-    const instance = readInstance(deps.view, item.key);
-    // Deleted (or unreadable): nothing to write; its targets re-resolve through assign.
-    if (instance === undefined) return done;
+    const read = readInstance(deps.view, item.key);
+    // Deleted: nothing to write; its targets re-resolve through assign.
+    if (read.kind === 'absent') return done;
+    // An instance that does not parse cannot be aggregated; a fix to it is a new record and a new trigger.
+    if (read.kind === 'unreadable') {
+      ctx.log.warn({ reason: read.reason }, 'instance unreadable; not aggregated');
+      return done;
+    }
+    const { instance } = read;
     const name = instance.metadata.name;
     const namespace = instance.spec.namespace ?? deps.defaultNamespace;
     const expectation = readExpectationView(deps.view);

@@ -2,6 +2,7 @@
 // untyped, so each read validates with the resource's schema and skips what does not parse (a
 // record another writer put there, or one recorded without its content) instead of guessing.
 // Shared by every handler that needs an instance's replicas or the expectation view.
+import { z } from 'zod';
 import { SERVED_SET_ANNOTATION, WEBHOOK_SERVER_LABEL, webhookServiceName } from '../api/constants.ts';
 import { conversionConfigSchema } from '../api/conversion-config.ts';
 import { type WebhookServer, webhookServerSchema } from '../api/webhook-server.ts';
@@ -22,12 +23,20 @@ interface Meta {
 
 const metaOf = (o: RecordedObject) => o.metadata as Meta;
 
-/** A ConversionWebhookServer (cluster-scoped) as the view holds it; undefined if absent or not parseable. */
-export function readInstance(view: ObjectView, name: string): WebhookServer | undefined {
+export type InstanceRead =
+  | { kind: 'found'; instance: WebhookServer }
+  | { kind: 'absent' }
+  | { kind: 'unreadable'; reason: string };
+
+/** A ConversionWebhookServer (cluster-scoped) as the view holds it. */
+export function readInstance(view: ObjectView, name: string): InstanceRead {
   const record = view.record({ kind: 'webhookserver', namespace: '', name });
-  if (record === undefined || record.omitted) return undefined;
+  if (record === undefined) return { kind: 'absent' };
+  if (record.omitted) return { kind: 'unreadable', reason: 'recorded without its content (too large)' };
   const parsed = webhookServerSchema.safeParse(record.object);
-  return parsed.success ? parsed.data : undefined;
+  return parsed.success
+    ? { kind: 'found', instance: parsed.data }
+    : { kind: 'unreadable', reason: z.prettifyError(parsed.error) };
 }
 
 /**

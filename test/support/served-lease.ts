@@ -3,13 +3,7 @@
 // labels, owned by the Pod when one is given, holder = the Pod's name, the served set encoded by
 // the core codec, renewed on an interval. A test can make it stop renewing (a wedged replica),
 // publish the truncation marker, or write garbage.
-import {
-  CoordinationV1Api,
-  type KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1Lease,
-} from '@kubernetes/client-node';
+import { CoordinationV1Api, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
@@ -36,6 +30,8 @@ export interface ServedLeaseOptions {
 }
 
 /** Microsecond precision, as the apiserver stores a MicroTime. */
+const FIELD_MANAGER = 'served-lease-fixture';
+
 function microTime(ms: number): string {
   return new Date(ms).toISOString().replace('Z', '000Z');
 }
@@ -57,12 +53,22 @@ export class ServedLeasePublisher {
     this.expected = opts.expected ?? expectedSetOf([]);
   }
 
-  /** Creates the Lease with the encoded set and starts renewing it. */
+  /** Creates the Lease, renewed and with the encoded set, in one write (as a replica starts), and keeps renewing it. */
   static async start(opts: ServedLeaseOptions): Promise<ServedLeasePublisher> {
     const p = new ServedLeasePublisher(opts);
-    await p.api.createNamespacedLease({ namespace: opts.namespace, body: p.lease(p.encode(opts.served)) });
-    // renewTime is a MicroTime: written as a string by merge patch, which the typed create cannot.
-    await p.renew();
+    const renewTime = p.renewTimeNow();
+    // Server-side apply: one create that carries renewTime as the MicroTime string the typed create cannot send.
+    await p.api.patchNamespacedLease(
+      {
+        name: p.name,
+        namespace: opts.namespace,
+        body: p.lease(p.encode(opts.served), renewTime),
+        fieldManager: FIELD_MANAGER,
+        force: true,
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+    );
+    p.renewals.push(renewTime);
     p.resumeRenewing();
     return p;
   }
@@ -97,7 +103,7 @@ export class ServedLeasePublisher {
 
   /** One heartbeat: only renewTime changes. */
   async renew(): Promise<void> {
-    const renewTime = microTime(Date.now() + (this.opts.clockOffsetMs ?? 0));
+    const renewTime = this.renewTimeNow();
     await this.patch({ spec: { renewTime } });
     this.renewals.push(renewTime);
   }
@@ -106,6 +112,10 @@ export class ServedLeasePublisher {
   async stop(): Promise<void> {
     this.stopRenewing();
     await this.pending;
+  }
+
+  private renewTimeNow(): string {
+    return microTime(Date.now() + (this.opts.clockOffsetMs ?? 0));
   }
 
   private encode(served: Iterable<string>): string {
@@ -123,9 +133,11 @@ export class ServedLeasePublisher {
     );
   }
 
-  private lease(value: string): V1Lease {
+  private lease(value: string, renewTime: string): object {
     const { instance, pod, podUid } = this.opts;
     return {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
       metadata: {
         name: this.name,
         namespace: this.opts.namespace,
@@ -138,6 +150,7 @@ export class ServedLeasePublisher {
       spec: {
         holderIdentity: pod,
         leaseDurationSeconds: this.opts.leaseDurationSeconds ?? 90,
+        renewTime,
       },
     };
   }
