@@ -308,6 +308,14 @@ describe('lease-aggregate', () => {
       routedAtStop,
     );
     expect(runsOf(instance).some((r) => r.recheck && r.at >= expiry)).toBe(true);
+
+    // It recovers: its first renewal after the gap is a record, not a heartbeat, so the router wakes.
+    wedged.resumeRenewing();
+    const back = await awaitStatus(instance, 'the replica counted again', (s) => s?.reportingReplicas === 2);
+    expect(back.servedTargets).toEqual(['a.x.io']);
+    expect(routed.get(instance) ?? 0, 'the revival must be a record the router sees, not a heartbeat').toBe(
+      routedAtStop + 1,
+    );
   });
 
   it('shows a truncated or undecodable report with its reason and never publishes a list meanwhile', async () => {
