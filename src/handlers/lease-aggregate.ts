@@ -64,11 +64,14 @@ export function leaseAggregateSubject(instance: string, partitions: number): str
   return workSubject(LEASE_AGGREGATE, instance, partitions);
 }
 
+/** What the handler reads: the view's read side (a test passes a fake). */
+export type LeaseAggregateView = Pick<ObjectView, 'waitFor' | 'record' | 'list' | 'renewTime'>;
+
 export interface LeaseAggregateDeps {
-  view: ObjectView;
-  writer: KubeWriter;
+  view: LeaseAggregateView;
+  writer: Pick<KubeWriter, 'applyStatus'>;
   /** Where handover work is published. */
-  js: JetStreamClient;
+  js: Pick<JetStreamClient, 'publish'>;
   clock: Clock;
   /** Partition count of the handover concern (config bus.partitions.handover). */
   handoverPartitions: number;

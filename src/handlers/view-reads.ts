@@ -11,6 +11,8 @@ import type { ObjectView } from '../bus/view.ts';
 import { type ExpectationView, viewConfigOf } from '../core/expected-set.ts';
 import type { LeaseFacts } from '../core/instance-aggregate.ts';
 
+type ViewReads = Pick<ObjectView, 'record' | 'list' | 'renewTime'>;
+
 /** The label the EndpointSlice controller puts on a Service's slices. */
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 
@@ -29,7 +31,7 @@ export type InstanceRead =
   | { kind: 'unreadable'; reason: string };
 
 /** A ConversionWebhookServer (cluster-scoped) as the view holds it. */
-export function readInstance(view: ObjectView, name: string): InstanceRead {
+export function readInstance(view: ViewReads, name: string): InstanceRead {
   const record = view.record({ kind: 'webhookserver', namespace: '', name });
   if (record === undefined) return { kind: 'absent' };
   if (record.omitted) return { kind: 'unreadable', reason: 'recorded without its content (too large)' };
@@ -44,7 +46,7 @@ export function readInstance(view: ObjectView, name: string): InstanceRead {
  * namespace: anyone who may write Leases elsewhere must not speak for the instance. renewTime
  * is the latest the view knows, heartbeats included.
  */
-export function readInstanceLeases(view: ObjectView, instance: string, namespace: string): LeaseFacts[] {
+export function readInstanceLeases(view: ViewReads, instance: string, namespace: string): LeaseFacts[] {
   return view
     .list('lease')
     .filter((l) => metaOf(l).namespace === namespace && metaOf(l).labels?.[WEBHOOK_SERVER_LABEL] === instance)
@@ -74,7 +76,7 @@ interface SliceEndpoint {
  * EndpointSlice API asks consumers to read it: a Pod counted ready must report, so that errs
  * toward waiting.
  */
-export function readReadyPods(view: ObjectView, instance: string, namespace: string): string[] {
+export function readReadyPods(view: ViewReads, instance: string, namespace: string): string[] {
   const service = webhookServiceName(instance);
   const pods = new Set<string>();
   for (const slice of view.list('endpointslice')) {
@@ -89,7 +91,7 @@ export function readReadyPods(view: ObjectView, instance: string, namespace: str
 }
 
 /** The expectation view (`core/expected-set.ts`) from the recorded configs, instances and targets. */
-export function readExpectationView(view: ObjectView): ExpectationView {
+export function readExpectationView(view: ViewReads): ExpectationView {
   const configs = [...view.list('crdconfig'), ...view.list('xrdconfig')].flatMap((o) => {
     const parsed = conversionConfigSchema.safeParse(o);
     return parsed.success ? [viewConfigOf(parsed.data)] : [];
