@@ -7,8 +7,23 @@
 // What it guards: the status is the intersection over live replicas; heartbeats alone cost no
 // status write and no handler run; a Lease that stops renewing drops out at its expiry through
 // the durable re-check alone; a truncated or undecodable report is shown with its reason and
-// no list is published while it lasts.
-import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api } from '@kubernetes/client-node';
+// no list is published while it lasts. The handler writes as the ServiceAccount of
+// deploy/rbac/lease-aggregate.yaml, so the tests also prove that manifest is enough, and that
+// the identity can do nothing else.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  loadAllYaml,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { DeliverPolicy } from '@nats-io/jetstream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -42,7 +57,10 @@ import {
   leaseAggregateSubject,
 } from '../src/handlers/lease-aggregate.ts';
 import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
+import { isConflict } from '../src/kube/errors.ts';
 import { fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
+import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
+import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { systemClock } from '../src/runtime/clock.ts';
 import { RECORDED_RESOURCES } from '../src/watchers/resources.ts';
@@ -84,7 +102,7 @@ beforeAll(async () => {
   await view.start(bus.js);
   stoppers.push(() => view.stop());
   clients = createKubeClients({
-    kubeConfig: admin,
+    kubeConfig: await handlerIdentity(),
     component: 'lease-aggregate-itest',
     kubernetes: defaultConfig().kubernetes,
   });
@@ -120,6 +138,28 @@ afterAll(async () => {
   await admin.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace });
   await bus?.stop();
 });
+
+const RBAC_NAMESPACE = 'switchyard-system';
+const HANDLER_USER = `system:serviceaccount:${RBAC_NAMESPACE}:switchyard-lease-aggregate`;
+
+/** deploy/rbac/lease-aggregate.yaml applied, and a kubeconfig with a token of its ServiceAccount. */
+async function handlerIdentity(): Promise<KubeConfig> {
+  const core = admin.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: RBAC_NAMESPACE } } }).catch(ignoreExists);
+  const objects = admin.makeApiClient(KubernetesObjectApi);
+  const text = await readFile(join(PROJECT_ROOT, 'deploy', 'rbac', 'lease-aggregate.yaml'), 'utf8');
+  for (const o of loadAllYaml(text) as KubernetesObject[]) await objects.create(o).catch(ignoreExists);
+  const token = await core.createNamespacedServiceAccountToken({
+    name: 'switchyard-lease-aggregate',
+    namespace: RBAC_NAMESPACE,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  return kubeConfigFromToken(cluster.info.endpoint, HANDLER_USER, token.status?.token ?? '');
+}
+
+function ignoreExists(err: unknown): void {
+  if (!isConflict(err)) throw err;
+}
 
 /** Records of an instance's Leases and EndpointSlices → `work.lease-aggregate.<p>.<instance>`, with the record's sequence. */
 async function startStandInRouter(): Promise<void> {
@@ -353,5 +393,49 @@ describe('lease-aggregate', () => {
       (s) => conditionOf(s)?.reason === 'AllReported',
     );
     expect(healed.servedTargets).toEqual(['a.x.io']);
+  });
+
+  it('runs with exactly its manifest: no request denied, and nothing beyond status writes', async () => {
+    const denied = (await audit.all()).filter(
+      (e) =>
+        e.user.username === HANDLER_USER && e.stage === 'ResponseComplete' && e.responseStatus?.code === 403,
+    );
+    expect(
+      denied.map((e) => `${e.verb} ${e.requestURI}`),
+      'the manifest lacks a permission the handler uses',
+    ).toEqual([]);
+    const writes = (await audit.all()).filter(
+      (e) => e.user.username === HANDLER_USER && e.stage === 'ResponseComplete',
+    );
+    expect(writes.length, 'the checker must see the handler identity at work').toBeGreaterThan(0);
+
+    const instance = `agg-a-${suffix}`;
+    const kc = await handlerIdentity();
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const cws = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers', name: instance };
+    await expect(
+      custom.getClusterCustomObject(cws),
+      'it reads from the bus, never the apiserver',
+    ).rejects.toMatchObject({
+      code: 403,
+    });
+    await expect(
+      custom.patchClusterCustomObject(
+        { ...cws, body: { spec: { replicas: 5 } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+      'it must never write an instance spec',
+    ).rejects.toMatchObject({ code: 403 });
+    await expect(
+      kc.makeApiClient(CoordinationV1Api).patchNamespacedLease(
+        {
+          name: `switchyard-served-${instance}-pod-1`,
+          namespace,
+          body: { metadata: { annotations: { x: 'y' } } },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+      'it must never speak for a replica',
+    ).rejects.toMatchObject({ code: 403 });
   });
 });
