@@ -110,20 +110,21 @@ export const workItemSchema = z.object({
 export type WorkItem = z.infer<typeof workItemSchema>;
 
 /**
- * Handover work on `work.handover.<partition>.<target>`, emitted by assign for
- * exactly the configs whose resolved instance changed (first assignment
- * included). `from`/`to` say what assign saw, for logs and replay; the
- * handover handler still decides on its view (a newer move may have
- * superseded this one).
+ * Handover work on `work.handover.<partition>.<target>`. Assign emits it for exactly
+ * the configs whose resolved instance changed (first assignment included), with
+ * what it saw as hints (`config`, `from`, `to`, for logs and replay);
+ * lease-aggregate emits it, without hints, for the targets waiting on an
+ * instance whose served set changed. The handover handler decides on its view
+ * either way (a newer move may have superseded this one).
  */
 export const handoverWorkSchema = workItemSchema.extend({
   /** The target (CRD or XRD name): `key` repeats it, so every work item reads the same way. */
   key: z.string().min(1),
-  /** The config that resolves the target, `<Kind>/<name>`. */
-  config: z.string().min(1),
-  /** The instance the config's status named before; absent on a first assignment. */
+  /** The config that resolves the target, `<Kind>/<name>` (assign only). */
+  config: z.string().min(1).optional(),
+  /** The instance the config's status named before; absent on a first assignment (assign only). */
   from: z.string().min(1).optional(),
-  /** The instance the target resolves to now. */
-  to: z.string().min(1),
+  /** The instance the target resolves to now (assign only). */
+  to: z.string().min(1).optional(),
 });
 export type HandoverWork = z.infer<typeof handoverWorkSchema>;

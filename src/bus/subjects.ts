@@ -17,6 +17,8 @@
  * A cluster-scoped object's namespace token is `_`.
  */
 
+import { partitionedSubject } from './runtime/partition.ts';
+
 const SAFE = /^[A-Za-z0-9-]$/;
 
 export function escapeToken(value: string): string {
@@ -43,6 +45,14 @@ export function unescapeToken(token: string): string {
     }
   }
   return Buffer.from(bytes).toString('utf8');
+}
+
+/**
+ * The work subject of one key of a partitioned concern: `work.<concern>.<partition>.<key>`, the
+ * key escaped into one token and hashed into its partition as the runtime expects.
+ */
+export function workSubject(concern: string, key: string, partitions: number): string {
+  return partitionedSubject(`work.${concern}`, [escapeToken(key)], partitions);
 }
 
 /** The schedule subject of a work subject's re-check: one per key, so a newer schedule replaces the older. */

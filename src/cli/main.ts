@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The project's one entrypoint (the container image runs it too): a subcommand per job.
 import { runAdmission } from '../admission/run.ts';
+import { runLeaseAggregate } from '../handlers/run-lease-aggregate.ts';
 import { runWatchers } from '../watchers/run.ts';
 import { runAssign } from './assign.ts';
 import { runBus } from './bus.ts';
@@ -14,6 +15,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   admission: runAdmission,
   router: runRouter,
   assign: runAssign,
+  'lease-aggregate': runLeaseAggregate,
 };
 
 async function main(argv: string[]): Promise<void> {

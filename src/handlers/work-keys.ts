@@ -4,7 +4,7 @@
 // and the partition is computed by the publisher (runtime/partition.ts), so every publisher of
 // a key lands on the same partition consumer and the key is handled by one replica at a time.
 import { partitionedSubject } from '../bus/runtime/index.ts';
-import { escapeToken } from '../bus/subjects.ts';
+import { escapeToken, workSubject } from '../bus/subjects.ts';
 
 /** A cluster-scoped object a concern reconciles, by its recorded kind (subjects.ts `OBJECT_KINDS`). */
 export interface ObjectWorkKey {
@@ -39,7 +39,7 @@ export function objectFanoutSubject(concern: string, key: ObjectWorkKey): string
 
 /** `work.handover.<partition>.<target>`. */
 export function handoverWorkSubject(target: string, partitions: number): string {
-  return partitionedSubject('work.handover', [escapeToken(target)], partitions);
+  return workSubject('handover', target, partitions);
 }
 
 /**

@@ -22,7 +22,7 @@ import { type BackoffPolicy, retryDelayMs } from '../runtime/backoff.ts';
 import { systemClock } from '../runtime/clock.ts';
 import { listObjects } from './list-objects.ts';
 import { type Identity, keyOfIdentity, relistDiff } from './relist-diff.ts';
-import type { WatchedResource } from './resources.ts';
+import { revivesAfterGap, type WatchedResource } from './resources.ts';
 import { nextStep, type WatchEnd } from './watch-outcome.ts';
 
 export interface WatcherStats {
@@ -47,6 +47,8 @@ export interface KnownRecord {
   stored: StoredRecord;
   /** The resource's content digest (Leases), to tell a renewal from a change. */
   digest?: string;
+  /** The last renewal recorded or published as a heartbeat (Leases), epoch ms. */
+  renewedAtMs?: number;
 }
 
 /** After a failed watch or relist: from 0.5 s, doubling to 30 s, jittered so two watcher replicas do not retry in step. */
@@ -103,6 +105,7 @@ export async function loadRecorded(
         ...(resource.contentDigest && !decoded.value.omitted
           ? { digest: resource.contentDigest(object) }
           : {}),
+        ...renewedAt(resource, object),
       });
     },
   });
@@ -307,16 +310,19 @@ export class ObjectWatcher {
     const previous = this.known.get(key);
     const digest = this.resource.contentDigest?.(object);
     const event: ObjectEvent = { op: 'upsert', object, observedBy, observedAt: new Date().toISOString() };
+    const renewal = this.resource.renewal?.(object);
     if (
       digest !== undefined &&
       previous?.digest === digest &&
-      previous.identity.uid === object.metadata.uid
+      previous.identity.uid === object.metadata.uid &&
+      !(renewal && revivesAfterGap(previous.renewedAtMs, renewal))
     ) {
       await this.js.publish(
         heartbeatSubject(this.subjectKey(object.metadata)),
         encodeMessage(objectEventSchema, event),
       );
       this.stats.heartbeats++;
+      if (renewal?.atMs !== undefined) previous.renewedAtMs = renewal.atMs;
       return;
     }
     const result = await this.writer.write(
@@ -331,6 +337,7 @@ export class ObjectWatcher {
         identity: identityOf(object),
         stored: result.stored,
         ...(digest ? { digest } : {}),
+        ...renewedAt(this.resource, object),
       });
   }
 
@@ -400,4 +407,9 @@ export class ObjectWatcher {
       this.onOversized?.(object, result.omittedBytes);
     }
   }
+}
+
+function renewedAt(resource: WatchedResource, object: unknown): { renewedAtMs?: number } {
+  const atMs = resource.renewal?.(object).atMs;
+  return atMs === undefined ? {} : { renewedAtMs: atMs };
 }

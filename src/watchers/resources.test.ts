@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { leaseContentDigest } from './resources.ts';
+import { leaseContentDigest, leaseRenewal, revivesAfterGap } from './resources.ts';
 
 const lease = (renewTime: string, holderIdentity = 'pod-a', resourceVersion = '1') => ({
   metadata: { name: 'l', resourceVersion, managedFields: [{ time: renewTime }] },
@@ -23,5 +23,24 @@ describe('leaseContentDigest', () => {
     expect(leaseContentDigest(lease('t2', 'pod-b', '2'))).not.toBe(leaseContentDigest(lease('t1')));
     const annotated = { ...lease('t1'), metadata: { ...lease('t1').metadata, annotations: { a: 'b' } } };
     expect(leaseContentDigest(annotated)).not.toBe(leaseContentDigest(lease('t1')));
+  });
+});
+
+describe('a renewal that revives a stale Lease', () => {
+  const at = (iso: string) => leaseRenewal({ spec: { renewTime: iso, leaseDurationSeconds: 30 } });
+  const t0 = Date.parse('2030-01-01T00:00:00Z');
+
+  it('is recorded when it comes more than a duration after the previous one: readers must count the replica again', () => {
+    expect(revivesAfterGap(t0, at('2030-01-01T00:00:30.001000Z'))).toBe(true);
+  });
+
+  it('is a heartbeat when the Lease stayed live in between', () => {
+    expect(revivesAfterGap(t0, at('2030-01-01T00:00:30.000000Z'))).toBe(false);
+    expect(revivesAfterGap(t0, at('2030-01-01T00:00:10.000000Z'))).toBe(false);
+  });
+
+  it('is recorded when it is the first renewal ever, and never for a Lease without renewTime', () => {
+    expect(revivesAfterGap(undefined, at('2030-01-01T00:00:10.000000Z'))).toBe(true);
+    expect(revivesAfterGap(t0, leaseRenewal({ spec: { leaseDurationSeconds: 30 } }))).toBe(false);
   });
 });

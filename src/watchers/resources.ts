@@ -15,6 +15,40 @@ export interface WatchedResource {
    * handlers. The watcher keeps the digest, not the object.
    */
   contentDigest?: (object: unknown) => string;
+  /**
+   * When the object was last renewed, for kinds with liveness refreshes: a renewal that comes
+   * later than the object's own duration after the previous one is recorded, not a heartbeat
+   * (see {@link revivesAfterGap}).
+   */
+  renewal?: (object: unknown) => Renewal;
+}
+
+export interface Renewal {
+  atMs: number | undefined;
+  durationMs: number | undefined;
+}
+
+/**
+ * Whether a renewal brings back an object that was stale in between, by its own timestamps (no
+ * reader clock): the first renewal ever, or one more than a duration after the previous one.
+ * Such a renewal changes what readers decide (a replica counts again), and a heartbeat wakes no
+ * handler, so it must be a record. Steady renewals stay heartbeats.
+ */
+export function revivesAfterGap(previousAtMs: number | undefined, next: Renewal): boolean {
+  if (next.atMs === undefined) return false;
+  if (previousAtMs === undefined) return true;
+  return next.durationMs !== undefined && next.atMs - previousAtMs > next.durationMs;
+}
+
+/** A Lease's spec.renewTime and leaseDurationSeconds, in ms. */
+export function leaseRenewal(lease: unknown): Renewal {
+  const spec = (lease as { spec?: { renewTime?: unknown; leaseDurationSeconds?: unknown } }).spec;
+  const atMs = typeof spec?.renewTime === 'string' ? Date.parse(spec.renewTime) : Number.NaN;
+  const seconds = spec?.leaseDurationSeconds;
+  return {
+    atMs: Number.isNaN(atMs) ? undefined : atMs,
+    durationMs: typeof seconds === 'number' ? seconds * 1000 : undefined,
+  };
 }
 
 const managedBySelector = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
@@ -61,6 +95,7 @@ export const RECORDED_RESOURCES: WatchedResource[] = [
     path: '/apis/coordination.k8s.io/v1/leases',
     labelSelector: managedBySelector,
     contentDigest: leaseContentDigest,
+    renewal: leaseRenewal,
   },
 ];
 

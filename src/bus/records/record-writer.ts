@@ -124,7 +124,10 @@ export class RecordWriter {
 
   /** The latest record of a subject: in K8S if the history still has it, else in K8S_LATEST (with seq 0). */
   async readStored(subject: string): Promise<StoredRecord> {
-    const inHistory = await this.jsm.direct.getMessage(STREAMS.records, { last_by_subj: subject });
+    // The stream's own get, not a direct get: K8S_LATEST mirrors K8S with allow_direct, so it
+    // also answers direct gets addressed to K8S, and may answer with a record that K8S has aged
+    // out (its sequence is then no expectation K8S accepts) or one behind K8S while it catches up.
+    const inHistory = await this.jsm.streams.getMessage(STREAMS.records, { last_by_subj: subject });
     if (inHistory) return { seq: inHistory.seq, summary: summaryOf(inHistory) };
     const inLatest = await this.jsm.direct.getMessage(STREAMS.latest, { last_by_subj: subject });
     return { seq: 0, summary: inLatest ? summaryOf(inLatest) : undefined };

@@ -1,0 +1,137 @@
+// lease-aggregate: one instance's served status from its replicas' Leases (BRIEF §5).
+//
+// Keyed by instance (`work.lease-aggregate.<p>.<instance>`), so one instance is aggregated by
+// one replica at a time. The router sends work on a Lease's content change (never on a
+// heartbeat: those go to HEARTBEATS and only refresh the view's renewTime), on a change of the
+// instance's EndpointSlices, and on changes of the configs and targets the expected set is
+// computed from. Time is the one cause without an event: a Lease that stops renewing goes stale
+// at renewTime + leaseDurationSeconds, so the handler returns a durable re-check for exactly the
+// next such moment (`core/instance-aggregate.ts` says when), never a poll.
+//
+// Order of effects: handover work first, the status second. The status is this concern's only
+// memory of what it last decided; written first, a crash before the publish would leave a
+// retry that sees "no change" and never sends the handover work. The other way round, a crash
+// only repeats handover work, which is idempotent.
+import type { JetStreamClient } from '@nats-io/jetstream';
+import { API_VERSION } from '../api/constants.ts';
+import { WEBHOOK_SERVER_KIND } from '../api/webhook-server.ts';
+import { encodeMessage, handoverWorkSchema, type WorkItem } from '../bus/messages.ts';
+import { done, type Handler, type HandlerConsumerSpec, recheckAt } from '../bus/runtime/index.ts';
+import { workSubject } from '../bus/subjects.ts';
+import { STREAMS } from '../bus/topology.ts';
+import type { ObjectView } from '../bus/view.ts';
+import { expectedSets } from '../core/expected-set.ts';
+import { decideInstanceAggregate, handoverTargets, waitingTargets } from '../core/instance-aggregate.ts';
+import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
+import type { Clock } from '../runtime/clock.ts';
+import { readExpectationView, readInstance, readInstanceLeases, readReadyPods } from './view-reads.ts';
+import { handoverWorkSubject, workMsgId } from './work-keys.ts';
+
+export const LEASE_AGGREGATE = 'lease-aggregate';
+export const HANDOVER = 'handover';
+
+/** What the view must hold: the instance, its replicas, and what the expected set is computed from. */
+export const LEASE_AGGREGATE_VIEW_KINDS = [
+  'webhookserver',
+  'lease',
+  'endpointslice',
+  'crdconfig',
+  'xrdconfig',
+  'crd',
+  'xrd',
+] as const;
+
+export const WEBHOOK_SERVERS: ResourceRef = {
+  apiVersion: API_VERSION,
+  resource: 'conversionwebhookservers',
+  namespaced: false,
+};
+
+/** The partitioned consumers of the concern (`docs/bus.md`): one instance at a time, fleet-wide. */
+export function leaseAggregateConsumers(partitions: number): HandlerConsumerSpec {
+  return {
+    stream: STREAMS.work,
+    durable: LEASE_AGGREGATE,
+    ackWaitMs: 30_000,
+    maxDeliver: 10,
+    mode: 'partitioned',
+    prefix: `work.${LEASE_AGGREGATE}`,
+    partitions,
+  };
+}
+
+/** The work subject of an instance, for the router and tests. */
+export function leaseAggregateSubject(instance: string, partitions: number): string {
+  return workSubject(LEASE_AGGREGATE, instance, partitions);
+}
+
+/** What the handler reads: the view's read side (a test passes a fake). */
+export type LeaseAggregateView = Pick<ObjectView, 'waitFor' | 'record' | 'list' | 'renewTime'>;
+
+export interface LeaseAggregateDeps {
+  view: LeaseAggregateView;
+  writer: Pick<KubeWriter, 'applyStatus'>;
+  /** Where handover work is published. */
+  js: Pick<JetStreamClient, 'publish'>;
+  clock: Clock;
+  /** Partition count of the handover concern (config bus.partitions.handover). */
+  handoverPartitions: number;
+  /** Where an instance without spec.namespace runs: the operator's namespace. */
+  defaultNamespace: string;
+}
+
+export function leaseAggregateHandler(deps: LeaseAggregateDeps): Handler<WorkItem> {
+  return async (item, ctx) => {
+    await deps.view.waitFor(item.seq);
+    const read = readInstance(deps.view, item.key);
+    // Deleted: nothing to write; its targets re-resolve through assign.
+    if (read.kind === 'absent') return done;
+    // An instance that does not parse cannot be aggregated; a fix to it is a new record and a new trigger.
+    if (read.kind === 'unreadable') {
+      ctx.log.warn({ reason: read.reason }, 'instance unreadable; not aggregated');
+      return done;
+    }
+    const { instance } = read;
+    const name = instance.metadata.name;
+    const namespace = instance.spec.namespace ?? deps.defaultNamespace;
+    const expectation = readExpectationView(deps.view);
+    const nowMs = deps.clock.now();
+    const decision = decideInstanceAggregate({
+      leases: readInstanceLeases(deps.view, name, namespace),
+      readyPods: readReadyPods(deps.view, name, namespace),
+      expected: expectedSets(expectation)(name),
+      current: instance.status,
+      nowMs,
+    });
+    if (decision.changed) {
+      const targets = handoverTargets(waitingTargets(expectation, name), decision.changedTargets);
+      for (const target of targets) {
+        await deps.js.publish(
+          handoverWorkSubject(target, deps.handoverPartitions),
+          encodeMessage(handoverWorkSchema, { key: target, seq: item.seq }),
+          { msgID: workMsgId(HANDOVER, item.seq, target) },
+        );
+      }
+      await deps.writer.applyStatus(
+        WEBHOOK_SERVERS,
+        { apiVersion: API_VERSION, kind: WEBHOOK_SERVER_KIND, metadata: { name }, status: decision.status },
+        // Based on exactly the status the decision compared with: a stale attempt gets 409.
+        {
+          signal: ctx.signal,
+          ...(instance.metadata.resourceVersion && { resourceVersion: instance.metadata.resourceVersion }),
+        },
+      );
+      ctx.log.info(
+        {
+          reportingReplicas: decision.status.reportingReplicas,
+          servedTargetCount: decision.status.servedTargetCount,
+          reports: decision.reports.filter((r) => r.state !== 'live'),
+          handover: targets.length,
+        },
+        'served status written',
+      );
+    }
+    if (decision.nextExpiryMs === undefined) return done;
+    return recheckAt(decision.nextExpiryMs, deps.clock.now(), 'a Lease changes state with time');
+  };
+}

@@ -1,0 +1,115 @@
+// Reading the plain data the core decisions take off an ObjectView: the recorded objects are
+// untyped, so each read validates with the resource's schema and skips what does not parse (a
+// record another writer put there, or one recorded without its content) instead of guessing.
+// Shared by every handler that needs an instance's replicas or the expectation view.
+import { z } from 'zod';
+import { SERVED_SET_ANNOTATION, WEBHOOK_SERVER_LABEL, webhookServiceName } from '../api/constants.ts';
+import { conversionConfigSchema } from '../api/conversion-config.ts';
+import { type WebhookServer, webhookServerSchema } from '../api/webhook-server.ts';
+import type { RecordedObject } from '../bus/messages.ts';
+import type { ObjectView } from '../bus/view.ts';
+import { type ExpectationView, viewConfigOf } from '../core/expected-set.ts';
+import type { LeaseFacts } from '../core/instance-aggregate.ts';
+
+type ViewReads = Pick<ObjectView, 'record' | 'list' | 'renewTime'>;
+
+/** The label the EndpointSlice controller puts on a Service's slices. */
+const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+
+interface Meta {
+  name: string;
+  namespace?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+const metaOf = (o: RecordedObject) => o.metadata as Meta;
+
+export type InstanceRead =
+  | { kind: 'found'; instance: WebhookServer }
+  | { kind: 'absent' }
+  | { kind: 'unreadable'; reason: string };
+
+/** A ConversionWebhookServer (cluster-scoped) as the view holds it. */
+export function readInstance(view: ViewReads, name: string): InstanceRead {
+  const record = view.record({ kind: 'webhookserver', namespace: '', name });
+  if (record === undefined) return { kind: 'absent' };
+  if (record.omitted) return { kind: 'unreadable', reason: 'recorded without its content (too large)' };
+  const parsed = webhookServerSchema.safeParse(record.object);
+  return parsed.success
+    ? { kind: 'found', instance: parsed.data }
+    : { kind: 'unreadable', reason: z.prettifyError(parsed.error) };
+}
+
+/**
+ * The served-set Leases of an instance: in its namespace, labelled with its name. Only its own
+ * namespace: anyone who may write Leases elsewhere must not speak for the instance. renewTime
+ * is the latest the view knows, heartbeats included.
+ */
+export function readInstanceLeases(view: ViewReads, instance: string, namespace: string): LeaseFacts[] {
+  return view
+    .list('lease')
+    .filter((l) => metaOf(l).namespace === namespace && metaOf(l).labels?.[WEBHOOK_SERVER_LABEL] === instance)
+    .map((l) => {
+      const name = metaOf(l).name;
+      const spec = (l as { spec?: { holderIdentity?: string; leaseDurationSeconds?: number } }).spec;
+      const renewTime = view.renewTime({ kind: 'lease', namespace, name });
+      const renewTimeMs = renewTime === undefined ? undefined : Date.parse(renewTime);
+      return {
+        name,
+        holder: spec?.holderIdentity,
+        renewTimeMs: Number.isNaN(renewTimeMs) ? undefined : renewTimeMs,
+        leaseDurationSeconds: spec?.leaseDurationSeconds,
+        servedSet: metaOf(l).annotations?.[SERVED_SET_ANNOTATION],
+      };
+    });
+}
+
+interface SliceEndpoint {
+  conditions?: { ready?: boolean | null };
+  targetRef?: { kind?: string; name?: string };
+}
+
+/**
+ * The ready Pods of an instance's Service: the union over its EndpointSlices of endpoints whose
+ * `conditions.ready` is not false, by Pod name. An unset `ready` counts as ready, as the
+ * EndpointSlice API asks consumers to read it: a Pod counted ready must report, so that errs
+ * toward waiting.
+ */
+export function readReadyPods(view: ViewReads, instance: string, namespace: string): string[] {
+  const service = webhookServiceName(instance);
+  const pods = new Set<string>();
+  for (const slice of view.list('endpointslice')) {
+    if (metaOf(slice).namespace !== namespace || metaOf(slice).labels?.[SERVICE_NAME_LABEL] !== service)
+      continue;
+    for (const e of (slice as { endpoints?: SliceEndpoint[] }).endpoints ?? []) {
+      if (e.conditions?.ready === false || e.targetRef?.kind !== 'Pod' || !e.targetRef.name) continue;
+      pods.add(e.targetRef.name);
+    }
+  }
+  return [...pods];
+}
+
+/** The expectation view (`core/expected-set.ts`) from the recorded configs, instances and targets. */
+export function readExpectationView(view: ViewReads): ExpectationView {
+  const configs = [...view.list('crdconfig'), ...view.list('xrdconfig')].flatMap((o) => {
+    const parsed = conversionConfigSchema.safeParse(o);
+    return parsed.success ? [viewConfigOf(parsed.data)] : [];
+  });
+  const instances = view.list('webhookserver').flatMap((o) => {
+    const parsed = webhookServerSchema.safeParse(o);
+    return parsed.success ? [parsed.data] : [];
+  });
+  const targets = new Map<string, string | undefined>();
+  for (const t of [...view.list('crd'), ...view.list('xrd')])
+    targets.set(metaOf(t).name, conversionServiceOf(t));
+  return { configs, instances, targets };
+}
+
+/** The Service a target's spec.conversion webhook names; undefined when it names none. */
+function conversionServiceOf(target: RecordedObject): string | undefined {
+  const spec = (
+    target as { spec?: { conversion?: { webhook?: { clientConfig?: { service?: { name?: string } } } } } }
+  ).spec;
+  return spec?.conversion?.webhook?.clientConfig?.service?.name;
+}

@@ -1,0 +1,441 @@
+// lease-aggregate against the real apiserver and JetStream: the watchers record Leases and
+// EndpointSlices, a stand-in router turns each *record* of an instance's Lease or slice into a
+// work item (the real router is built elsewhere; heartbeats never reach the record stream, so
+// they never reach it either), and the handler writes the instance's status. Replicas are
+// fixture Leases encoded with the core codec (test/support/served-lease.ts).
+//
+// What it guards: the status is the intersection over live replicas; heartbeats alone cost no
+// status write and no handler run; a Lease that stops renewing drops out at its expiry through
+// the durable re-check alone; a truncated or undecodable report is shown with its reason and
+// no list is published while it lasts. The handler writes as the ServiceAccount of
+// deploy/rbac/lease-aggregate.yaml, so the tests also prove that manifest is enough, and that
+// the identity can do nothing else.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  loadAllYaml,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { DeliverPolicy } from '@nats-io/jetstream';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  API_VERSION,
+  GROUP,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  VERSION,
+  WEBHOOK_SERVER_LABEL,
+  webhookServiceName,
+} from '../src/api/constants.ts';
+import type { WebhookServerStatus } from '../src/api/webhook-server.ts';
+import {
+  decodeMessage,
+  encodeMessage,
+  objectEventSchema,
+  type WorkItem,
+  workItemSchema,
+} from '../src/bus/messages.ts';
+import { type HandlerRuntime, startHandlerRuntime } from '../src/bus/runtime/index.ts';
+import { STREAMS } from '../src/bus/topology.ts';
+import { ObjectView } from '../src/bus/view.ts';
+import { defaultConfig } from '../src/config/schema.ts';
+import { SERVED_TARGETS_KNOWN } from '../src/core/instance-aggregate.ts';
+import {
+  LEASE_AGGREGATE,
+  LEASE_AGGREGATE_VIEW_KINDS,
+  leaseAggregateConsumers,
+  leaseAggregateHandler,
+  leaseAggregateSubject,
+} from '../src/handlers/lease-aggregate.ts';
+import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
+import { isConflict } from '../src/kube/errors.ts';
+import { fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
+import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
+import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';
+import { waitFor } from '../src/local-cluster/wait.ts';
+import { systemClock } from '../src/runtime/clock.ts';
+import { RECORDED_RESOURCES } from '../src/watchers/resources.ts';
+import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
+import { type OwnBus, startOwnBus } from './support/bus.ts';
+import { committedCrds, ensureCrd } from './support/crds.ts';
+import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
+import { ServedLeasePublisher } from './support/served-lease.ts';
+import { startRecording } from './support/watchers.ts';
+
+const cluster = useLocalCluster();
+const admin = cluster.kubeConfig('admin');
+const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'lease-aggregate-itest' });
+const PARTITIONS = 4;
+const suffix = Math.random().toString(36).slice(2, 7);
+
+let bus: OwnBus;
+let namespace = '';
+let clients: KubeClients;
+let view: ObjectView;
+let runtime: HandlerRuntime;
+let audit: Awaited<ReturnType<typeof auditLogFromNow>>;
+const stoppers: Array<() => unknown> = [];
+const publishers: ServedLeasePublisher[] = [];
+/** Every handler run: which instance, and whether it was a fired re-check. */
+const runs: Array<{ key: string; recheck: boolean; at: number }> = [];
+/** Work items the stand-in router published, per instance. */
+const routed = new Map<string, number>();
+
+beforeAll(async () => {
+  bus = await startOwnBus();
+  for (const crd of await committedCrds()) await ensureCrd(admin, crd);
+  namespace = await createNamespace(admin, 'lease-agg');
+  for (const resource of RECORDED_RESOURCES) {
+    const w = await startRecording(bus, resource, { kubeConfig: admin, log });
+    stoppers.push(() => w.stop());
+  }
+  view = new ObjectView([...LEASE_AGGREGATE_VIEW_KINDS], log);
+  await view.start(bus.js);
+  stoppers.push(() => view.stop());
+  clients = createKubeClients({
+    kubeConfig: await handlerIdentity(),
+    component: 'lease-aggregate-itest',
+    kubernetes: defaultConfig().kubernetes,
+  });
+  const handle = leaseAggregateHandler({
+    view,
+    writer: new KubeWriter(clients.writes, fieldManagerFor(LEASE_AGGREGATE)),
+    js: bus.js,
+    clock: systemClock,
+    handoverPartitions: PARTITIONS,
+    defaultNamespace: 'switchyard-system',
+  });
+  runtime = await startHandlerRuntime({
+    nc: bus.nc,
+    concern: LEASE_AGGREGATE,
+    log,
+    consumers: leaseAggregateConsumers(PARTITIONS),
+    schema: workItemSchema,
+    deadLetterSubject: `dlq.${LEASE_AGGREGATE}`,
+    handle: (item, ctx) => {
+      runs.push({ key: item.key, recheck: ctx.recheckDueAtMs !== undefined, at: Date.now() });
+      return handle(item, ctx);
+    },
+  });
+  await startStandInRouter();
+  audit = await auditLogFromNow(cluster.info.auditLog);
+});
+
+afterAll(async () => {
+  for (const p of publishers) await p.stop();
+  await runtime?.stop();
+  for (const stop of stoppers) await stop();
+  await clients?.close();
+  await admin.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace });
+  await bus?.stop();
+});
+
+const RBAC_NAMESPACE = 'switchyard-system';
+const HANDLER_USER = `system:serviceaccount:${RBAC_NAMESPACE}:switchyard-lease-aggregate`;
+
+/** deploy/rbac/lease-aggregate.yaml applied, and a kubeconfig with a token of its ServiceAccount. */
+async function handlerIdentity(): Promise<KubeConfig> {
+  const core = admin.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: RBAC_NAMESPACE } } }).catch(ignoreExists);
+  const objects = admin.makeApiClient(KubernetesObjectApi);
+  const text = await readFile(join(PROJECT_ROOT, 'deploy', 'rbac', 'lease-aggregate.yaml'), 'utf8');
+  for (const o of loadAllYaml(text) as KubernetesObject[]) await objects.create(o).catch(ignoreExists);
+  const token = await core.createNamespacedServiceAccountToken({
+    name: 'switchyard-lease-aggregate',
+    namespace: RBAC_NAMESPACE,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  return kubeConfigFromToken(cluster.info.endpoint, HANDLER_USER, token.status?.token ?? '');
+}
+
+function ignoreExists(err: unknown): void {
+  if (!isConflict(err)) throw err;
+}
+
+/** Records of an instance's Leases and EndpointSlices → `work.lease-aggregate.<p>.<instance>`, with the record's sequence. */
+async function startStandInRouter(): Promise<void> {
+  const consumer = await bus.js.consumers.get(STREAMS.records, {
+    filter_subjects: ['k8s.lease.>', 'k8s.endpointslice.>'],
+    deliver_policy: DeliverPolicy.New,
+  });
+  const messages = await consumer.consume();
+  stoppers.push(() => messages.stop());
+  void (async () => {
+    for await (const m of messages) {
+      const decoded = decodeMessage(objectEventSchema, m.data);
+      const labels = decoded.ok
+        ? (decoded.value.object.metadata.labels as Record<string, string> | undefined)
+        : undefined;
+      const instance = labels?.[WEBHOOK_SERVER_LABEL];
+      if (instance === undefined) continue;
+      routed.set(instance, (routed.get(instance) ?? 0) + 1);
+      const item: WorkItem = { key: instance, seq: m.seq };
+      await bus.js.publish(leaseAggregateSubject(instance, PARTITIONS), encodeMessage(workItemSchema, item));
+    }
+  })();
+}
+
+async function createInstance(name: string): Promise<void> {
+  await admin.makeApiClient(CustomObjectsApi).createClusterCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: 'conversionwebhookservers',
+    body: {
+      apiVersion: API_VERSION,
+      kind: 'ConversionWebhookServer',
+      metadata: { name },
+      spec: { namespace },
+    },
+  });
+  stoppers.push(() =>
+    admin
+      .makeApiClient(CustomObjectsApi)
+      .deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'conversionwebhookservers', name })
+      .catch(() => undefined),
+  );
+}
+
+/** What the EndpointSlice controller would write for the instance's Service: these Pods (`<instance>-<pod>`) ready. */
+async function readyPods(instance: string, pods: string[]): Promise<void> {
+  await admin.makeApiClient(DiscoveryV1Api).createNamespacedEndpointSlice({
+    namespace,
+    body: {
+      metadata: {
+        name: `${webhookServiceName(instance)}-x1`,
+        labels: {
+          [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,
+          [WEBHOOK_SERVER_LABEL]: instance,
+          'kubernetes.io/service-name': webhookServiceName(instance),
+        },
+      },
+      addressType: 'IPv4',
+      endpoints: pods.map((pod, i) => ({
+        addresses: [`10.9.0.${i + 1}`],
+        conditions: { ready: true },
+        targetRef: { kind: 'Pod', name: `${instance}-${pod}`, namespace },
+      })),
+    },
+  });
+}
+
+async function replica(
+  instance: string,
+  pod: string,
+  served: string[],
+  leaseDurationSeconds: number,
+): Promise<ServedLeasePublisher> {
+  const p = await ServedLeasePublisher.start({
+    kubeConfig: admin,
+    namespace,
+    instance,
+    pod: `${instance}-${pod}`,
+    served,
+    leaseDurationSeconds,
+    renewEveryMs: 1_000,
+  });
+  publishers.push(p);
+  return p;
+}
+
+async function statusOf(instance: string): Promise<WebhookServerStatus | undefined> {
+  const o = (await admin.makeApiClient(CustomObjectsApi).getClusterCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: 'conversionwebhookservers',
+    name: instance,
+  })) as { status?: WebhookServerStatus };
+  return o.status;
+}
+
+const conditionOf = (s: WebhookServerStatus | undefined) =>
+  s?.conditions?.find((c) => c.type === SERVED_TARGETS_KNOWN);
+
+async function awaitStatus(
+  instance: string,
+  what: string,
+  ok: (s: WebhookServerStatus | undefined) => boolean,
+) {
+  return waitFor(
+    `${instance}: ${what}`,
+    async () => {
+      const s = await statusOf(instance);
+      return ok(s) ? (s ?? {}) : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+}
+
+const statusWrites = (instance: string) => (events: AuditEvent[]) =>
+  events.filter(
+    (e) =>
+      e.stage === 'ResponseComplete' &&
+      e.verb === 'patch' &&
+      e.requestURI.includes(`/conversionwebhookservers/${instance}/status`) &&
+      e.requestURI.includes(`fieldManager=${fieldManagerFor(LEASE_AGGREGATE)}`),
+  );
+
+const runsOf = (instance: string) => runs.filter((r) => r.key === instance);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('lease-aggregate', () => {
+  it('writes the intersection of two live replicas, and heartbeats alone cost no write and no run', async () => {
+    const instance = `agg-a-${suffix}`;
+    await createInstance(instance);
+    await readyPods(instance, ['pod-1', 'pod-2']);
+    const p1 = await replica(instance, 'pod-1', ['a.x.io', 'b.x.io', 'c.x.io'], 60);
+    const p2 = await replica(instance, 'pod-2', ['b.x.io', 'c.x.io', 'd.x.io'], 60);
+
+    const status = await awaitStatus(instance, 'both replicas aggregated', (s) => s?.reportingReplicas === 2);
+    expect(status.servedTargets).toEqual(['b.x.io', 'c.x.io']);
+    expect(conditionOf(status)?.reason).toBe('AllReported');
+
+    // Let the creations settle (every record routed and handled), then only heartbeats.
+    await sleep(3_000);
+    const writesBefore = statusWrites(instance)(await audit.all()).length;
+    const runsBefore = runsOf(instance).length;
+    const routedBefore = routed.get(instance) ?? 0;
+    const renewalsBefore = p1.renewals.length + p2.renewals.length;
+    await sleep(8_000);
+    const renewals = p1.renewals.length + p2.renewals.length - renewalsBefore;
+    const writes = statusWrites(instance)(await audit.all()).length - writesBefore;
+    log.warn({ renewals, writes, writesBefore, runsBefore, routedBefore }, 'heartbeat window');
+    expect(renewals, 'the checker must see heartbeats to prove anything').toBeGreaterThanOrEqual(10);
+    expect(writesBefore, 'the first aggregation must have been seen in the audit log').toBeGreaterThanOrEqual(
+      1,
+    );
+    expect(routed.get(instance) ?? 0, 'a heartbeat reached the record stream and would wake the router').toBe(
+      routedBefore,
+    );
+    expect(runsOf(instance).length, 'a heartbeat ran the handler').toBe(runsBefore);
+    expect(writes, 'a heartbeat rewrote the status').toBe(0);
+  });
+
+  it('drops a Lease that stops renewing at its expiry, with no other event', async () => {
+    const instance = `agg-c-${suffix}`;
+    const durationSeconds = 5;
+    await createInstance(instance);
+    await readyPods(instance, ['pod-1', 'pod-2']);
+    await replica(instance, 'pod-1', ['a.x.io', 'b.x.io'], durationSeconds);
+    const wedged = await replica(instance, 'pod-2', ['a.x.io'], durationSeconds);
+    await awaitStatus(instance, 'both replicas aggregated', (s) => s?.reportingReplicas === 2);
+
+    await wedged.stop();
+    const lastRenewal = Date.parse(wedged.renewals.at(-1) ?? '');
+    const routedAtStop = routed.get(instance) ?? 0;
+    const status = await awaitStatus(
+      instance,
+      'the wedged replica dropped out',
+      (s) => s?.reportingReplicas === 1,
+    );
+    const droppedAt = Date.now();
+    const expiry = lastRenewal + durationSeconds * 1000;
+    log.warn({ lateMs: droppedAt - expiry }, 'stale Lease dropped');
+    expect(droppedAt, 'dropped before it expired').toBeGreaterThanOrEqual(expiry);
+    expect(droppedAt - expiry, 'dropped well after its expiry').toBeLessThan(5_000);
+    expect(status.servedTargets).toEqual(['a.x.io', 'b.x.io']);
+    expect(conditionOf(status)).toMatchObject({ reason: 'AwaitingReports', status: 'False' });
+    expect(conditionOf(status)?.message).toContain('pod-2');
+    expect(routed.get(instance) ?? 0, 'no record of the instance was routed after the stop').toBe(
+      routedAtStop,
+    );
+    expect(runsOf(instance).some((r) => r.recheck && r.at >= expiry)).toBe(true);
+
+    // It recovers: its first renewal after the gap is a record, not a heartbeat, so the router wakes.
+    wedged.resumeRenewing();
+    const back = await awaitStatus(instance, 'the replica counted again', (s) => s?.reportingReplicas === 2);
+    expect(back.servedTargets).toEqual(['a.x.io']);
+    expect(routed.get(instance) ?? 0, 'the revival must be a record the router sees, not a heartbeat').toBe(
+      routedAtStop + 1,
+    );
+  });
+
+  it('shows a truncated or undecodable report with its reason and never publishes a list meanwhile', async () => {
+    const instance = `agg-d-${suffix}`;
+    await createInstance(instance);
+    await readyPods(instance, ['pod-1', 'pod-2']);
+    await replica(instance, 'pod-1', ['a.x.io', 'b.x.io'], 60);
+    const p2 = await replica(instance, 'pod-2', ['a.x.io', 'b.x.io'], 60);
+    await awaitStatus(instance, 'both replicas aggregated', (s) => s?.servedTargets?.length === 2);
+
+    await p2.truncate(['a.x.io', 'b.x.io']);
+    const truncated = await awaitStatus(
+      instance,
+      'truncated',
+      (s) => conditionOf(s)?.reason === 'ReportTruncated',
+    );
+    expect(truncated.servedTargets, 'a truncated report must not leave a list behind').toBeUndefined();
+    expect(truncated.servedTargetCount).toBeUndefined();
+    expect(conditionOf(truncated)).toMatchObject({ status: 'False' });
+    expect(conditionOf(truncated)?.message).toContain('pod-2 (truncated');
+
+    await p2.garbage();
+    const garbage = await awaitStatus(
+      instance,
+      'undecodable',
+      (s) => conditionOf(s)?.reason === 'ReportUndecodable',
+    );
+    expect(garbage.servedTargets).toBeUndefined();
+    expect(conditionOf(garbage)?.message).toContain('pod-2 (undecodable');
+
+    await p2.publish(['a.x.io']);
+    const healed = await awaitStatus(
+      instance,
+      'readable again',
+      (s) => conditionOf(s)?.reason === 'AllReported',
+    );
+    expect(healed.servedTargets).toEqual(['a.x.io']);
+  });
+
+  it('runs with exactly its manifest: no request denied, and nothing beyond status writes', async () => {
+    const denied = (await audit.all()).filter(
+      (e) =>
+        e.user.username === HANDLER_USER && e.stage === 'ResponseComplete' && e.responseStatus?.code === 403,
+    );
+    expect(
+      denied.map((e) => `${e.verb} ${e.requestURI}`),
+      'the manifest lacks a permission the handler uses',
+    ).toEqual([]);
+    const writes = (await audit.all()).filter(
+      (e) => e.user.username === HANDLER_USER && e.stage === 'ResponseComplete',
+    );
+    expect(writes.length, 'the checker must see the handler identity at work').toBeGreaterThan(0);
+
+    const instance = `agg-a-${suffix}`;
+    const kc = await handlerIdentity();
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const cws = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers', name: instance };
+    await expect(
+      custom.getClusterCustomObject(cws),
+      'it reads from the bus, never the apiserver',
+    ).rejects.toMatchObject({
+      code: 403,
+    });
+    await expect(
+      custom.patchClusterCustomObject(
+        { ...cws, body: { spec: { replicas: 5 } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+      'it must never write an instance spec',
+    ).rejects.toMatchObject({ code: 403 });
+    await expect(
+      kc.makeApiClient(CoordinationV1Api).patchNamespacedLease(
+        {
+          name: `switchyard-served-${instance}-pod-1`,
+          namespace,
+          body: { metadata: { annotations: { x: 'y' } } },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+      'it must never speak for a replica',
+    ).rejects.toMatchObject({ code: 403 });
+  });
+});
