@@ -1,7 +1,6 @@
 // lease-aggregate against the real apiserver and JetStream: the watchers record Leases and
-// EndpointSlices, a stand-in router turns each *record* of an instance's Lease or slice into a
-// work item (the real router is built elsewhere; heartbeats never reach the record stream, so
-// they never reach it either), and the handler writes the instance's status. Replicas are
+// EndpointSlices, the router turns each *record* into work (heartbeats never reach the record
+// stream, so they never reach it either), and the handler writes the instance's status. Replicas are
 // fixture Leases encoded with the core codec (test/support/served-lease.ts).
 //
 // What it guards: the status is the intersection over live replicas; heartbeats alone cost no
@@ -24,7 +23,6 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { DeliverPolicy } from '@nats-io/jetstream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -37,25 +35,19 @@ import {
   webhookServiceName,
 } from '../src/api/constants.ts';
 import type { WebhookServerStatus } from '../src/api/webhook-server.ts';
-import {
-  decodeMessage,
-  encodeMessage,
-  objectEventSchema,
-  type WorkItem,
-  workItemSchema,
-} from '../src/bus/messages.ts';
+import { decodeMessage, workItemSchema } from '../src/bus/messages.ts';
 import { type HandlerRuntime, startHandlerRuntime } from '../src/bus/runtime/index.ts';
-import { STREAMS } from '../src/bus/topology.ts';
 import { ObjectView } from '../src/bus/view.ts';
 import { defaultConfig } from '../src/config/schema.ts';
 import { SERVED_TARGETS_KNOWN } from '../src/core/instance-aggregate.ts';
+import { ASSIGN_VIEW_KINDS } from '../src/handlers/assign-world.ts';
 import {
   LEASE_AGGREGATE,
   LEASE_AGGREGATE_VIEW_KINDS,
   leaseAggregateConsumers,
   leaseAggregateHandler,
-  leaseAggregateSubject,
 } from '../src/handlers/lease-aggregate.ts';
+import { startRouter } from '../src/handlers/router.ts';
 import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
 import { isConflict } from '../src/kube/errors.ts';
 import { fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
@@ -126,7 +118,7 @@ beforeAll(async () => {
       return handle(item, ctx);
     },
   });
-  await startStandInRouter();
+  await startCountedRouter();
   audit = await auditLogFromNow(cluster.info.auditLog);
 });
 
@@ -161,27 +153,28 @@ function ignoreExists(err: unknown): void {
   if (!isConflict(err)) throw err;
 }
 
-/** Records of an instance's Leases and EndpointSlices → `work.lease-aggregate.<p>.<instance>`, with the record's sequence. */
-async function startStandInRouter(): Promise<void> {
-  const consumer = await bus.js.consumers.get(STREAMS.records, {
-    filter_subjects: ['k8s.lease.>', 'k8s.endpointslice.>'],
-    deliver_policy: DeliverPolicy.New,
+/**
+ * The real router on the test's bus (records → work), and a count of the lease-aggregate work it
+ * publishes per instance, seen on a plain subscription.
+ */
+async function startCountedRouter(): Promise<void> {
+  bus.nc.subscribe('work.lease-aggregate.>', {
+    callback: (_err, m) => {
+      const decoded = decodeMessage(workItemSchema, m.data);
+      if (decoded.ok) routed.set(decoded.value.key, (routed.get(decoded.value.key) ?? 0) + 1);
+    },
   });
-  const messages = await consumer.consume();
-  stoppers.push(() => messages.stop());
-  void (async () => {
-    for await (const m of messages) {
-      const decoded = decodeMessage(objectEventSchema, m.data);
-      const labels = decoded.ok
-        ? (decoded.value.object.metadata.labels as Record<string, string> | undefined)
-        : undefined;
-      const instance = labels?.[WEBHOOK_SERVER_LABEL];
-      if (instance === undefined) continue;
-      routed.set(instance, (routed.get(instance) ?? 0) + 1);
-      const item: WorkItem = { key: instance, seq: m.seq };
-      await bus.js.publish(leaseAggregateSubject(instance, PARTITIONS), encodeMessage(workItemSchema, item));
-    }
-  })();
+  const view = new ObjectView(ASSIGN_VIEW_KINDS, log);
+  await view.start(bus.js);
+  const router = await startRouter({
+    nc: bus.nc,
+    js: bus.js,
+    jsm: bus.jsm,
+    view,
+    partitions: { assign: PARTITIONS, leaseAggregate: PARTITIONS },
+    log,
+  });
+  stoppers.push(() => router.stop().finally(() => view.stop()));
 }
 
 async function createInstance(name: string): Promise<void> {

@@ -28,7 +28,10 @@ export async function runRouter(argv: string[]): Promise<void> {
     js: bus.js,
     jsm: bus.jsm,
     view,
-    partitions: { assign: config.bus.partitions.assign },
+    partitions: {
+      assign: config.bus.partitions.assign,
+      leaseAggregate: config.bus.partitions.leaseAggregate,
+    },
     log,
   });
   log.info('routing records to work');

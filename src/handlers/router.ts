@@ -39,6 +39,8 @@ import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { assignTriggers } from './assign-triggers.ts';
 import { ASSIGN_CONCERN, assignWorldOf } from './assign-world.ts';
+import { LEASE_AGGREGATE, leaseAggregateSubject } from './lease-aggregate.ts';
+import { leaseAggregateTriggers } from './lease-aggregate-triggers.ts';
 import {
   formatWorkKey,
   type ObjectWorkKey,
@@ -66,7 +68,7 @@ export interface RouterDeps {
   jsm: JetStreamManager;
   /** Holds the kinds the trigger functions read (assign-world.ts `ASSIGN_VIEW_KINDS`). */
   view: ObjectView;
-  partitions: { assign: number };
+  partitions: { assign: number; leaseAggregate: number };
 }
 
 /** The sequence of the object's previous record, from the header the watcher stored; 0 when none. */
@@ -92,10 +94,15 @@ export class Router {
       previous,
       assignWorldOf(this.deps.view),
     );
+    const instances = leaseAggregateTriggers(
+      { kind: key.kind, op: event.op, object: event.object },
+      previous,
+    );
     const item = (k: ObjectWorkKey): WorkItem => ({ key: formatWorkKey(k), seq: ctx.seq });
     await Promise.all([
       ...triggers.now.map((k) => this.publishNow(item(k), k)),
       ...triggers.paced.map((k) => this.publishPacedItem(item(k), k)),
+      ...instances.map((instance) => this.publishLeaseAggregate(instance, ctx.seq)),
     ]);
     if (triggers.now.length + triggers.paced.length > 0) {
       ctx.log.debug(
@@ -127,6 +134,15 @@ export class Router {
       objectWorkSubject(ASSIGN_CONCERN, key, this.deps.partitions.assign),
       encodeMessage(workItemSchema, item),
       { msgID: workMsgId(ASSIGN_CONCERN, item.seq, item.key) },
+    );
+  }
+
+  /** Few instances per record, so lease-aggregate work is never paced. */
+  private async publishLeaseAggregate(instance: string, seq: number): Promise<void> {
+    await this.deps.js.publish(
+      leaseAggregateSubject(instance, this.deps.partitions.leaseAggregate),
+      encodeMessage(workItemSchema, { key: instance, seq }),
+      { msgID: workMsgId(LEASE_AGGREGATE, seq, instance) },
     );
   }
 
