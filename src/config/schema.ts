@@ -153,6 +153,27 @@ const admission = z
   })
   .strict();
 
+// Defaults are DEFAULT_HANDOVER_POLICY's (src/core/handover.ts), where the reasoning behind them lives.
+const handover = z
+  .object({
+    unreportedGraceSeconds: numeric(z.number().positive())
+      .default(90)
+      .describe(
+        'How long a move waits while its destination has ready Pods and not one served-set Lease before it proceeds ' +
+          'unverified (HandoverReady=True, reason HandoverUnverified), in seconds. Counts only time with ready Pods ' +
+          'and no Lease; a truncated, undecodable or stale report never uses it up. One value for every process of ' +
+          'the handover fleet: any replica resumes the same clock from the config’s status.handover.',
+      ),
+    stallAfterSeconds: numeric(z.number().positive())
+      .default(600)
+      .describe(
+        'How long a move may wait before its HandoverReady reason becomes HandoverStalled (it keeps waiting), in ' +
+          'seconds: one reason to alert on. One value for every process of the handover fleet, like ' +
+          'handover.unreportedGraceSeconds.',
+      ),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     kubernetes: kubernetes.prefault({}),
@@ -160,6 +181,7 @@ export const configSchema = z
     bus: bus.prefault({}),
     log: log.prefault({}),
     admission: admission.prefault({}),
+    handover: handover.prefault({}),
   })
   .strict();
 

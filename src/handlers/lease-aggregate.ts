@@ -24,11 +24,11 @@ import { expectedSets } from '../core/expected-set.ts';
 import { decideInstanceAggregate, handoverTargets, waitingTargets } from '../core/instance-aggregate.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
+import { HANDOVER } from './handover.ts';
 import { readExpectationView, readInstance, readInstanceLeases, readReadyPods } from './view-reads.ts';
 import { handoverWorkSubject, workMsgId } from './work-keys.ts';
 
 export const LEASE_AGGREGATE = 'lease-aggregate';
-export const HANDOVER = 'handover';
 
 /** What the view must hold: the instance, its replicas, and what the expected set is computed from. */
 export const LEASE_AGGREGATE_VIEW_KINDS = [

@@ -15,13 +15,7 @@ import {
   leaseAggregateConsumers,
   leaseAggregateHandler,
 } from './lease-aggregate.ts';
-
-/**
- * Where instances without spec.namespace run: the namespace this process runs in (the
- * Deployment sets it from the downward API), as the instances handler renders them.
- */
-const NAMESPACE_ENV = 'SWITCHYARD_NAMESPACE';
-const DEFAULT_NAMESPACE = 'switchyard-system';
+import { operatorNamespace } from './operator-namespace.ts';
 
 /**
  * `switchyard lease-aggregate`: the view, the handler runtime over the concern's partitions,
@@ -61,7 +55,7 @@ export async function runLeaseAggregate(argv: string[]): Promise<void> {
       js: bus.js,
       clock: systemClock,
       handoverPartitions: config.bus.partitions.handover,
-      defaultNamespace: process.env[NAMESPACE_ENV] || DEFAULT_NAMESPACE,
+      defaultNamespace: operatorNamespace(),
     }),
   });
   log.info({ partitions: config.bus.partitions.leaseAggregate }, 'aggregating');

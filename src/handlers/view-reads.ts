@@ -10,6 +10,7 @@ import type { RecordedObject } from '../bus/messages.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { type ExpectationView, viewConfigOf } from '../core/expected-set.ts';
 import type { LeaseFacts } from '../core/instance-aggregate.ts';
+import { conversionServiceOf } from '../core/target-conversion.ts';
 
 type ViewReads = Pick<ObjectView, 'record' | 'list' | 'renewTime'>;
 
@@ -104,12 +105,4 @@ export function readExpectationView(view: ViewReads): ExpectationView {
   for (const t of [...view.list('crd'), ...view.list('xrd')])
     targets.set(metaOf(t).name, conversionServiceOf(t));
   return { configs, instances, targets };
-}
-
-/** The Service a target's spec.conversion webhook names; undefined when it names none. */
-function conversionServiceOf(target: RecordedObject): string | undefined {
-  const spec = (
-    target as { spec?: { conversion?: { webhook?: { clientConfig?: { service?: { name?: string } } } } } }
-  ).spec;
-  return spec?.conversion?.webhook?.clientConfig?.service?.name;
 }

@@ -1,0 +1,305 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { API_VERSION, SERVED_SET_ANNOTATION, WEBHOOK_SERVER_LABEL } from '../api/constants.ts';
+import type { ConfigStatus } from '../api/conversion-config.ts';
+import type { RecordedObject } from '../bus/messages.ts';
+import type { HandlerContext } from '../bus/runtime/index.ts';
+import type { ObjectKey } from '../bus/subjects.ts';
+import { encodeServedSet, expectedSetOf } from '../core/served-set-codec.ts';
+import type { Clock } from '../runtime/clock.ts';
+import { type HandoverView, handoverHandler } from './handover.ts';
+
+const T0 = Date.parse('2030-01-01T00:00:00Z');
+const NS = 'tenant';
+const TARGET = 'widgets.x.io';
+const CA = 'Q0EtQlVORExF';
+const GRACE_MS = 5_000;
+
+type Entry = [string, RecordedObject];
+
+function object(kind: string, name: string, rest: Record<string, unknown> = {}, namespace?: string): Entry {
+  const metadata = {
+    name,
+    uid: `uid-${name}`,
+    resourceVersion: '7',
+    ...(namespace && { namespace }),
+    ...(rest.metadata as object),
+  };
+  return [kind, { ...rest, metadata } as RecordedObject];
+}
+
+const instance = (name: string) =>
+  object('webhookserver', name, {
+    apiVersion: API_VERSION,
+    kind: 'ConversionWebhookServer',
+    spec: { namespace: NS },
+  });
+
+const schema = {
+  openAPIV3Schema: {
+    type: 'object',
+    properties: { spec: { type: 'object', properties: { size: { type: 'integer' } } } },
+  },
+};
+
+function crd(service?: string, rest: Record<string, unknown> = {}): Entry {
+  const conversion =
+    service === undefined
+      ? { strategy: 'None' }
+      : {
+          strategy: 'Webhook',
+          webhook: {
+            clientConfig: {
+              service: { name: service, namespace: NS, path: `/convert/${TARGET}`, port: 443 },
+              caBundle: CA,
+            },
+            conversionReviewVersions: ['v1'],
+          },
+        };
+  return object('crd', TARGET, {
+    spec: {
+      versions: [
+        { name: 'v1', served: true, storage: false, schema },
+        { name: 'v2', served: true, storage: true, schema },
+      ],
+      conversion,
+    },
+    ...rest,
+  });
+}
+
+function config(pin: string, status?: ConfigStatus, hub = 'v2'): Entry {
+  return object('crdconfig', 'w', {
+    apiVersion: API_VERSION,
+    kind: 'CRDConversionConfig',
+    spec: {
+      targetCRD: { name: TARGET },
+      hubVersion: hub,
+      spokes: [{ version: 'v1' }],
+      webhookServerRef: { name: pin },
+    },
+    ...(status && { status }),
+  });
+}
+
+function readyPods(instanceName: string, pods: string[]): Entry {
+  return object(
+    'endpointslice',
+    `${instanceName}-webhook-server-x`,
+    {
+      metadata: { labels: { 'kubernetes.io/service-name': `${instanceName}-webhook-server` } },
+      endpoints: pods.map((name) => ({ conditions: { ready: true }, targetRef: { kind: 'Pod', name } })),
+    },
+    NS,
+  );
+}
+
+function lease(instanceName: string, pod: string, served: string[], renewMs: number): Entry {
+  return object(
+    'lease',
+    `switchyard-served-${pod}`,
+    {
+      metadata: {
+        labels: { [WEBHOOK_SERVER_LABEL]: instanceName },
+        annotations: { [SERVED_SET_ANNOTATION]: encodeServedSet(served, expectedSetOf([])) },
+      },
+      spec: { holderIdentity: pod, leaseDurationSeconds: 90, renewTime: new Date(renewMs).toISOString() },
+    },
+    NS,
+  );
+}
+
+function fakeView(objects: Entry[]): HandoverView {
+  const find = (key: ObjectKey) =>
+    objects.find(
+      ([k, o]) =>
+        k === key.kind && o.metadata.name === key.name && (o.metadata.namespace ?? '') === key.namespace,
+    )?.[1];
+  return {
+    waitFor: () => Promise.resolve(),
+    list: (kind) => objects.filter(([k]) => k === kind).map(([, o]) => o),
+    record: (key) => {
+      const o = find(key);
+      return o && { op: 'upsert', object: o, observedBy: 'watch', observedAt: new Date(T0).toISOString() };
+    },
+    renewTime: (key) => (find(key) as { spec?: { renewTime?: string } } | undefined)?.spec?.renewTime,
+  };
+}
+
+const ctx = { signal: new AbortController().signal, log: pino({ level: 'silent' }) } as HandlerContext;
+
+interface Write {
+  what: 'target' | 'status';
+  resource: string;
+  body: { spec?: { conversion?: unknown }; status?: ConfigStatus };
+  resourceVersion: string | undefined;
+}
+
+// The bundle is boxed: a default parameter would turn an explicit undefined back into CA.
+async function run(objects: Entry[], nowMs = T0, bundle: { value: string | undefined } = { value: CA }) {
+  const writes: Write[] = [];
+  const record =
+    (what: Write['what']) =>
+    async (ref: { resource: string }, body: unknown, opts?: { resourceVersion?: string }) => {
+      writes.push({
+        what,
+        resource: ref.resource,
+        body: body as Write['body'],
+        resourceVersion: opts?.resourceVersion,
+      });
+      return body as never;
+    };
+  const clock: Clock = { now: () => nowMs, monotonic: () => 0, sleep: () => Promise.resolve() };
+  const handle = handoverHandler({
+    view: fakeView(objects),
+    writer: { apply: record('target'), applyStatus: record('status') },
+    trustBundle: async () => bundle.value,
+    clock,
+    policy: { unreportedGraceMs: GRACE_MS, stallAfterMs: 600_000 },
+    defaultNamespace: 'switchyard-system',
+  });
+  const outcome = await handle({ key: TARGET, seq: 3 }, ctx);
+  const status = writes.find((w) => w.what === 'status')?.body.status;
+  return { outcome, writes, status, reason: status?.conditions?.[0]?.reason };
+}
+
+const targetWrites = (writes: Write[]) => writes.filter((w) => w.what === 'target');
+
+describe('the handover handler', () => {
+  it('first apply: waits while the destination has no ready Pod, then patches at once', async () => {
+    const waiting = await run([instance('a'), config('a'), crd()]);
+    expect(targetWrites(waiting.writes), 'a Service with no endpoints would fail every conversion').toEqual(
+      [],
+    );
+    expect(waiting.reason).toBe('DestinationNotReady');
+
+    const ready = await run([instance('a'), config('a', waiting.status), crd(), readyPods('a', ['a1'])]);
+    expect(ready.outcome).toEqual({ kind: 'done' });
+    expect(targetWrites(ready.writes)).toEqual([
+      {
+        what: 'target',
+        resource: 'customresourcedefinitions',
+        resourceVersion: '7',
+        body: {
+          apiVersion: 'apiextensions.k8s.io/v1',
+          kind: 'CustomResourceDefinition',
+          metadata: { name: TARGET },
+          spec: {
+            conversion: {
+              strategy: 'Webhook',
+              webhook: {
+                clientConfig: {
+                  service: { name: 'a-webhook-server', namespace: NS, path: `/convert/${TARGET}`, port: 443 },
+                  caBundle: CA,
+                },
+                conversionReviewVersions: ['v1'],
+              },
+            },
+          },
+        },
+      },
+    ]);
+    expect(ready.status).toMatchObject({
+      phase: 'Applied',
+      conditions: [{ reason: 'FirstApply', status: 'True' }],
+    });
+    expect(ready.status?.handover, 'nothing waits after a patch').toBeUndefined();
+  });
+
+  it('a move waits until every ready Pod of the destination reports the target, then patches', async () => {
+    const fleet = [instance('a'), instance('b'), crd('a-webhook-server'), readyPods('b', ['b1', 'b2'])];
+    const oneReported = await run([
+      ...fleet,
+      config('b', { phase: 'Applied' }),
+      lease('b', 'b1', [TARGET], T0),
+    ]);
+    expect(targetWrites(oneReported.writes), 'b2 would get conversions it has no plan for').toEqual([]);
+    expect(oneReported.reason).toBe('HandoverPending');
+    expect(oneReported.status?.phase, 'the source still serves it').toBe('Applied');
+    expect(oneReported.outcome?.kind, 'a live Lease expiring can change the answer').toBe('recheck');
+
+    const both = await run([
+      ...fleet,
+      config('b', oneReported.status),
+      lease('b', 'b1', [TARGET], T0),
+      lease('b', 'b2', [TARGET], T0),
+    ]);
+    const [patch] = targetWrites(both.writes);
+    expect(patch?.body.spec?.conversion).toMatchObject({
+      webhook: { clientConfig: { service: { name: 'b-webhook-server' } } },
+    });
+    expect(both.reason).toBe('HandoverReady');
+    expect(both.status).toMatchObject({ phase: 'Applied' });
+  });
+
+  it('a silent destination proceeds HandoverUnverified once the grace has passed, through the re-check', async () => {
+    const fleet = [instance('a'), instance('b'), crd('a-webhook-server'), readyPods('b', ['b1'])];
+    const silent = await run([...fleet, config('b')]);
+    expect(silent.reason).toBe('HandoverAwaitingReports');
+    expect(silent.outcome).toEqual({ kind: 'recheck', afterMs: GRACE_MS, reason: expect.any(String) });
+    expect(targetWrites(silent.writes)).toEqual([]);
+
+    const fired = await run([...fleet, config('b', silent.status)], T0 + GRACE_MS);
+    expect(targetWrites(fired.writes)).toHaveLength(1);
+    expect(fired.status?.conditions?.[0]).toMatchObject({ status: 'True', reason: 'HandoverUnverified' });
+  });
+
+  it('a config that does not compile against the target leaves the target and the status untouched', async () => {
+    const invalid = await run([instance('a'), config('a', undefined, 'v9'), crd(), readyPods('a', ['a1'])]);
+    expect(invalid.writes, 'a target must never be pointed at rules that do not compile').toEqual([]);
+    expect(invalid.outcome).toEqual({ kind: 'done' });
+  });
+
+  it('a target no config converts is left alone', async () => {
+    const none = await run([instance('a'), crd(), readyPods('a', ['a1'])]);
+    expect(none.writes).toEqual([]);
+  });
+
+  it('writes nothing when the target and the status already say it', async () => {
+    const fleet = [instance('a'), crd('a-webhook-server'), readyPods('a', ['a1'])];
+    const first = await run([...fleet, config('a')]);
+    expect(targetWrites(first.writes), 'the conversion is already current').toEqual([]);
+    expect(first.reason).toBe('NoMove');
+    const again = await run([...fleet, config('a', first.status)]);
+    expect(again.writes).toEqual([]);
+    expect(again.outcome).toEqual({ kind: 'done' });
+  });
+
+  it('re-checks instead of patching while the destination publishes no trust bundle', async () => {
+    const noBundle = await run([instance('a'), config('a'), crd(), readyPods('a', ['a1'])], T0, {
+      value: undefined,
+    });
+    expect(targetWrites(noBundle.writes), 'a caBundle-less conversion fails TLS').toEqual([]);
+    expect(noBundle.outcome?.kind).toBe('recheck');
+  });
+
+  it('an XRD target takes the same path, patched on compositeresourcedefinitions', async () => {
+    const [, crdObject] = crd();
+    const xrd: Entry = [
+      'xrd',
+      {
+        ...crdObject,
+        spec: {
+          ...(crdObject.spec as object),
+          versions: [
+            { name: 'v1', served: true, referenceable: false, schema },
+            { name: 'v2', served: true, referenceable: true, schema },
+          ],
+        },
+      } as RecordedObject,
+    ];
+    const xrdConfig = object('xrdconfig', 'w', {
+      apiVersion: API_VERSION,
+      kind: 'XRDConversionConfig',
+      spec: {
+        targetXRD: { name: TARGET },
+        hubVersion: 'v2',
+        spokes: [{ version: 'v1' }],
+        webhookServerRef: { name: 'a' },
+      },
+    });
+    const result = await run([instance('a'), xrdConfig, xrd, readyPods('a', ['a1'])]);
+    expect(targetWrites(result.writes).map((w) => w.resource)).toEqual(['compositeresourcedefinitions']);
+    expect(result.writes.find((w) => w.what === 'status')?.resource).toBe('xrdconversionconfigs');
+  });
+});

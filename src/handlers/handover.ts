@@ -1,0 +1,302 @@
+// handover: repoint a target's spec.conversion at the instance the resolver picks, once the
+// gate (`core/handover.ts`) says the destination can serve it (BRIEF §6).
+//
+// Keyed by target (`work.handover.<p>.<target>`), so one target is handed over by one replica
+// at a time. Assign sends work when a config's resolved instance changes, lease-aggregate when
+// what a waiting target's destination serves changes; time (the grace, the stall bound, a Lease
+// expiring) comes back as the handler's own durable re-check. The message is only a trigger:
+// every input is read from the view at or after the causing record.
+//
+// The destination is the resolver's answer on the view, the same pure function assign runs
+// (BRIEF §3), not the config's status.assignedWebhookServer: assign publishes this work before
+// its status write, so the view at `seq` may not hold that write yet, and the status alone
+// would make this handler act on the previous assignment and miss the move.
+//
+// Order of effects: the target first, the config's status second. The status records what the
+// target says; written first, a crash in between would report a patch that never happened.
+// Both writes are conditional on the resourceVersion the decision read (docs/handlers.md).
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { API_VERSION, webhookServiceName } from '../api/constants.ts';
+import { type ConversionConfig, conversionConfigSchema, targetNameOf } from '../api/conversion-config.ts';
+import { type WebhookServer, webhookServerSchema } from '../api/webhook-server.ts';
+import type { HandoverWork } from '../bus/messages.ts';
+import {
+  done,
+  type Handler,
+  type HandlerConsumerSpec,
+  recheckAfter,
+  recheckAt,
+} from '../bus/runtime/index.ts';
+import { STREAMS } from '../bus/topology.ts';
+import type { ObjectView } from '../bus/view.ts';
+import { assignSubjects, fleetOf, subjectOf } from '../core/assignment.ts';
+import { findCondition } from '../core/conditions.ts';
+import { mayTouchTarget, validateConfig } from '../core/config-validation.ts';
+import { expectedSets } from '../core/expected-set.ts';
+import {
+  type DestinationReplicas,
+  decideHandover,
+  HANDOVER_READY,
+  type HandoverCondition,
+  type HandoverPolicy,
+} from '../core/handover.ts';
+import { decideHandoverStatus } from '../core/handover-status.ts';
+import { decideInstanceAggregate } from '../core/instance-aggregate.ts';
+import {
+  conversionServiceOf,
+  conversionUpToDate,
+  desiredConversion,
+  liveConversionOf,
+} from '../core/target-conversion.ts';
+import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
+import type { Clock } from '../runtime/clock.ts';
+import { readExpectationView, readInstance, readInstanceLeases, readReadyPods } from './view-reads.ts';
+
+export const HANDOVER = 'handover';
+
+/** What the view must hold: configs and instances (the resolver), targets, the destination's replicas. */
+export const HANDOVER_VIEW_KINDS = [
+  'crdconfig',
+  'xrdconfig',
+  'webhookserver',
+  'crd',
+  'xrd',
+  'lease',
+  'endpointslice',
+] as const;
+
+/**
+ * A kind of target: where the view records it and where its spec.conversion is patched. The
+ * field is the same in both (core/target-conversion.ts), so this is all that differs.
+ */
+export interface TargetKind {
+  /** The view's kind (subjects.ts OBJECT_KINDS). */
+  viewKind: 'crd' | 'xrd';
+  /** The Kind, as validation diagnostics and the apply body name it. */
+  kind: string;
+  resource: ResourceRef;
+}
+
+export const TARGET_KINDS: Readonly<Record<ConversionConfig['kind'], TargetKind>> = {
+  CRDConversionConfig: {
+    viewKind: 'crd',
+    kind: 'CustomResourceDefinition',
+    resource: {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      resource: 'customresourcedefinitions',
+      namespaced: false,
+    },
+  },
+  XRDConversionConfig: {
+    viewKind: 'xrd',
+    kind: 'CompositeResourceDefinition',
+    resource: {
+      apiVersion: 'apiextensions.crossplane.io/v1',
+      resource: 'compositeresourcedefinitions',
+      namespaced: false,
+    },
+  },
+};
+
+const CONFIG_RESOURCES: Readonly<Record<ConversionConfig['kind'], ResourceRef>> = {
+  CRDConversionConfig: { apiVersion: API_VERSION, resource: 'crdconversionconfigs', namespaced: false },
+  XRDConversionConfig: { apiVersion: API_VERSION, resource: 'xrdconversionconfigs', namespaced: false },
+};
+
+/** The partitioned consumers of the concern (`docs/bus.md`): one target at a time, fleet-wide. */
+export function handoverConsumers(partitions: number): HandlerConsumerSpec {
+  return {
+    stream: STREAMS.work,
+    durable: HANDOVER,
+    ackWaitMs: 30_000,
+    maxDeliver: 10,
+    mode: 'partitioned',
+    prefix: `work.${HANDOVER}`,
+    partitions,
+  };
+}
+
+/**
+ * The trust bundle the instance's replicas serve under: the `ca.crt` of its serving Secret,
+ * base64 as the Secret's data holds it; undefined while the Secret or the key is missing.
+ */
+export type TrustBundleReader = (
+  instance: string,
+  namespace: string,
+  signal: AbortSignal,
+) => Promise<string | undefined>;
+
+export type HandoverView = Pick<ObjectView, 'waitFor' | 'record' | 'list' | 'renewTime'>;
+
+export interface HandoverDeps {
+  view: HandoverView;
+  writer: Pick<KubeWriter, 'apply' | 'applyStatus'>;
+  trustBundle: TrustBundleReader;
+  clock: Clock;
+  policy: Readonly<HandoverPolicy>;
+  /** Where an instance without spec.namespace runs: the operator's namespace. */
+  defaultNamespace: string;
+}
+
+/**
+ * How long to wait for an instance's serving Secret that is not there yet. The instances
+ * handler writes it as it renders the instance, within seconds; no event announces it (the
+ * view records no Secrets), so the handler looks again.
+ */
+const TRUST_BUNDLE_RETRY_MS = 10_000;
+
+export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
+  return async (item, ctx) => {
+    await deps.view.waitFor(item.seq);
+    const nowMs = deps.clock.now();
+    const subject = readSubject(deps.view, item.key, deps.defaultNamespace, nowMs);
+    if (subject.kind === 'skip') {
+      ctx.log.debug({ target: item.key, why: subject.why }, 'nothing to hand over');
+      return done;
+    }
+    const { config, destination, namespace, targetKind, live, replicas } = subject;
+    const currentServiceName = conversionServiceOf(live);
+    const decision = decideHandover({
+      target: item.key,
+      destination,
+      currentServiceName,
+      replicas,
+      nowMs,
+      progress: config.status?.handover,
+      previous: findCondition(config.status?.conditions, HANDOVER_READY) as HandoverCondition | undefined,
+      policy: deps.policy,
+    });
+    if (decision.action === 'patch') {
+      const caBundle = await deps.trustBundle(destination, namespace, ctx.signal);
+      if (caBundle === undefined) {
+        ctx.log.info(
+          { target: item.key, destination },
+          'serving Secret of the destination has no ca.crt yet',
+        );
+        return recheckAfter(TRUST_BUNDLE_RETRY_MS, 'the destination publishes no trust bundle yet');
+      }
+      const desired = desiredConversion({
+        target: item.key,
+        instance: destination,
+        namespace,
+        caBundle,
+        conversionReviewVersions: config.spec.conversionReviewVersions,
+      });
+      if (!conversionUpToDate(liveConversionOf(live), desired)) {
+        await deps.writer.apply(
+          targetKind.resource,
+          {
+            apiVersion: targetKind.resource.apiVersion,
+            kind: targetKind.kind,
+            metadata: { name: item.key },
+            spec: { conversion: desired },
+          } as KubernetesObject,
+          // Decided on exactly this version of the target: a newer one gets 409 and a new decision.
+          { signal: ctx.signal, resourceVersion: live.metadata.resourceVersion },
+        );
+        ctx.log.info(
+          { target: item.key, from: currentServiceName, to: destination, reason: decision.condition.reason },
+          'conversion repointed',
+        );
+      }
+    }
+    const status = decideHandoverStatus({
+      current: config.status,
+      decision,
+      namesDestination: decision.action === 'patch' || currentServiceName === webhookServiceName(destination),
+      namesAService: currentServiceName !== undefined,
+      nowIso: new Date(nowMs).toISOString(),
+    });
+    if (status.changed) {
+      await deps.writer.applyStatus(
+        CONFIG_RESOURCES[config.kind],
+        {
+          apiVersion: API_VERSION,
+          kind: config.kind,
+          metadata: { name: config.metadata.name },
+          status: status.status,
+        },
+        { signal: ctx.signal, resourceVersion: config.metadata.resourceVersion },
+      );
+    }
+    if (decision.recheckAtMs === undefined) return done;
+    return recheckAt(decision.recheckAtMs, deps.clock.now(), `handover: ${decision.condition.reason}`);
+  };
+}
+
+type Subject =
+  | { kind: 'skip'; why: string }
+  | {
+      kind: 'handover';
+      config: ConversionConfig & { metadata: { resourceVersion: string } };
+      destination: string;
+      namespace: string;
+      targetKind: TargetKind;
+      live: { metadata: { resourceVersion: string } };
+      replicas: DestinationReplicas;
+    };
+
+/**
+ * Everything the gate needs about one target, or why it has nothing to do: no config, a target
+ * the resolver cannot place (assign reports why), a target that does not exist, a config that
+ * does not compile against it (nothing touches a target then), a destination not in the view.
+ */
+function readSubject(view: HandoverView, target: string, defaultNamespace: string, nowMs: number): Subject {
+  const configs = parsedConfigs(view);
+  const config = configs.find((c) => targetNameOf(c) === target);
+  if (config === undefined) return { kind: 'skip', why: 'no config converts it' };
+  const instances = view.list('webhookserver').flatMap((o) => {
+    const parsed = webhookServerSchema.safeParse(o);
+    return parsed.success ? [parsed.data] : [];
+  });
+  const resolution = assignSubjects(configs.map(subjectOf), fleetOf(instances)).get(target);
+  if (resolution === undefined || !resolution.ok)
+    return { kind: 'skip', why: resolution?.message ?? 'unresolved' };
+  const targetKind = TARGET_KINDS[config.kind];
+  const record = view.record({ kind: targetKind.viewKind, namespace: '', name: target });
+  const live = record?.object as { metadata: { resourceVersion?: string } } | undefined;
+  if (live === undefined || record?.omitted) return { kind: 'skip', why: 'the target is not in the view' };
+  const validation = validateConfig(config.spec, { kind: targetKind.kind, name: target, live });
+  if (!mayTouchTarget(validation)) return { kind: 'skip', why: `config verdict ${validation.verdict}` };
+  const instance = readInstance(view, resolution.instance);
+  if (instance.kind !== 'found')
+    return { kind: 'skip', why: `destination ${resolution.instance} ${instance.kind}` };
+  const { resourceVersion: targetVersion } = live.metadata;
+  const { resourceVersion: configVersion } = config.metadata;
+  if (!targetVersion || !configVersion) return { kind: 'skip', why: 'recorded without a resourceVersion' };
+  const namespace = instance.instance.spec.namespace ?? defaultNamespace;
+  return {
+    kind: 'handover',
+    config: { ...config, metadata: { ...config.metadata, resourceVersion: configVersion } },
+    destination: resolution.instance,
+    namespace,
+    targetKind,
+    live: { ...live, metadata: { ...live.metadata, resourceVersion: targetVersion } },
+    replicas: destinationReplicas(view, instance.instance, namespace, nowMs),
+  };
+}
+
+function parsedConfigs(view: HandoverView): ConversionConfig[] {
+  return [...view.list('crdconfig'), ...view.list('xrdconfig')].flatMap((o) => {
+    const parsed = conversionConfigSchema.safeParse(o);
+    return parsed.success ? [parsed.data] : [];
+  });
+}
+
+// Decoded by the lease-aggregate decision, against the same expected set the replicas encoded
+// with: the gate and the instance's status read the same Leases the same way.
+function destinationReplicas(
+  view: HandoverView,
+  instance: WebhookServer,
+  namespace: string,
+  nowMs: number,
+): DestinationReplicas {
+  const name = instance.metadata.name;
+  return decideInstanceAggregate({
+    leases: readInstanceLeases(view, name, namespace),
+    readyPods: readReadyPods(view, name, namespace),
+    expected: expectedSets(readExpectationView(view))(name),
+    current: instance.status,
+    nowMs,
+  }).replicas;
+}
