@@ -433,12 +433,9 @@ describe('handover', () => {
       secret.data?.['ca.crt'],
     );
     await waitFor(
-      'status Applied',
-      async () => ((await configStatus())?.phase === 'Applied' ? true : undefined),
-      {
-        timeoutMs: 10_000,
-        intervalMs: 100,
-      },
+      'HandoverReady in the status',
+      async () => (handoverReady(await configStatus())?.reason === 'FirstApply' ? true : undefined),
+      { timeoutMs: 10_000, intervalMs: 100 },
     );
     expect(handoverReady(await configStatus())).toMatchObject({ status: 'True', reason: 'FirstApply' });
   });

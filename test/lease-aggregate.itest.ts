@@ -171,7 +171,7 @@ async function startCountedRouter(): Promise<void> {
     js: bus.js,
     jsm: bus.jsm,
     view,
-    partitions: { assign: PARTITIONS, leaseAggregate: PARTITIONS },
+    partitions: { assign: PARTITIONS, leaseAggregate: PARTITIONS, configStatus: PARTITIONS },
     log,
   });
   stoppers.push(() => router.stop().finally(() => view.stop()));

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // The project's one entrypoint (the container image runs it too): a subcommand per job.
 import { runAdmission } from '../admission/run.ts';
+import { runConfigStatus } from '../handlers/run-config-status.ts';
+import { runHandover } from '../handlers/run-handover.ts';
 import { runLeaseAggregate } from '../handlers/run-lease-aggregate.ts';
 import { runWatchers } from '../watchers/run.ts';
 import { runAssign } from './assign.ts';
@@ -16,6 +18,8 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   router: runRouter,
   assign: runAssign,
   'lease-aggregate': runLeaseAggregate,
+  handover: runHandover,
+  'config-status': runConfigStatus,
 };
 
 async function main(argv: string[]): Promise<void> {

@@ -31,6 +31,7 @@ export async function runRouter(argv: string[]): Promise<void> {
     partitions: {
       assign: config.bus.partitions.assign,
       leaseAggregate: config.bus.partitions.leaseAggregate,
+      configStatus: config.bus.partitions.configStatus,
     },
     log,
   });

@@ -75,7 +75,7 @@ const nats = z
  * each one's partition count caps its throughput at about partitions ÷
  * (handler latency + a few ms), whatever the replica count (docs/bus.md).
  */
-export const PARTITIONED_CONCERNS = ['assign', 'leaseAggregate', 'handover'] as const;
+export const PARTITIONED_CONCERNS = ['assign', 'leaseAggregate', 'handover', 'configStatus'] as const;
 export type PartitionedConcern = (typeof PARTITIONED_CONCERNS)[number];
 
 function partitionCount(concern: string, serializes: string) {
@@ -94,6 +94,7 @@ const partitions = z
     assign: partitionCount('assign', 'pools'),
     leaseAggregate: partitionCount('lease-aggregate', 'webhook servers'),
     handover: partitionCount('handover', 'targets'),
+    configStatus: partitionCount('config-status', 'configs'),
   })
   .strict();
 

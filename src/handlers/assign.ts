@@ -19,9 +19,8 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { API_VERSION } from '../api/constants.ts';
-import { type ConfigStatus, CRD_CONFIG_KIND, XRD_CONFIG_KIND } from '../api/conversion-config.ts';
-import { WEBHOOK_SERVER_KIND, type WebhookServerStatus } from '../api/webhook-server.ts';
+import type { ConfigStatus } from '../api/conversion-config.ts';
+import type { WebhookServerStatus } from '../api/webhook-server.ts';
 import {
   encodeMessage,
   type HandoverWork,
@@ -43,7 +42,7 @@ import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { decideConfigAssignment, decideInstanceAssignment, type Move } from '../core/assign-decision.ts';
 import { assignSubjects, fleetOf, type Resolution } from '../core/assignment.ts';
-import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
+import type { KubeWriter } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import {
   ASSIGN_CONCERN,
@@ -53,28 +52,8 @@ import {
   isConfigKind,
   type KeyedSubject,
 } from './assign-world.ts';
+import { PROJECT_RESOURCES } from './project-resources.ts';
 import { handoverWorkSubject, type ObjectWorkKey, parseWorkKey, workMsgId } from './work-keys.ts';
-
-const RESOURCES: Record<string, ResourceRef & { kind: string }> = {
-  crdconfig: {
-    apiVersion: API_VERSION,
-    resource: 'crdconversionconfigs',
-    namespaced: false,
-    kind: CRD_CONFIG_KIND,
-  },
-  xrdconfig: {
-    apiVersion: API_VERSION,
-    resource: 'xrdconversionconfigs',
-    namespaced: false,
-    kind: XRD_CONFIG_KIND,
-  },
-  webhookserver: {
-    apiVersion: API_VERSION,
-    resource: 'conversionwebhookservers',
-    namespaced: false,
-    kind: WEBHOOK_SERVER_KIND,
-  },
-};
 
 export function assignConsumers(partitions: number): HandlerConsumerSpec {
   return {
@@ -175,7 +154,7 @@ export class AssignHandler {
     resourceVersion: string,
     ctx: HandlerContext,
   ): Promise<unknown> {
-    const ref = RESOURCES[key.kind];
+    const ref = PROJECT_RESOURCES[key.kind];
     if (!ref) throw new PermanentError(`no resource for kind ${key.kind}`);
     return this.deps.writer.applyStatus(
       ref,

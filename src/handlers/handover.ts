@@ -16,7 +16,7 @@
 // target says; written first, a crash in between would report a patch that never happened.
 // Both writes are conditional on the resourceVersion the decision read (docs/handlers.md).
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { API_VERSION, webhookServiceName } from '../api/constants.ts';
+import { API_VERSION } from '../api/constants.ts';
 import { type ConversionConfig, conversionConfigSchema, targetNameOf } from '../api/conversion-config.ts';
 import { type WebhookServer, webhookServerSchema } from '../api/webhook-server.ts';
 import type { HandoverWork } from '../bus/messages.ts';
@@ -203,8 +203,6 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
     const status = decideHandoverStatus({
       current: config.status,
       decision,
-      namesDestination: decision.action === 'patch' || currentServiceName === webhookServiceName(destination),
-      namesAService: currentServiceName !== undefined,
       nowIso: new Date(nowMs).toISOString(),
     });
     if (status.changed) {

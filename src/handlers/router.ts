@@ -39,6 +39,8 @@ import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { assignTriggers } from './assign-triggers.ts';
 import { ASSIGN_CONCERN, assignWorldOf } from './assign-world.ts';
+import { CONFIG_STATUS, configStatusSubject } from './config-status.ts';
+import { configStatusTriggers } from './config-status-triggers.ts';
 import { LEASE_AGGREGATE, leaseAggregateSubject } from './lease-aggregate.ts';
 import { leaseAggregateTriggers } from './lease-aggregate-triggers.ts';
 import {
@@ -68,7 +70,7 @@ export interface RouterDeps {
   jsm: JetStreamManager;
   /** Holds the kinds the trigger functions read (assign-world.ts `ASSIGN_VIEW_KINDS`). */
   view: ObjectView;
-  partitions: { assign: number; leaseAggregate: number };
+  partitions: { assign: number; leaseAggregate: number; configStatus: number };
 }
 
 /** The sequence of the object's previous record, from the header the watcher stored; 0 when none. */
@@ -89,20 +91,17 @@ export class Router {
     if (!key) return;
     const previous = await this.previousRecord(ctx.headers);
     await this.deps.view.waitFor(ctx.seq);
-    const triggers = assignTriggers(
-      { kind: key.kind, op: event.op, object: event.object },
-      previous,
-      assignWorldOf(this.deps.view),
-    );
-    const instances = leaseAggregateTriggers(
-      { kind: key.kind, op: event.op, object: event.object },
-      previous,
-    );
+    const change = { kind: key.kind, op: event.op, object: event.object };
+    const world = assignWorldOf(this.deps.view);
+    const triggers = assignTriggers(change, previous, world);
+    const instances = leaseAggregateTriggers(change, previous);
+    const configs = configStatusTriggers(change, world);
     const item = (k: ObjectWorkKey): WorkItem => ({ key: formatWorkKey(k), seq: ctx.seq });
     await Promise.all([
       ...triggers.now.map((k) => this.publishNow(item(k), k)),
       ...triggers.paced.map((k) => this.publishPacedItem(item(k), k)),
       ...instances.map((instance) => this.publishLeaseAggregate(instance, ctx.seq)),
+      ...configs.map((k) => this.publishConfigStatus(item(k), k)),
     ]);
     if (triggers.now.length + triggers.paced.length > 0) {
       ctx.log.debug(
@@ -143,6 +142,14 @@ export class Router {
       leaseAggregateSubject(instance, this.deps.partitions.leaseAggregate),
       encodeMessage(workItemSchema, { key: instance, seq }),
       { msgID: workMsgId(LEASE_AGGREGATE, seq, instance) },
+    );
+  }
+
+  private async publishConfigStatus(item: WorkItem, key: ObjectWorkKey): Promise<void> {
+    await this.deps.js.publish(
+      configStatusSubject(key, this.deps.partitions.configStatus),
+      encodeMessage(workItemSchema, item),
+      { msgID: workMsgId(CONFIG_STATUS, item.seq, item.key) },
     );
   }
 

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import type { RecordedObject } from '../bus/messages.ts';
+import type { KeyedSubject } from './assign-world.ts';
+import { configStatusTriggers } from './config-status-triggers.ts';
+
+const object = (name: string): RecordedObject => ({
+  metadata: { name, uid: `uid-${name}`, resourceVersion: '1' },
+});
+const subject = (kind: string, name: string, target: string): KeyedSubject => ({
+  key: { kind, name },
+  config: `${kind}/${name}`,
+  target,
+  pinnedTo: undefined,
+});
+const world = {
+  configs: [
+    subject('crdconfig', 'widgets', 'widgets.example.com'),
+    subject('xrdconfig', 'buckets', 'xbuckets.example.com'),
+  ],
+};
+
+describe('configStatusTriggers', () => {
+  it.each([
+    ['a config wakes itself', 'crdconfig', 'widgets', [{ kind: 'crdconfig', name: 'widgets' }]],
+    ['an XRD config wakes itself', 'xrdconfig', 'other', [{ kind: 'xrdconfig', name: 'other' }]],
+    [
+      'a target wakes the config that converts it',
+      'crd',
+      'widgets.example.com',
+      [{ kind: 'crdconfig', name: 'widgets' }],
+    ],
+    [
+      'an XRD target wakes its config',
+      'xrd',
+      'xbuckets.example.com',
+      [{ kind: 'xrdconfig', name: 'buckets' }],
+    ],
+    ['a CRD nobody converts wakes nothing', 'crd', 'gadgets.example.com', []],
+    ['an instance wakes nothing here', 'webhookserver', 'a', []],
+  ])('%s', (_name, kind, name, expected) => {
+    expect(configStatusTriggers({ kind, object: object(name) }, world)).toEqual(expected);
+  });
+});

@@ -1,0 +1,19 @@
+// What a recorded change wakes in config-status: the config itself (its spec, or the
+// assignment assign wrote into its status, which the phase reads), and every config of a
+// target whose definition changed (its versions and schemas are what the rules compile
+// against; its spec.conversion is what `Applied` reads). Pure; the router publishes the keys.
+import type { RecordedObject } from '../bus/messages.ts';
+import { type AssignWorld, CONFIG_KINDS } from './assign-world.ts';
+import type { ObjectWorkKey } from './work-keys.ts';
+
+const TARGET_KINDS = ['crd', 'xrd'];
+
+export function configStatusTriggers(
+  change: { kind: string; object: RecordedObject },
+  world: Pick<AssignWorld, 'configs'>,
+): ObjectWorkKey[] {
+  if ((CONFIG_KINDS as readonly string[]).includes(change.kind))
+    return [{ kind: change.kind, name: change.object.metadata.name }];
+  if (!TARGET_KINDS.includes(change.kind)) return [];
+  return world.configs.filter((c) => c.target === change.object.metadata.name).map((c) => c.key);
+}

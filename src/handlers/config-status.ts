@@ -1,0 +1,103 @@
+// The config-status handler: per config, the engine's verdict against the live target and the
+// phase, written into the config's status (`Validated` condition, `phase`) only when they
+// change. Nothing here touches a target: the handover handler does that, and only for a config
+// whose rules compile (the same verdict, core/config-validation.ts).
+//
+// Woken by the router for a config's own records and for its target's (config-status-
+// triggers.ts). A config's own status writes (this handler's, assign's, handover's) wake it
+// too; it then finds nothing changed and writes nothing, so the loop ends there.
+import { type ConversionConfig, conversionConfigSchema, targetNameOf } from '../api/conversion-config.ts';
+import type { WorkItem } from '../bus/messages.ts';
+import { done, type Handler, type HandlerConsumerSpec } from '../bus/runtime/index.ts';
+import { STREAMS } from '../bus/topology.ts';
+import type { ObjectView } from '../bus/view.ts';
+import { decideConfigStatus, instanceServing } from '../core/config-status.ts';
+import { validateConfig } from '../core/config-validation.ts';
+import { conversionServiceOf } from '../core/target-conversion.ts';
+import type { KubeWriter } from '../kube/writer.ts';
+import type { Clock } from '../runtime/clock.ts';
+import { CONFIG_KINDS, INSTANCE_KIND } from './assign-world.ts';
+import { TARGET_KINDS } from './handover.ts';
+import { PROJECT_RESOURCES } from './project-resources.ts';
+import { type ObjectWorkKey, objectWorkSubject, parseWorkKey } from './work-keys.ts';
+
+export const CONFIG_STATUS = 'config-status';
+
+/** What the view must hold: the configs, their targets, and the instances whose Services they may name. */
+export const CONFIG_STATUS_VIEW_KINDS = [...CONFIG_KINDS, 'crd', 'xrd', INSTANCE_KIND];
+
+export function configStatusConsumers(partitions: number): HandlerConsumerSpec {
+  return {
+    stream: STREAMS.work,
+    durable: CONFIG_STATUS,
+    ackWaitMs: 30_000,
+    maxDeliver: 10,
+    mode: 'partitioned',
+    prefix: `work.${CONFIG_STATUS}`,
+    partitions,
+  };
+}
+
+export function configStatusSubject(key: ObjectWorkKey, partitions: number): string {
+  return objectWorkSubject(CONFIG_STATUS, key, partitions);
+}
+
+export interface ConfigStatusDeps {
+  view: Pick<ObjectView, 'waitFor' | 'record' | 'list'>;
+  writer: Pick<KubeWriter, 'applyStatus'>;
+  clock: Clock;
+}
+
+export function configStatusHandler(deps: ConfigStatusDeps): Handler<WorkItem> {
+  return async (item, ctx) => {
+    const key = parseWorkKey(item.key);
+    if (!key || !(CONFIG_KINDS as readonly string[]).includes(key.kind)) return done;
+    await deps.view.waitFor(item.seq);
+    const record = deps.view.record({ kind: key.kind, namespace: '', name: key.name });
+    // Gone, or recorded without its content: nothing to state (a fix is a new record).
+    if (!record || record.omitted) return done;
+    const parsed = conversionConfigSchema.safeParse(record.object);
+    if (!parsed.success) {
+      ctx.log.warn({ config: item.key }, 'config does not parse; admission should have refused it');
+      return done;
+    }
+    const config = parsed.data;
+    const write = decideConfigStatus({
+      current: config.status,
+      generation: config.metadata.generation,
+      validation: validateConfig(config.spec, { ...targetOf(config), live: liveTarget(deps.view, config) }),
+      servingInstance: instanceServing(
+        conversionServiceOf(liveTarget(deps.view, config)),
+        deps.view.list(INSTANCE_KIND).map((i) => i.metadata.name),
+      ),
+      nowIso: new Date(deps.clock.now()).toISOString(),
+    });
+    if (!write) return done;
+    const ref = PROJECT_RESOURCES[key.kind];
+    if (!ref) return done;
+    await deps.writer.applyStatus(
+      ref,
+      { apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: key.name }, status: write },
+      // Decided on exactly this version of the config: a stale attempt gets 409.
+      { signal: ctx.signal, resourceVersion: record.object.metadata.resourceVersion },
+    );
+    ctx.log.info(
+      { config: item.key, phase: write.phase, validated: write.conditions[0]?.reason },
+      'status written',
+    );
+    return done;
+  };
+}
+
+function targetOf(config: ConversionConfig): { kind: string; name: string } {
+  return { kind: TARGET_KINDS[config.kind].kind, name: targetNameOf(config) };
+}
+
+function liveTarget(view: ConfigStatusDeps['view'], config: ConversionConfig): unknown {
+  const record = view.record({
+    kind: TARGET_KINDS[config.kind].viewKind,
+    namespace: '',
+    name: targetNameOf(config),
+  });
+  return record && !record.omitted ? record.object : undefined;
+}
