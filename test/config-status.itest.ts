@@ -1,0 +1,284 @@
+// config-status against the real apiserver and JetStream: the watchers record configs, their
+// targets and the instances, the router turns each record into work, and the handler (acting
+// as the ServiceAccount of deploy/rbac/config-status.yaml) writes each config's phase and
+// Validated condition: Pending without a target, Validated once its rules compile against it,
+// Invalid (with the engine's diagnostic) when they stop compiling, Applied once the target's
+// conversion names one of our instances.
+import {
+  ApiextensionsV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_VERSION, GROUP, VERSION, webhookServiceName } from '../src/api/constants.ts';
+import type { ConfigStatus } from '../src/api/conversion-config.ts';
+import { workItemSchema } from '../src/bus/messages.ts';
+import { type HandlerRuntime, startHandlerRuntime } from '../src/bus/runtime/index.ts';
+import { ObjectView } from '../src/bus/view.ts';
+import { defaultConfig } from '../src/config/schema.ts';
+import { ASSIGN_VIEW_KINDS } from '../src/handlers/assign-world.ts';
+import {
+  CONFIG_STATUS,
+  CONFIG_STATUS_VIEW_KINDS,
+  configStatusConsumers,
+  configStatusHandler,
+} from '../src/handlers/config-status.ts';
+import { startRouter } from '../src/handlers/router.ts';
+import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
+import { isNotFound } from '../src/kube/errors.ts';
+import { fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
+import { waitFor } from '../src/local-cluster/wait.ts';
+import { systemClock } from '../src/runtime/clock.ts';
+import { RECORDED_RESOURCES } from '../src/watchers/resources.ts';
+import { type OwnBus, startOwnBus } from './support/bus.ts';
+import { committedCrds, ensureCrd } from './support/crds.ts';
+import { componentIdentity } from './support/identities.ts';
+import { useLocalCluster } from './support/local-cluster.ts';
+import { startRecording } from './support/watchers.ts';
+
+const cluster = useLocalCluster();
+const admin = cluster.kubeConfig('admin');
+const custom = admin.makeApiClient(CustomObjectsApi);
+const crds = admin.makeApiClient(ApiextensionsV1Api);
+const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'config-status-itest' });
+const PARTITIONS = 4;
+const run = Date.now().toString(36);
+const TARGET = `gizmos${run}.status.switchyard.dev`;
+const CONFIG = `gizmos-${run}`;
+const INSTANCE = `cs-${run}`;
+const stoppers: Array<() => unknown> = [];
+let bus: OwnBus;
+let clients: KubeClients;
+let runtime: HandlerRuntime;
+
+/** v2 (stored) has spec.size where v1 has spec.replicas: the config must claim the difference. */
+function target(): V1CustomResourceDefinition {
+  const version = (name: string, field: string, storage: boolean) => ({
+    name,
+    served: true,
+    storage,
+    schema: {
+      openAPIV3Schema: {
+        type: 'object',
+        properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } },
+      },
+    },
+  });
+  const [plural, ...group] = TARGET.split('.');
+  return {
+    metadata: { name: TARGET },
+    spec: {
+      group: group.join('.'),
+      scope: 'Namespaced',
+      names: { plural: plural ?? '', singular: 'gizmo', kind: 'Gizmo' },
+      versions: [version('v2', 'size', true), version('v1', 'replicas', false)],
+    },
+  };
+}
+
+const rename = { strategy: 'FieldRename', fieldRename: { hubPath: 'spec.size', spokePath: 'spec.replicas' } };
+const configSpec = (rules: unknown[]) => ({
+  targetCRD: { name: TARGET },
+  hubVersion: 'v2',
+  spokes: [{ version: 'v1', rules }],
+});
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+async function status(): Promise<ConfigStatus | undefined> {
+  const c = (await custom.getClusterCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: 'crdconversionconfigs',
+    name: CONFIG,
+  })) as { status?: ConfigStatus };
+  return c.status;
+}
+
+const validated = (s: ConfigStatus | undefined) => s?.conditions?.find((c) => c.type === 'Validated');
+
+async function phaseBecomes(phase: string): Promise<ConfigStatus> {
+  return waitFor(`phase ${phase}`, async () => {
+    const s = await status();
+    return s?.phase === phase ? s : undefined;
+  });
+}
+
+beforeAll(async () => {
+  bus = await startOwnBus();
+  for (const crd of await committedCrds()) await ensureCrd(admin, crd);
+  for (const resource of RECORDED_RESOURCES) {
+    const w = await startRecording(bus, resource, { kubeConfig: admin, log });
+    stoppers.push(() => w.stop());
+  }
+  const routerView = new ObjectView(ASSIGN_VIEW_KINDS, log);
+  await routerView.start(bus.js);
+  const router = await startRouter({
+    nc: bus.nc,
+    js: bus.js,
+    jsm: bus.jsm,
+    view: routerView,
+    partitions: { assign: PARTITIONS, leaseAggregate: PARTITIONS, configStatus: PARTITIONS },
+    log,
+  });
+  stoppers.push(() => router.stop().finally(() => routerView.stop()));
+  const view = new ObjectView(CONFIG_STATUS_VIEW_KINDS, log);
+  await view.start(bus.js);
+  stoppers.push(() => view.stop());
+  clients = createKubeClients({
+    kubeConfig: await componentIdentity(cluster.info, admin, CONFIG_STATUS),
+    component: 'config-status-itest',
+    kubernetes: defaultConfig().kubernetes,
+  });
+  runtime = await startHandlerRuntime({
+    nc: bus.nc,
+    concern: CONFIG_STATUS,
+    log,
+    consumers: configStatusConsumers(PARTITIONS),
+    schema: workItemSchema,
+    deadLetterSubject: `dlq.${CONFIG_STATUS}`,
+    handle: configStatusHandler({
+      view,
+      writer: new KubeWriter(clients.writes, fieldManagerFor(CONFIG_STATUS)),
+      clock: systemClock,
+    }),
+  });
+});
+
+afterAll(async () => {
+  await runtime?.stop();
+  for (const stop of stoppers.reverse()) await stop();
+  await clients?.close();
+  const gone = (err: unknown) => {
+    if (!isNotFound(err)) throw err;
+  };
+  await custom
+    .deleteClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'crdconversionconfigs',
+      name: CONFIG,
+    })
+    .catch(gone);
+  await custom
+    .deleteClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'conversionwebhookservers',
+      name: INSTANCE,
+    })
+    .catch(gone);
+  await crds.deleteCustomResourceDefinition({ name: TARGET }).catch(gone);
+  await bus?.stop();
+});
+
+describe('config status', () => {
+  it('is Pending, Validated Unknown, while the target does not exist', async () => {
+    await custom.createClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'crdconversionconfigs',
+      body: {
+        apiVersion: API_VERSION,
+        kind: 'CRDConversionConfig',
+        metadata: { name: CONFIG },
+        spec: configSpec([rename]),
+      },
+    });
+    const s = await phaseBecomes('Pending');
+    expect(validated(s)).toMatchObject({ status: 'Unknown', reason: 'TargetNotFound' });
+  });
+
+  it('turns Validated once the target appears and the rules compile against it', async () => {
+    await crds.createCustomResourceDefinition({ body: target() });
+    const s = await phaseBecomes('Validated');
+    expect(validated(s)).toMatchObject({ status: 'True', reason: 'Compiled' });
+  });
+
+  it('turns Invalid, with the engine’s diagnostic, when the rules stop claiming a difference', async () => {
+    await custom.patchClusterCustomObject(
+      {
+        group: GROUP,
+        version: VERSION,
+        plural: 'crdconversionconfigs',
+        name: CONFIG,
+        body: { spec: { spokes: [{ version: 'v1', rules: [] }] } },
+      },
+      mergePatch,
+    );
+    const s = await phaseBecomes('Invalid');
+    expect(validated(s)).toMatchObject({ status: 'False', reason: 'CompileFailed' });
+    expect(validated(s)?.message).toMatch(/spec\.(size|replicas)/);
+  });
+
+  it('turns Applied once the rules compile again and the target’s conversion names one of our instances', async () => {
+    await custom.createClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'conversionwebhookservers',
+      body: {
+        apiVersion: API_VERSION,
+        kind: 'ConversionWebhookServer',
+        metadata: { name: INSTANCE },
+        spec: { namespace: 'default' },
+      },
+    });
+    await custom.patchClusterCustomObject(
+      {
+        group: GROUP,
+        version: VERSION,
+        plural: 'crdconversionconfigs',
+        name: CONFIG,
+        body: { spec: { spokes: [{ version: 'v1', rules: [rename] }] } },
+      },
+      mergePatch,
+    );
+    await phaseBecomes('Validated');
+    // The handover handler's patch, played by the test: the target now names the instance.
+    await crds.patchCustomResourceDefinition(
+      {
+        name: TARGET,
+        body: {
+          spec: {
+            conversion: {
+              strategy: 'Webhook',
+              webhook: {
+                conversionReviewVersions: ['v1'],
+                clientConfig: {
+                  service: {
+                    name: webhookServiceName(INSTANCE),
+                    namespace: 'default',
+                    path: `/convert/${TARGET}`,
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+      mergePatch,
+    );
+    const s = await phaseBecomes('Applied');
+    expect(validated(s)).toMatchObject({ status: 'True', reason: 'Compiled' });
+  });
+
+  it('its identity cannot write a config’s spec', async () => {
+    const asHandler = (await componentIdentity(cluster.info, admin, CONFIG_STATUS)).makeApiClient(
+      CustomObjectsApi,
+    );
+    await expect(
+      asHandler.patchClusterCustomObject(
+        {
+          group: GROUP,
+          version: VERSION,
+          plural: 'crdconversionconfigs',
+          name: CONFIG,
+          body: { spec: { hubVersion: 'v1' } },
+        },
+        mergePatch,
+      ),
+    ).rejects.toMatchObject({ code: 403 });
+  });
+});

@@ -1,0 +1,46 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  loadAllYaml,
+} from '@kubernetes/client-node';
+import { isConflict } from '../../src/kube/errors.ts';
+import type { LocalClusterInfo } from '../../src/local-cluster/cluster.ts';
+import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
+import { kubeConfigFromToken } from '../../src/local-cluster/kubeconfig.ts';
+
+export const RBAC_NAMESPACE = 'switchyard-system';
+
+/** The user name the apiserver gives a component's ServiceAccount (audit log, RBAC). */
+export function componentUser(component: string): string {
+  return `system:serviceaccount:${RBAC_NAMESPACE}:switchyard-${component}`;
+}
+
+/**
+ * deploy/rbac/<component>.yaml applied as a user would apply it, and a kubeconfig holding a
+ * token of its ServiceAccount: a test that acts as the component proves its manifest is enough.
+ */
+export async function componentIdentity(
+  cluster: LocalClusterInfo,
+  admin: KubeConfig,
+  component: string,
+): Promise<KubeConfig> {
+  const core = admin.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: RBAC_NAMESPACE } } }).catch(ignoreExists);
+  const objects = admin.makeApiClient(KubernetesObjectApi);
+  const text = await readFile(join(PROJECT_ROOT, 'deploy', 'rbac', `${component}.yaml`), 'utf8');
+  for (const o of loadAllYaml(text) as KubernetesObject[]) await objects.create(o).catch(ignoreExists);
+  const token = await core.createNamespacedServiceAccountToken({
+    name: `switchyard-${component}`,
+    namespace: RBAC_NAMESPACE,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  return kubeConfigFromToken(cluster.endpoint, componentUser(component), token.status?.token ?? '');
+}
+
+function ignoreExists(err: unknown): void {
+  if (!isConflict(err)) throw err;
+}
