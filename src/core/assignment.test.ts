@@ -54,7 +54,7 @@ describe('the rendezvous hash', () => {
     return (Number(h >> 12n) + 0.5) / 2 ** 52;
   }
 
-  it('is FNV-1a 64 + fmix64 mapped to 53 bits, exactly as documented', () => {
+  it('is FNV-1a 64 + fmix64 mapped to (2k + 1) / 2^53 over its top 52 bits, exactly as documented', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), (a, b) => {
         expect(draw(a, b)).toBe(referenceDraw(a, b));
