@@ -27,6 +27,7 @@ import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { findCondition, sameCondition, setCondition } from '../core/conditions.ts';
 import { readCertificates } from '../core/instances/certificate-facts.ts';
+import { childNames } from '../core/instances/children.ts';
 import { type DeletionDecision, decideDeletion } from '../core/instances/deletion.ts';
 import { type RenderedInstance, type RenderSettings, renderInstance } from '../core/instances/render.ts';
 import type { CertificateIssuer } from '../core/instances/serving-cert.ts';
@@ -210,9 +211,7 @@ function targetServices(view: InstancesDeps['view']): Map<string, string | undef
 }
 
 function deploymentOf(view: InstancesDeps['view'], instance: WebhookServer, defaultNamespace: string) {
-  const rendered = renderInstance(instance, { defaultNamespace, image: { repository: 'unused' } });
-  if (!rendered.ok) return undefined;
-  const { namespace, workload } = rendered.value.names;
+  const { namespace, workload } = childNames(instance, defaultNamespace);
   const record = view.record({ kind: 'deployment', namespace, name: workload });
   return record && !record.omitted ? (record.object as V1Deployment) : undefined;
 }
