@@ -120,7 +120,12 @@ beforeAll(async () => {
     js: bus.js,
     jsm: bus.jsm,
     view: routerView,
-    partitions: { assign: PARTITIONS, leaseAggregate: PARTITIONS, configStatus: PARTITIONS },
+    partitions: {
+      assign: PARTITIONS,
+      leaseAggregate: PARTITIONS,
+      configStatus: PARTITIONS,
+      instances: PARTITIONS,
+    },
     log,
   });
   stoppers.push(() => router.stop().finally(() => routerView.stop()));

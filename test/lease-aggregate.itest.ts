@@ -171,7 +171,12 @@ async function startCountedRouter(): Promise<void> {
     js: bus.js,
     jsm: bus.jsm,
     view,
-    partitions: { assign: PARTITIONS, leaseAggregate: PARTITIONS, configStatus: PARTITIONS },
+    partitions: {
+      assign: PARTITIONS,
+      leaseAggregate: PARTITIONS,
+      configStatus: PARTITIONS,
+      instances: PARTITIONS,
+    },
     log,
   });
   stoppers.push(() => router.stop().finally(() => view.stop()));

@@ -3,6 +3,7 @@
 import { runAdmission } from '../admission/run.ts';
 import { runConfigStatus } from '../handlers/run-config-status.ts';
 import { runHandover } from '../handlers/run-handover.ts';
+import { runInstances } from '../handlers/run-instances.ts';
 import { runLeaseAggregate } from '../handlers/run-lease-aggregate.ts';
 import { runWatchers } from '../watchers/run.ts';
 import { runAssign } from './assign.ts';
@@ -20,6 +21,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   'lease-aggregate': runLeaseAggregate,
   handover: runHandover,
   'config-status': runConfigStatus,
+  instances: runInstances,
 };
 
 async function main(argv: string[]): Promise<void> {

@@ -32,6 +32,7 @@ export async function runRouter(argv: string[]): Promise<void> {
       assign: config.bus.partitions.assign,
       leaseAggregate: config.bus.partitions.leaseAggregate,
       configStatus: config.bus.partitions.configStatus,
+      instances: config.bus.partitions.instances,
     },
     log,
   });

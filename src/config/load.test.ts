@@ -33,7 +33,7 @@ describe('loadConfig', () => {
       fanoutRatePerSecond: 50,
       recordRetentionHours: 24,
       duplicateWindowSeconds: 120,
-      partitions: { assign: 16, leaseAggregate: 16, handover: 16, configStatus: 16 },
+      partitions: { assign: 16, leaseAggregate: 16, handover: 16, configStatus: 16, instances: 16 },
     });
     expect(config.log.level).toBe('info');
   });
@@ -148,7 +148,13 @@ describe('configuration keys', () => {
 
   it('sets one concern’s partition count from the environment, leaving the others at their default', () => {
     const { config } = loadConfig({ argv: [], env: { SWITCHYARD_BUS_PARTITIONS_HANDOVER: '64' } });
-    expect(config.bus.partitions).toEqual({ assign: 16, leaseAggregate: 16, handover: 64, configStatus: 16 });
+    expect(config.bus.partitions).toEqual({
+      assign: 16,
+      leaseAggregate: 16,
+      handover: 64,
+      configStatus: 16,
+      instances: 16,
+    });
     expect(() => loadConfig({ argv: [], env: { SWITCHYARD_BUS_PARTITIONS_ASSIGN: '0' } })).toThrow();
   });
 });

@@ -75,7 +75,13 @@ const nats = z
  * each one's partition count caps its throughput at about partitions ÷
  * (handler latency + a few ms), whatever the replica count (docs/bus.md).
  */
-export const PARTITIONED_CONCERNS = ['assign', 'leaseAggregate', 'handover', 'configStatus'] as const;
+export const PARTITIONED_CONCERNS = [
+  'assign',
+  'leaseAggregate',
+  'handover',
+  'configStatus',
+  'instances',
+] as const;
 export type PartitionedConcern = (typeof PARTITIONED_CONCERNS)[number];
 
 function partitionCount(concern: string, serializes: string) {
@@ -95,6 +101,7 @@ const partitions = z
     leaseAggregate: partitionCount('lease-aggregate', 'webhook servers'),
     handover: partitionCount('handover', 'targets'),
     configStatus: partitionCount('config-status', 'configs'),
+    instances: partitionCount('instances', 'webhook servers'),
   })
   .strict();
 

@@ -30,7 +30,7 @@ type Loose = {
 };
 
 /** The instance whose Service is named `service`, if it is one of ours. */
-function instanceOfService(service: string | undefined): string | undefined {
+export function instanceOfService(service: string | undefined): string | undefined {
   return service?.endsWith(SERVICE_SUFFIX)
     ? service.slice(0, -SERVICE_SUFFIX.length) || undefined
     : undefined;

@@ -38,9 +38,11 @@ import { parseObjectSubject } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { assignTriggers } from './assign-triggers.ts';
-import { ASSIGN_CONCERN, assignWorldOf } from './assign-world.ts';
+import { ASSIGN_CONCERN, assignWorldOf, INSTANCE_KIND } from './assign-world.ts';
 import { CONFIG_STATUS, configStatusSubject } from './config-status.ts';
 import { configStatusTriggers } from './config-status-triggers.ts';
+import { INSTANCES, instancesSubject } from './instances.ts';
+import { deletingInstances, instancesTriggers } from './instances-triggers.ts';
 import { LEASE_AGGREGATE, leaseAggregateSubject } from './lease-aggregate.ts';
 import { leaseAggregateTriggers } from './lease-aggregate-triggers.ts';
 import {
@@ -70,7 +72,7 @@ export interface RouterDeps {
   jsm: JetStreamManager;
   /** Holds the kinds the trigger functions read (assign-world.ts `ASSIGN_VIEW_KINDS`). */
   view: ObjectView;
-  partitions: { assign: number; leaseAggregate: number; configStatus: number };
+  partitions: { assign: number; leaseAggregate: number; configStatus: number; instances: number };
 }
 
 /** The sequence of the object's previous record, from the header the watcher stored; 0 when none. */
@@ -96,12 +98,14 @@ export class Router {
     const triggers = assignTriggers(change, previous, world);
     const instances = leaseAggregateTriggers(change, previous);
     const configs = configStatusTriggers(change, world);
+    const owners = instancesTriggers(change, previous, deletingInstances(this.deps.view.list(INSTANCE_KIND)));
     const item = (k: ObjectWorkKey): WorkItem => ({ key: formatWorkKey(k), seq: ctx.seq });
     await Promise.all([
       ...triggers.now.map((k) => this.publishNow(item(k), k)),
       ...triggers.paced.map((k) => this.publishPacedItem(item(k), k)),
       ...instances.map((instance) => this.publishLeaseAggregate(instance, ctx.seq)),
       ...configs.map((k) => this.publishConfigStatus(item(k), k)),
+      ...owners.map((instance) => this.publishInstances(instance, ctx.seq)),
     ]);
     if (triggers.now.length + triggers.paced.length > 0) {
       ctx.log.debug(
@@ -142,6 +146,14 @@ export class Router {
       leaseAggregateSubject(instance, this.deps.partitions.leaseAggregate),
       encodeMessage(workItemSchema, { key: instance, seq }),
       { msgID: workMsgId(LEASE_AGGREGATE, seq, instance) },
+    );
+  }
+
+  private async publishInstances(instance: string, seq: number): Promise<void> {
+    await this.deps.js.publish(
+      instancesSubject(instance, this.deps.partitions.instances),
+      encodeMessage(workItemSchema, { key: instance, seq }),
+      { msgID: workMsgId(INSTANCES, seq, instance) },
     );
   }
 

@@ -1,0 +1,266 @@
+// The instances handler: a ConversionWebhookServer made real (docs/instances.md). Per instance:
+// the finalizer, the two certificate Secrets, every rendered child server-side applied, and the
+// workload part of the status (core/instances/status.ts), written only when it changes; while
+// the instance is being deleted, the deletion decision instead (core/instances/deletion.ts).
+//
+// Keyed by instance (`work.instances.<p>.<instance>`), so one instance is handled by one replica
+// at a time. The router wakes it (instances-triggers.ts) on the instance's own changes, its
+// Deployment's, and the configs and targets a pending deletion reads. Time is the one cause
+// without an event: a certificate's renewal point, returned as a durable re-check.
+//
+// Children are applied unconditionally (writer.ts): each is a pure function of the instance, and
+// an apply of an unchanged rendering is a no-op for the apiserver. Writes derived from the
+// instance as read (the finalizer, the status) are conditional on its resourceVersion.
+import type { KubernetesObject, V1Deployment } from '@kubernetes/client-node';
+import { API_VERSION, IN_USE_FINALIZER } from '../api/constants.ts';
+import { WEBHOOK_SERVER_KIND, type WebhookServer } from '../api/webhook-server.ts';
+import type { WorkItem } from '../bus/messages.ts';
+import {
+  done,
+  type Handler,
+  type HandlerConsumerSpec,
+  type HandlerContext,
+  recheckAt,
+} from '../bus/runtime/index.ts';
+import { workSubject } from '../bus/subjects.ts';
+import { STREAMS } from '../bus/topology.ts';
+import type { ObjectView } from '../bus/view.ts';
+import { findCondition, sameCondition, setCondition } from '../core/conditions.ts';
+import { readCertificates } from '../core/instances/certificate-facts.ts';
+import { childNames } from '../core/instances/children.ts';
+import { type DeletionDecision, decideDeletion } from '../core/instances/deletion.ts';
+import { type RenderedInstance, type RenderSettings, renderInstance } from '../core/instances/render.ts';
+import type { CertificateIssuer } from '../core/instances/serving-cert.ts';
+import { instanceStatus } from '../core/instances/status.ts';
+import { conversionServiceOf, liveConversionOf } from '../core/target-conversion.ts';
+import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
+import type { Clock } from '../runtime/clock.ts';
+import { CONFIG_KINDS, configSubjectOf, INSTANCE_KIND, instanceOf } from './assign-world.ts';
+import { ensureCertificates } from './instance-certificates.ts';
+import type { SecretReader } from './instance-secrets.ts';
+import { WEBHOOK_SERVERS } from './lease-aggregate.ts';
+import { readInstance } from './view-reads.ts';
+
+export const INSTANCES = 'instances';
+
+const TARGET_VIEW_KINDS = ['crd', 'xrd'] as const;
+
+/** What the view must hold: the instances, their Deployments, and what a deletion decision reads. */
+export const INSTANCES_VIEW_KINDS = [INSTANCE_KIND, 'deployment', ...CONFIG_KINDS, ...TARGET_VIEW_KINDS];
+
+const REFS = {
+  serviceAccount: { apiVersion: 'v1', resource: 'serviceaccounts', namespaced: true },
+  role: { apiVersion: 'rbac.authorization.k8s.io/v1', resource: 'roles', namespaced: true },
+  roleBinding: { apiVersion: 'rbac.authorization.k8s.io/v1', resource: 'rolebindings', namespaced: true },
+  service: { apiVersion: 'v1', resource: 'services', namespaced: true },
+  podDisruptionBudget: { apiVersion: 'policy/v1', resource: 'poddisruptionbudgets', namespaced: true },
+  deployment: { apiVersion: 'apps/v1', resource: 'deployments', namespaced: true },
+} as const satisfies Record<string, ResourceRef>;
+
+export function instancesConsumers(partitions: number): HandlerConsumerSpec {
+  return {
+    stream: STREAMS.work,
+    durable: INSTANCES,
+    ackWaitMs: 60_000,
+    maxDeliver: 10,
+    mode: 'partitioned',
+    prefix: `work.${INSTANCES}`,
+    partitions,
+  };
+}
+
+/** The work subject of an instance, for the router and tests. */
+export function instancesSubject(instance: string, partitions: number): string {
+  return workSubject(INSTANCES, instance, partitions);
+}
+
+export interface InstancesDeps {
+  view: Pick<ObjectView, 'waitFor' | 'record' | 'list' | 'renewTime'>;
+  writer: Pick<KubeWriter, 'apply' | 'applyStatus' | 'mergePatch'>;
+  secrets: SecretReader;
+  issuer: CertificateIssuer;
+  clock: Clock;
+  settings: RenderSettings;
+}
+
+interface DeletionMeta {
+  deletionTimestamp?: string;
+  finalizers?: string[];
+}
+
+export function instancesHandler(deps: InstancesDeps): Handler<WorkItem> {
+  return async (item, ctx) => {
+    await deps.view.waitFor(item.seq);
+    const read = readInstance(deps.view, item.key);
+    // Gone: its children went with it (owner references).
+    if (read.kind === 'absent') return done;
+    if (read.kind === 'unreadable') {
+      ctx.log.warn({ reason: read.reason }, 'instance unreadable; not reconciled');
+      return done;
+    }
+    const meta = read.instance.metadata as DeletionMeta;
+    if (meta.deletionTimestamp !== undefined) return handleDeletion(deps, read.instance, ctx);
+    return reconcile(deps, await ensureFinalizer(deps, read.instance, ctx), ctx);
+  };
+}
+
+/** The finalizer first: an instance must not be deletable past its dependents for a moment. */
+async function ensureFinalizer(deps: InstancesDeps, instance: WebhookServer, ctx: HandlerContext) {
+  const finalizers = (instance.metadata as DeletionMeta).finalizers ?? [];
+  if (finalizers.includes(IN_USE_FINALIZER)) return instance;
+  const patched = await deps.writer.mergePatch<WebhookServer>(
+    WEBHOOK_SERVERS,
+    { name: instance.metadata.name, resourceVersion: instance.metadata.resourceVersion ?? '' },
+    { metadata: { finalizers: [...finalizers, IN_USE_FINALIZER] } },
+    { signal: ctx.signal },
+  );
+  ctx.log.info('finalizer added');
+  // The patched object: its resourceVersion is what the status write is conditional on.
+  return {
+    ...instance,
+    metadata: { ...instance.metadata, resourceVersion: patched.metadata.resourceVersion },
+  };
+}
+
+async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: HandlerContext) {
+  const rendered = renderInstance(instance, deps.settings);
+  if (!rendered.ok) {
+    ctx.log.warn({ reason: rendered.error }, 'instance does not render');
+    return done;
+  }
+  const r = rendered.value;
+  const nowMs = deps.clock.now();
+  await applyAccess(deps, r, ctx.signal);
+  const recheckAtMs = await ensureCertificates(
+    { secrets: deps.secrets, writer: deps.writer, issuer: deps.issuer },
+    {
+      instance: instance.metadata.name,
+      namespace: r.names.namespace,
+      service: r.names.workload,
+      caSecret: r.caSecret,
+      servingSecret: r.servingSecret,
+      publishedBundles: publishedBundles(deps.view, r.names.workload),
+      nowMs,
+      signal: ctx.signal,
+    },
+  );
+  // Last: its Pods mount the serving Secret.
+  const deployment = await deps.writer.apply(REFS.deployment, r.deployment, { signal: ctx.signal });
+  await writeStatus(deps, instance, deployment, undefined, ctx);
+  if (recheckAtMs === undefined) return done;
+  return recheckAt(recheckAtMs, deps.clock.now(), 'a certificate reaches its renewal point');
+}
+
+/** Everything but the Secrets and the Deployment: the identity, its Lease access, the Service, the budget. */
+async function applyAccess(deps: InstancesDeps, r: RenderedInstance, signal: AbortSignal): Promise<void> {
+  const children: [ResourceRef, KubernetesObject | undefined][] = [
+    [REFS.serviceAccount, r.serviceAccount],
+    [REFS.role, r.role],
+    [REFS.roleBinding, r.roleBinding],
+    [REFS.service, r.service],
+    [REFS.podDisruptionBudget, r.podDisruptionBudget],
+  ];
+  for (const [ref, child] of children) if (child) await deps.writer.apply(ref, child, { signal });
+}
+
+/** Per target naming the instance's Service: the fingerprints of the CAs in its published caBundle. */
+function publishedBundles(view: InstancesDeps['view'], service: string): string[][] {
+  return TARGET_VIEW_KINDS.flatMap((kind) => view.list(kind))
+    .filter((t) => conversionServiceOf(t) === service)
+    .map((t) => {
+      const caBundle = liveConversionOf(t)?.webhook?.clientConfig?.caBundle ?? '';
+      const facts = readCertificates(Buffer.from(caBundle, 'base64').toString('utf8')) ?? [];
+      return facts.map((c) => c.fingerprint);
+    });
+}
+
+async function handleDeletion(deps: InstancesDeps, instance: WebhookServer, ctx: HandlerContext) {
+  const finalizers = (instance.metadata as DeletionMeta).finalizers ?? [];
+  // Not held by us: nothing to decide, the apiserver deletes it.
+  if (!finalizers.includes(IN_USE_FINALIZER)) return done;
+  const decision = decideDeletion({
+    instance,
+    fleet: deps.view.list(INSTANCE_KIND).map(instanceOf),
+    configs: CONFIG_KINDS.flatMap((kind) =>
+      deps.view.list(kind).flatMap((o) => configSubjectOf(kind, o) ?? []),
+    ),
+    targetServices: targetServices(deps.view),
+  });
+  if (decision.action === 'allow') {
+    await deps.writer.mergePatch(
+      WEBHOOK_SERVERS,
+      { name: instance.metadata.name, resourceVersion: instance.metadata.resourceVersion ?? '' },
+      { metadata: { finalizers: finalizers.filter((f) => f !== IN_USE_FINALIZER) } },
+      { signal: ctx.signal },
+    );
+    ctx.log.info({ reason: decision.reason, dependents: decision.dependents.count }, 'finalizer released');
+    return done;
+  }
+  const deployment = deploymentOf(deps.view, instance, deps.settings.defaultNamespace);
+  await writeStatus(deps, instance, deployment, decision, ctx);
+  return done;
+}
+
+function targetServices(view: InstancesDeps['view']): Map<string, string | undefined> {
+  return new Map(
+    TARGET_VIEW_KINDS.flatMap((kind) => view.list(kind)).map((t) => [
+      t.metadata.name,
+      conversionServiceOf(t),
+    ]),
+  );
+}
+
+function deploymentOf(view: InstancesDeps['view'], instance: WebhookServer, defaultNamespace: string) {
+  const { namespace, workload } = childNames(instance, defaultNamespace);
+  const record = view.record({ kind: 'deployment', namespace, name: workload });
+  return record && !record.omitted ? (record.object as V1Deployment) : undefined;
+}
+
+/**
+ * The fields this concern owns, applied whole: a server-side apply drops what its manager
+ * stated before and leaves out now, so DeletionBlocked is stated only while a deletion waits.
+ */
+async function writeStatus(
+  deps: InstancesDeps,
+  instance: WebhookServer,
+  deployment: V1Deployment | undefined,
+  deletion: DeletionDecision | undefined,
+  ctx: HandlerContext,
+): Promise<void> {
+  const nowIso = new Date(deps.clock.now()).toISOString();
+  const workload = instanceStatus(instance, deployment, nowIso);
+  const blocked = deletion && blockedCondition(instance, deletion, nowIso);
+  const conditions = [...workload.status.conditions, ...(blocked ? [blocked] : [])];
+  const deletionChanged =
+    blocked !== undefined &&
+    !sameCondition(blocked, findCondition(instance.status?.conditions, blocked.type));
+  if (!workload.changed && !deletionChanged) return;
+  await deps.writer.applyStatus(
+    WEBHOOK_SERVERS,
+    {
+      apiVersion: API_VERSION,
+      kind: WEBHOOK_SERVER_KIND,
+      metadata: { name: instance.metadata.name },
+      status: { ...workload.status, conditions },
+    },
+    {
+      signal: ctx.signal,
+      ...(instance.metadata.resourceVersion && { resourceVersion: instance.metadata.resourceVersion }),
+    },
+  );
+  ctx.log.info(
+    { readyReplicas: workload.status.readyReplicas, deletion: deletion?.reason },
+    'instance status written',
+  );
+}
+
+/** The deletion condition as set over the current list: its transition time moves only on a flip. */
+function blockedCondition(instance: WebhookServer, deletion: DeletionDecision, nowIso: string) {
+  const list = setCondition(
+    instance.status?.conditions,
+    deletion.condition,
+    nowIso,
+    instance.metadata.generation,
+  );
+  return findCondition(list, deletion.condition.type);
+}

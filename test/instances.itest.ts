@@ -1,0 +1,381 @@
+// The instances handler against the real apiserver and JetStream: the watchers record
+// instances, their Deployments, configs and targets, the router turns each record into work,
+// and the handler (acting as the ServiceAccount of deploy/rbac/instances.yaml) renders the
+// instance into its namespace, issues its certificates, keeps its finalizer and reports its
+// Deployment. The local node agent tries to run the replicas, whose `webhook-server`
+// subcommand does not exist yet: they fail, and the status says so (0 ready, Available False).
+import {
+  AuthorizationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  API_VERSION,
+  FORCE_DELETE_ANNOTATION,
+  GROUP,
+  IN_USE_FINALIZER,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  servingCaSecretName,
+  servingCertSecretName,
+  VERSION,
+  webhookServiceName,
+} from '../src/api/constants.ts';
+import type { WebhookServerStatus } from '../src/api/webhook-server.ts';
+import { type WorkItem, workItemSchema } from '../src/bus/messages.ts';
+import { type Handler, type HandlerRuntime, startHandlerRuntime } from '../src/bus/runtime/index.ts';
+import { ObjectView } from '../src/bus/view.ts';
+import { defaultConfig } from '../src/config/schema.ts';
+import { readCertificate, readCertificates } from '../src/core/instances/certificate-facts.ts';
+import { ASSIGN_VIEW_KINDS } from '../src/handlers/assign-world.ts';
+import { secretReader } from '../src/handlers/instance-secrets.ts';
+import {
+  INSTANCES,
+  INSTANCES_VIEW_KINDS,
+  instancesConsumers,
+  instancesHandler,
+} from '../src/handlers/instances.ts';
+import { startRouter } from '../src/handlers/router.ts';
+import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
+import { fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
+import { waitFor } from '../src/local-cluster/wait.ts';
+import { systemClock } from '../src/runtime/clock.ts';
+import { x509Issuer } from '../src/tls/x509-issuer.ts';
+import { RECORDED_RESOURCES } from '../src/watchers/resources.ts';
+import { type OwnBus, startOwnBus } from './support/bus.ts';
+import { committedCrds, ensureCrd } from './support/crds.ts';
+import { componentIdentity, componentUser } from './support/identities.ts';
+import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
+import { startRecording } from './support/watchers.ts';
+
+const cluster = useLocalCluster();
+const admin = cluster.kubeConfig('admin');
+const custom = admin.makeApiClient(CustomObjectsApi);
+const objects = KubernetesObjectApi.makeApiClient(admin);
+const core = admin.makeApiClient(CoreV1Api);
+const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'instances-itest' });
+const PARTITIONS = 4;
+const run = Date.now().toString(36);
+const NAME = `inst-${run}`;
+const CONFIG = `pinned-${run}`;
+const SERVICE = webhookServiceName(NAME);
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const stoppers: Array<() => unknown> = [];
+/** Runs of the handler that finished, per instance: how the test knows a reconcile happened. */
+const finished = new Map<string, number>();
+let namespace = '';
+let bus: OwnBus;
+let clients: KubeClients;
+let runtime: HandlerRuntime;
+
+const instanceApi = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers' };
+const configApi = { group: GROUP, version: VERSION, plural: 'crdconversionconfigs' };
+
+interface Instance {
+  metadata: { finalizers?: string[]; resourceVersion?: string; deletionTimestamp?: string };
+  status?: WebhookServerStatus;
+}
+
+const getInstance = async (): Promise<Instance | undefined> =>
+  (await custom.getClusterCustomObject({ ...instanceApi, name: NAME }).catch(notFound)) as
+    | Instance
+    | undefined;
+
+function notFound(err: unknown): undefined {
+  if ((err as { code?: number }).code === 404) return undefined;
+  throw err;
+}
+
+function counting(handler: Handler<WorkItem>): Handler<WorkItem> {
+  return async (item, ctx) => {
+    const outcome = await handler(item, ctx);
+    finished.set(item.key, (finished.get(item.key) ?? 0) + 1);
+    return outcome;
+  };
+}
+
+/** The children, as headers to read them back with. */
+const children = () =>
+  [
+    ['apps/v1', 'Deployment', SERVICE],
+    ['v1', 'Service', SERVICE],
+    ['v1', 'ServiceAccount', SERVICE],
+    ['rbac.authorization.k8s.io/v1', 'Role', `${SERVICE}-leases`],
+    ['rbac.authorization.k8s.io/v1', 'RoleBinding', `${SERVICE}-leases`],
+    ['policy/v1', 'PodDisruptionBudget', SERVICE],
+    ['v1', 'Secret', servingCaSecretName(NAME)],
+    ['v1', 'Secret', servingCertSecretName(NAME)],
+  ].map(
+    ([apiVersion, kind, name]) => ({ apiVersion, kind, metadata: { name, namespace } }) as KubernetesObject,
+  );
+
+const read = (o: KubernetesObject) => objects.read(o as KubernetesObject & { metadata: { name: string } });
+
+beforeAll(async () => {
+  bus = await startOwnBus();
+  for (const crd of await committedCrds()) await ensureCrd(admin, crd);
+  namespace = await createNamespace(admin, 'instances-handler');
+  for (const resource of RECORDED_RESOURCES) {
+    const w = await startRecording(bus, resource, { kubeConfig: admin, log });
+    stoppers.push(() => w.stop());
+  }
+  const routerView = new ObjectView(ASSIGN_VIEW_KINDS, log);
+  await routerView.start(bus.js);
+  const router = await startRouter({
+    nc: bus.nc,
+    js: bus.js,
+    jsm: bus.jsm,
+    view: routerView,
+    partitions: {
+      assign: PARTITIONS,
+      leaseAggregate: PARTITIONS,
+      configStatus: PARTITIONS,
+      instances: PARTITIONS,
+    },
+    log,
+  });
+  stoppers.push(() => router.stop().finally(() => routerView.stop()));
+  const view = new ObjectView(INSTANCES_VIEW_KINDS, log);
+  await view.start(bus.js);
+  stoppers.push(() => view.stop());
+  clients = createKubeClients({
+    kubeConfig: await componentIdentity(cluster.info, admin, INSTANCES),
+    component: 'instances-itest',
+    kubernetes: defaultConfig().kubernetes,
+  });
+  runtime = await startHandlerRuntime({
+    nc: bus.nc,
+    concern: INSTANCES,
+    log,
+    consumers: instancesConsumers(PARTITIONS),
+    schema: workItemSchema,
+    deadLetterSubject: `dlq.${INSTANCES}`,
+    handle: counting(
+      instancesHandler({
+        view,
+        writer: new KubeWriter(clients.writes, fieldManagerFor(INSTANCES)),
+        secrets: secretReader(clients.writes),
+        issuer: x509Issuer(),
+        clock: systemClock,
+        settings: {
+          defaultNamespace: 'unused',
+          image: { repository: 'switchyard', tag: 'dev' },
+          env: { SWITCHYARD_NATS_URL: cluster.info.natsUrl },
+        },
+      }),
+    ),
+  });
+});
+
+afterAll(async () => {
+  await runtime?.stop();
+  for (const stop of stoppers.reverse()) await stop();
+  await clients?.close();
+  await custom.deleteClusterCustomObject({ ...configApi, name: CONFIG }).catch(notFound);
+  // Whatever a failed test left: no handler runs any more to release the finalizer.
+  await custom
+    .patchClusterCustomObject(
+      { ...instanceApi, name: NAME, body: { metadata: { finalizers: null } } },
+      mergePatch,
+    )
+    .catch(notFound);
+  await custom.deleteClusterCustomObject({ ...instanceApi, name: NAME }).catch(notFound);
+  if (namespace) await core.deleteNamespace({ name: namespace }).catch(notFound);
+  await bus?.stop();
+});
+
+describe('the instances handler', () => {
+  it('renders a new instance into its namespace, every child owned by it', { timeout: 90_000 }, async () => {
+    await custom.createClusterCustomObject({
+      ...instanceApi,
+      body: {
+        apiVersion: API_VERSION,
+        kind: 'ConversionWebhookServer',
+        metadata: { name: NAME },
+        spec: { namespace, replicas: 1 },
+      },
+    });
+    const found = await waitFor(
+      'every child',
+      async () => {
+        const all = await Promise.all(children().map((c) => read(c).catch(notFound)));
+        return all.every(Boolean) ? (all as KubernetesObject[]) : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    const uid = (
+      (await custom.getClusterCustomObject({ ...instanceApi, name: NAME })) as { metadata: { uid: string } }
+    ).metadata.uid;
+    for (const child of found) {
+      expect(child.metadata?.ownerReferences, `${child.kind}`).toEqual([
+        expect.objectContaining({ kind: 'ConversionWebhookServer', name: NAME, uid, controller: true }),
+      ]);
+      expect(child.metadata?.labels?.[MANAGED_BY_LABEL], `${child.kind}`).toBe(MANAGED_BY_VALUE);
+    }
+    const [, service, , role] = found as [
+      unknown,
+      { spec: { ports: { port: number }[] } },
+      unknown,
+      { rules: unknown[] },
+    ];
+    expect(service.spec.ports.map((p) => p.port)).toEqual([443]);
+    expect(role.rules).toEqual([
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        verbs: ['get', 'create', 'update', 'patch'],
+      },
+    ]);
+    expect((await getInstance())?.metadata.finalizers).toContain(IN_USE_FINALIZER);
+  });
+
+  it('issues a serving certificate for <service>.<namespace>.svc from the instance CA', async () => {
+    const serving = await core.readNamespacedSecret({ name: servingCertSecretName(NAME), namespace });
+    const ca = await core.readNamespacedSecret({ name: servingCaSecretName(NAME), namespace });
+    const pem = (s: typeof serving, key: string) =>
+      Buffer.from(s.data?.[key] ?? '', 'base64').toString('utf8');
+    expect(readCertificate(pem(serving, 'tls.crt'))?.dnsNames).toEqual([`${SERVICE}.${namespace}.svc`]);
+    const fingerprints = readCertificates(pem(serving, 'ca.crt'))?.map((c) => c.fingerprint);
+    expect(fingerprints).toEqual([readCertificate(pem(ca, 'tls.crt'))?.fingerprint]);
+    expect(readCertificate(pem(ca, 'tls.crt'))?.isCa).toBe(true);
+  });
+
+  it('reports the Deployment: replicas that never become ready leave it unavailable', {
+    timeout: 90_000,
+  }, async () => {
+    const status = await waitFor(
+      'the status to report the replica',
+      async () => {
+        const s = (await getInstance())?.status;
+        return s?.replicas === 1 ? s : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(status.readyReplicas).toBe(0);
+    expect(status.conditions?.find((c) => c.type === 'Available')).toMatchObject({
+      status: 'False',
+      reason: 'NoReplicasAvailable',
+    });
+  });
+
+  it('changes nothing when it runs again over an unchanged instance', { timeout: 60_000 }, async () => {
+    const before = await Promise.all(children().map(read));
+    const instanceBefore = await getInstance();
+    const runs = finished.get(NAME) ?? 0;
+    // An annotation wakes the handler (not only status moved) and changes nothing it renders.
+    await custom.patchClusterCustomObject(
+      {
+        ...instanceApi,
+        name: NAME,
+        body: { metadata: { annotations: { 'test.switchyard.dev/poke': run } } },
+      },
+      mergePatch,
+    );
+    await waitFor('another run', () => ((finished.get(NAME) ?? 0) > runs ? true : undefined));
+    const after = await Promise.all(children().map(read));
+    // Controllers write the Deployment's and PDB's status, so compare this manager's entries.
+    expect(after.map(ownWrite)).toEqual(before.map(ownWrite));
+    // Secrets and the access objects have no other writer: not even a new resourceVersion.
+    const stable = (list: KubernetesObject[]) =>
+      list
+        .filter((o) => !['Deployment', 'PodDisruptionBudget'].includes(o.kind ?? ''))
+        .map((o) => o.metadata?.resourceVersion);
+    expect(stable(after)).toEqual(stable(before));
+    expect((await getInstance())?.status).toEqual(instanceBefore?.status);
+  });
+
+  it('blocks the deletion, with a condition saying why, while a config is pinned to it', {
+    timeout: 60_000,
+  }, async () => {
+    await custom.createClusterCustomObject({
+      ...configApi,
+      body: {
+        apiVersion: API_VERSION,
+        kind: 'CRDConversionConfig',
+        metadata: { name: CONFIG },
+        spec: {
+          targetCRD: { name: `gadgets${run}.pinned.switchyard.dev` },
+          hubVersion: 'v2',
+          spokes: [{ version: 'v1', rules: [] }],
+          webhookServerRef: { name: NAME },
+        },
+      },
+    });
+    await custom.deleteClusterCustomObject({ ...instanceApi, name: NAME });
+    const blocked = await waitFor('DeletionBlocked', async () => {
+      const c = (await getInstance())?.status?.conditions?.find((x) => x.type === 'DeletionBlocked');
+      return c?.status === 'True' ? c : undefined;
+    });
+    expect(blocked.reason).toBe('TargetsStillServed');
+    expect(blocked.message).toContain(`gadgets${run}.pinned.switchyard.dev`);
+    expect(blocked.message).toContain('re-pin');
+    expect((await getInstance())?.metadata.finalizers).toContain(IN_USE_FINALIZER);
+  });
+
+  it('lets it go on the break-glass annotation, and its children are collected', {
+    timeout: 180_000,
+  }, async () => {
+    await custom.patchClusterCustomObject(
+      {
+        ...instanceApi,
+        name: NAME,
+        body: { metadata: { annotations: { [FORCE_DELETE_ANNOTATION]: 'true' } } },
+      },
+      mergePatch,
+    );
+    await waitFor('the instance to be gone', async () =>
+      (await getInstance()) === undefined ? true : undefined,
+    );
+    await waitFor(
+      'every child to be collected',
+      async () => {
+        const left = await Promise.all(children().map((c) => read(c).catch(notFound)));
+        return left.some(Boolean) ? undefined : true;
+      },
+      // The garbage collector learns of a new owner kind on its discovery resync (30 s).
+      { timeoutMs: 150_000 },
+    );
+  });
+
+  it.each([
+    { verb: 'list', group: '', resource: 'secrets' },
+    { verb: 'watch', group: '', resource: 'secrets' },
+    { verb: 'delete', group: '', resource: 'secrets' },
+    { verb: 'delete', group: 'apps', resource: 'deployments' },
+    { verb: 'list', group: 'apps', resource: 'deployments' },
+    { verb: 'delete', group: 'coordination.k8s.io', resource: 'leases' },
+    { verb: 'create', group: '', resource: 'pods' },
+    { verb: 'create', group: 'rbac.authorization.k8s.io', resource: 'clusterroles' },
+    { verb: 'escalate', group: 'rbac.authorization.k8s.io', resource: 'roles' },
+    { verb: 'bind', group: 'rbac.authorization.k8s.io', resource: 'roles' },
+    { verb: 'delete', group: GROUP, resource: 'conversionwebhookservers' },
+    { verb: 'patch', group: GROUP, resource: 'crdconversionconfigs' },
+  ])('its identity may not $verb $group/$resource', async ({ verb, group, resource }) => {
+    const review = await admin.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
+      body: {
+        spec: {
+          user: componentUser(INSTANCES),
+          groups: [
+            'system:serviceaccounts',
+            'system:serviceaccounts:switchyard-system',
+            'system:authenticated',
+          ],
+          resourceAttributes: { verb, group, resource, namespace: 'default' },
+        },
+      },
+    });
+    expect(review.status?.allowed ?? false).toBe(false);
+  });
+});
+
+function ownWrite(o: KubernetesObject) {
+  const manager = fieldManagerFor(INSTANCES);
+  const entry = o.metadata?.managedFields?.find((f) => f.manager === manager && f.operation === 'Apply');
+  return { object: `${o.kind}/${o.metadata?.name}`, generation: o.metadata?.generation, entry };
+}
