@@ -229,6 +229,36 @@ describe('the handover handler', () => {
     expect(both.status).not.toHaveProperty('phase');
   });
 
+  it('the verdict of a repoint is written without the precondition, so a concurrent status write cannot lose it', async () => {
+    const fleet = [instance('a'), instance('b'), crd('a-webhook-server'), readyPods('b', ['b1'])];
+    const moved = await run([
+      ...fleet,
+      config('b', {
+        conditions: [
+          {
+            type: 'HandoverReady',
+            status: 'True',
+            reason: 'FirstApply',
+            message: 'pointing it at a',
+            lastTransitionTime: new Date(T0).toISOString(),
+          },
+        ],
+      }),
+      lease('b', 'b1', [TARGET], T0),
+    ]);
+    expect(targetWrites(moved.writes)).toHaveLength(1);
+    const status = moved.writes.find((w) => w.what === 'status');
+    expect(status?.body.status?.conditions?.[0]).toMatchObject({ status: 'True', reason: 'HandoverReady' });
+    expect(
+      status?.resourceVersion,
+      'a 409 here would leave "pointing it at a" as the verdict',
+    ).toBeUndefined();
+
+    const waiting = await run([...fleet, config('b')]);
+    expect(targetWrites(waiting.writes)).toEqual([]);
+    expect(waiting.writes.find((w) => w.what === 'status')?.resourceVersion, 'a wait keeps it').toBe('7');
+  });
+
   it('a silent destination proceeds HandoverUnverified once the grace has passed, through the re-check', async () => {
     const fleet = [instance('a'), instance('b'), crd('a-webhook-server'), readyPods('b', ['b1'])];
     const silent = await run([...fleet, config('b')]);

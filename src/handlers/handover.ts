@@ -166,6 +166,7 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
       previous: findCondition(config.status?.conditions, HANDOVER_READY) as HandoverCondition | undefined,
       policy: deps.policy,
     });
+    let repointed = false;
     if (decision.action === 'patch') {
       const caBundle = await deps.trustBundle(destination, namespace, ctx.signal);
       if (caBundle === undefined) {
@@ -183,6 +184,7 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
         conversionReviewVersions: config.spec.conversionReviewVersions,
       });
       if (!conversionUpToDate(liveConversionOf(live), desired)) {
+        repointed = true;
         await deps.writer.apply(
           targetKind.resource,
           {
@@ -214,7 +216,12 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
           metadata: { name: config.metadata.name },
           status: status.status,
         },
-        { signal: ctx.signal, resourceVersion: config.metadata.resourceVersion },
+        // After a repoint the verdict must land: a retry would see the target already moved and
+        // could only say NoMove (keeping whatever True verdict the status held, of an earlier
+        // destination). The write holds only the handover's fields (its condition, the cleared
+        // status.handover) and one target is handled at a time fleet-wide, so it goes without the
+        // precondition that a concurrent status write of another manager (assign's Assigned) fails.
+        { signal: ctx.signal, resourceVersion: repointed ? undefined : config.metadata.resourceVersion },
       );
     }
     if (decision.recheckAtMs === undefined) return done;
