@@ -1,0 +1,85 @@
+// The process around a handler, the same for every concern: configuration, the split
+// Kubernetes clients (writes only are used), the bus (topology verified, never applied), the
+// view of the kinds the handler reads, and the handler runtime over the concern's consumers;
+// SIGTERM drains and closes everything. Each `run-<concern>.ts` only says what differs.
+import { KubeConfig } from '@kubernetes/client-node';
+import { type Logger, pino } from 'pino';
+import type { ZodType } from 'zod';
+import { type Bus, connectBus } from '../bus/connect.ts';
+import { type Handler, type HandlerConsumerSpec, startHandlerRuntime } from '../bus/runtime/index.ts';
+import { topologyOptions } from '../bus/topology.ts';
+import { ObjectView } from '../bus/view.ts';
+import { loadConfig } from '../config/load.ts';
+import type { Config } from '../config/schema.ts';
+import { createKubeClients, type KubeClients } from '../kube/clients.ts';
+import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
+
+/** What a handler is built from: the process's pieces, ready. */
+export interface HandlerProcessContext {
+  config: Config;
+  log: Logger;
+  bus: Bus;
+  view: ObjectView;
+  clients: KubeClients;
+  /** Server-side apply on the writes client, as the concern's field manager. */
+  writer: KubeWriter;
+}
+
+export interface HandlerProcess<T> {
+  concern: string;
+  viewKinds: readonly string[];
+  consumers: (config: Config) => HandlerConsumerSpec;
+  schema: ZodType<T>;
+  handler: (process: HandlerProcessContext) => Handler<T>;
+  /** Logged once running, e.g. "handing over". */
+  running: string;
+}
+
+export async function runHandlerProcess<T>(argv: string[], spec: HandlerProcess<T>): Promise<void> {
+  const { config } = loadConfig({ argv });
+  const log = pino({ level: config.log.level, name: spec.concern });
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  const clients = createKubeClients({
+    kubeConfig: kc,
+    component: spec.concern,
+    kubernetes: config.kubernetes,
+  });
+  const bus = await connectBus({
+    servers: config.nats.url,
+    name: spec.concern,
+    log,
+    topology: topologyOptions(config.bus),
+    mode: 'verify',
+  });
+  const view = new ObjectView(spec.viewKinds, log);
+  await view.start(bus.js);
+  const consumers = spec.consumers(config);
+  const runtime = await startHandlerRuntime({
+    nc: bus.nc,
+    concern: spec.concern,
+    log,
+    consumers,
+    schema: spec.schema,
+    deadLetterSubject: `dlq.${spec.concern}`,
+    handle: spec.handler({
+      config,
+      log,
+      bus,
+      view,
+      clients,
+      writer: new KubeWriter(clients.writes, fieldManagerFor(spec.concern)),
+    }),
+  });
+  log.info({ consumers: consumers.durable }, spec.running);
+
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  log.info('stopping');
+  await runtime.stop();
+  view.stop();
+  await bus.close();
+  await clients.close();
+}
