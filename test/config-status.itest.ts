@@ -19,25 +19,22 @@ import { workItemSchema } from '../src/bus/messages.ts';
 import { type HandlerRuntime, startHandlerRuntime } from '../src/bus/runtime/index.ts';
 import { ObjectView } from '../src/bus/view.ts';
 import { defaultConfig } from '../src/config/schema.ts';
-import { ASSIGN_VIEW_KINDS } from '../src/handlers/assign-world.ts';
 import {
   CONFIG_STATUS,
   CONFIG_STATUS_VIEW_KINDS,
   configStatusConsumers,
   configStatusHandler,
 } from '../src/handlers/config-status.ts';
-import { startRouter } from '../src/handlers/router.ts';
 import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
 import { isNotFound } from '../src/kube/errors.ts';
 import { fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { systemClock } from '../src/runtime/clock.ts';
-import { RECORDED_RESOURCES } from '../src/watchers/resources.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
 import { componentIdentity } from './support/identities.ts';
 import { useLocalCluster } from './support/local-cluster.ts';
-import { startRecording } from './support/watchers.ts';
+import { startRecordingAndRouting } from './support/watchers.ts';
 
 const cluster = useLocalCluster();
 const admin = cluster.kubeConfig('admin');
@@ -109,26 +106,7 @@ async function phaseBecomes(phase: string): Promise<ConfigStatus> {
 beforeAll(async () => {
   bus = await startOwnBus();
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
-  for (const resource of RECORDED_RESOURCES) {
-    const w = await startRecording(bus, resource, { kubeConfig: admin, log });
-    stoppers.push(() => w.stop());
-  }
-  const routerView = new ObjectView(ASSIGN_VIEW_KINDS, log);
-  await routerView.start(bus.js);
-  const router = await startRouter({
-    nc: bus.nc,
-    js: bus.js,
-    jsm: bus.jsm,
-    view: routerView,
-    partitions: {
-      assign: PARTITIONS,
-      leaseAggregate: PARTITIONS,
-      configStatus: PARTITIONS,
-      instances: PARTITIONS,
-    },
-    log,
-  });
-  stoppers.push(() => router.stop().finally(() => routerView.stop()));
+  stoppers.push(await startRecordingAndRouting(bus, { kubeConfig: admin, log, partitions: PARTITIONS }));
   const view = new ObjectView(CONFIG_STATUS_VIEW_KINDS, log);
   await view.start(bus.js);
   stoppers.push(() => view.stop());

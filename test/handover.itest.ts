@@ -1,26 +1,9 @@
-// handover against the real apiserver and JetStream: the watchers record configs, instances,
-// the target CRD, Leases and EndpointSlices; the test publishes handover work as assign would
-// (on each move it makes) and as lease-aggregate would (a stand-in turns each recorded Lease of
-// an instance into work for the target); the handler writes as the ServiceAccount of
-// deploy/rbac/handover.yaml. Replicas are EndpointSlices written directly (what the
-// EndpointSlice controller would write) and fixture Leases (test/support/served-lease.ts).
-//
-// What it guards: a first apply is patched as soon as a ready Pod exists; a move waits while one
-// of the destination's two ready Pods has not reported and is patched right after it reports
-// (the latency from that Lease's record to the patch is logged); a destination that publishes
-// nothing is moved HandoverUnverified after the configured grace; the target is patched only by
-// the handover identity, and every patch carried the resourceVersion precondition.
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import {
   ApiextensionsV1Api,
   CoreV1Api,
   CustomObjectsApi,
   DiscoveryV1Api,
   type KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  loadAllYaml,
   PatchStrategy,
   RbacAuthorizationV1Api,
   setHeaderOptions,
@@ -53,10 +36,7 @@ import {
 import { trustBundleReader } from '../src/handlers/trust-bundle.ts';
 import { handoverWorkSubject } from '../src/handlers/work-keys.ts';
 import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
-import { isConflict } from '../src/kube/errors.ts';
 import { type ApplyOptions, fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
-import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
-import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { systemClock } from '../src/runtime/clock.ts';
 import { x509Issuer } from '../src/tls/x509-issuer.ts';
@@ -64,6 +44,7 @@ import { RECORDED_RESOURCES } from '../src/watchers/resources.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
+import { componentIdentity, componentUser, RBAC_NAMESPACE } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
 import { startRecording } from './support/watchers.ts';
@@ -146,19 +127,14 @@ afterAll(async () => {
   await bus?.stop();
 });
 
-const RBAC_NAMESPACE = 'switchyard-system';
-const HANDLER_USER = `system:serviceaccount:${RBAC_NAMESPACE}:switchyard-handover`;
+const HANDLER_USER = componentUser(HANDOVER);
 
 /**
- * deploy/rbac/handover.yaml applied, the trust-bundle ClusterRole bound in the instances'
- * namespace as the manifest says to, and a kubeconfig with a token of the ServiceAccount.
+ * deploy/rbac/handover.yaml applied, and the trust-bundle ClusterRole bound in the instances'
+ * namespace as the manifest says to: the identity the handler acts as.
  */
 async function handlerIdentity(): Promise<KubeConfig> {
-  const core = admin.makeApiClient(CoreV1Api);
-  await core.createNamespace({ body: { metadata: { name: RBAC_NAMESPACE } } }).catch(ignoreExists);
-  const objects = admin.makeApiClient(KubernetesObjectApi);
-  const text = await readFile(join(PROJECT_ROOT, 'deploy', 'rbac', 'handover.yaml'), 'utf8');
-  for (const o of loadAllYaml(text) as KubernetesObject[]) await objects.create(o).catch(ignoreExists);
+  const kc = await componentIdentity(cluster.info, admin, HANDOVER);
   await admin.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
     namespace,
     body: {
@@ -171,16 +147,7 @@ async function handlerIdentity(): Promise<KubeConfig> {
       subjects: [{ kind: 'ServiceAccount', name: 'switchyard-handover', namespace: RBAC_NAMESPACE }],
     },
   });
-  const token = await core.createNamespacedServiceAccountToken({
-    name: 'switchyard-handover',
-    namespace: RBAC_NAMESPACE,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  return kubeConfigFromToken(cluster.info.endpoint, HANDLER_USER, token.status?.token ?? '');
-}
-
-function ignoreExists(err: unknown): void {
-  if (!isConflict(err)) throw err;
+  return kc;
 }
 
 /** As lease-aggregate would: each recorded Lease of an instance wakes the target waiting on it. */

@@ -33,7 +33,6 @@ import { type Handler, type HandlerRuntime, startHandlerRuntime } from '../src/b
 import { ObjectView } from '../src/bus/view.ts';
 import { defaultConfig } from '../src/config/schema.ts';
 import { readCertificate, readCertificates } from '../src/core/instances/certificate-facts.ts';
-import { ASSIGN_VIEW_KINDS } from '../src/handlers/assign-world.ts';
 import { secretReader } from '../src/handlers/instance-secrets.ts';
 import {
   INSTANCES,
@@ -41,18 +40,16 @@ import {
   instancesConsumers,
   instancesHandler,
 } from '../src/handlers/instances.ts';
-import { startRouter } from '../src/handlers/router.ts';
 import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
 import { fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { systemClock } from '../src/runtime/clock.ts';
 import { x509Issuer } from '../src/tls/x509-issuer.ts';
-import { RECORDED_RESOURCES } from '../src/watchers/resources.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
 import { componentIdentity, componentUser } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
-import { startRecording } from './support/watchers.ts';
+import { startRecordingAndRouting } from './support/watchers.ts';
 
 const cluster = useLocalCluster();
 const admin = cluster.kubeConfig('admin');
@@ -121,26 +118,7 @@ beforeAll(async () => {
   bus = await startOwnBus();
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
   namespace = await createNamespace(admin, 'instances-handler');
-  for (const resource of RECORDED_RESOURCES) {
-    const w = await startRecording(bus, resource, { kubeConfig: admin, log });
-    stoppers.push(() => w.stop());
-  }
-  const routerView = new ObjectView(ASSIGN_VIEW_KINDS, log);
-  await routerView.start(bus.js);
-  const router = await startRouter({
-    nc: bus.nc,
-    js: bus.js,
-    jsm: bus.jsm,
-    view: routerView,
-    partitions: {
-      assign: PARTITIONS,
-      leaseAggregate: PARTITIONS,
-      configStatus: PARTITIONS,
-      instances: PARTITIONS,
-    },
-    log,
-  });
-  stoppers.push(() => router.stop().finally(() => routerView.stop()));
+  stoppers.push(await startRecordingAndRouting(bus, { kubeConfig: admin, log, partitions: PARTITIONS }));
   const view = new ObjectView(INSTANCES_VIEW_KINDS, log);
   await view.start(bus.js);
   stoppers.push(() => view.stop());

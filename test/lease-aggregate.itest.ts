@@ -1,25 +1,8 @@
-// lease-aggregate against the real apiserver and JetStream: the watchers record Leases and
-// EndpointSlices, the router turns each *record* into work (heartbeats never reach the record
-// stream, so they never reach it either), and the handler writes the instance's status. Replicas are
-// fixture Leases encoded with the core codec (test/support/served-lease.ts).
-//
-// What it guards: the status is the intersection over live replicas; heartbeats alone cost no
-// status write and no handler run; a Lease that stops renewing drops out at its expiry through
-// the durable re-check alone; a truncated or undecodable report is shown with its reason and
-// no list is published while it lasts. The handler writes as the ServiceAccount of
-// deploy/rbac/lease-aggregate.yaml, so the tests also prove that manifest is enough, and that
-// the identity can do nothing else.
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import {
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   DiscoveryV1Api,
-  type KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  loadAllYaml,
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
@@ -40,28 +23,23 @@ import { type HandlerRuntime, startHandlerRuntime } from '../src/bus/runtime/ind
 import { ObjectView } from '../src/bus/view.ts';
 import { defaultConfig } from '../src/config/schema.ts';
 import { SERVED_TARGETS_KNOWN } from '../src/core/instance-aggregate.ts';
-import { ASSIGN_VIEW_KINDS } from '../src/handlers/assign-world.ts';
 import {
   LEASE_AGGREGATE,
   LEASE_AGGREGATE_VIEW_KINDS,
   leaseAggregateConsumers,
   leaseAggregateHandler,
 } from '../src/handlers/lease-aggregate.ts';
-import { startRouter } from '../src/handlers/router.ts';
 import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
-import { isConflict } from '../src/kube/errors.ts';
 import { fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
-import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
-import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { systemClock } from '../src/runtime/clock.ts';
-import { RECORDED_RESOURCES } from '../src/watchers/resources.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
+import { componentIdentity, componentUser } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
-import { startRecording } from './support/watchers.ts';
+import { startRecordingAndRouting } from './support/watchers.ts';
 
 const cluster = useLocalCluster();
 const admin = cluster.kubeConfig('admin');
@@ -86,15 +64,11 @@ beforeAll(async () => {
   bus = await startOwnBus();
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
   namespace = await createNamespace(admin, 'lease-agg');
-  for (const resource of RECORDED_RESOURCES) {
-    const w = await startRecording(bus, resource, { kubeConfig: admin, log });
-    stoppers.push(() => w.stop());
-  }
   view = new ObjectView([...LEASE_AGGREGATE_VIEW_KINDS], log);
   await view.start(bus.js);
   stoppers.push(() => view.stop());
   clients = createKubeClients({
-    kubeConfig: await handlerIdentity(),
+    kubeConfig: await componentIdentity(cluster.info, admin, LEASE_AGGREGATE),
     component: 'lease-aggregate-itest',
     kubernetes: defaultConfig().kubernetes,
   });
@@ -131,31 +105,11 @@ afterAll(async () => {
   await bus?.stop();
 });
 
-const RBAC_NAMESPACE = 'switchyard-system';
-const HANDLER_USER = `system:serviceaccount:${RBAC_NAMESPACE}:switchyard-lease-aggregate`;
-
-/** deploy/rbac/lease-aggregate.yaml applied, and a kubeconfig with a token of its ServiceAccount. */
-async function handlerIdentity(): Promise<KubeConfig> {
-  const core = admin.makeApiClient(CoreV1Api);
-  await core.createNamespace({ body: { metadata: { name: RBAC_NAMESPACE } } }).catch(ignoreExists);
-  const objects = admin.makeApiClient(KubernetesObjectApi);
-  const text = await readFile(join(PROJECT_ROOT, 'deploy', 'rbac', 'lease-aggregate.yaml'), 'utf8');
-  for (const o of loadAllYaml(text) as KubernetesObject[]) await objects.create(o).catch(ignoreExists);
-  const token = await core.createNamespacedServiceAccountToken({
-    name: 'switchyard-lease-aggregate',
-    namespace: RBAC_NAMESPACE,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  return kubeConfigFromToken(cluster.info.endpoint, HANDLER_USER, token.status?.token ?? '');
-}
-
-function ignoreExists(err: unknown): void {
-  if (!isConflict(err)) throw err;
-}
+const HANDLER_USER = componentUser(LEASE_AGGREGATE);
 
 /**
- * The real router on the test's bus (records → work), and a count of the lease-aggregate work it
- * publishes per instance, seen on a plain subscription.
+ * The watchers and the real router on the test's bus (records → work), and a count of the
+ * lease-aggregate work it publishes per instance, seen on a plain subscription.
  */
 async function startCountedRouter(): Promise<void> {
   bus.nc.subscribe('work.lease-aggregate.>', {
@@ -164,22 +118,7 @@ async function startCountedRouter(): Promise<void> {
       if (decoded.ok) routed.set(decoded.value.key, (routed.get(decoded.value.key) ?? 0) + 1);
     },
   });
-  const view = new ObjectView(ASSIGN_VIEW_KINDS, log);
-  await view.start(bus.js);
-  const router = await startRouter({
-    nc: bus.nc,
-    js: bus.js,
-    jsm: bus.jsm,
-    view,
-    partitions: {
-      assign: PARTITIONS,
-      leaseAggregate: PARTITIONS,
-      configStatus: PARTITIONS,
-      instances: PARTITIONS,
-    },
-    log,
-  });
-  stoppers.push(() => router.stop().finally(() => view.stop()));
+  stoppers.push(await startRecordingAndRouting(bus, { kubeConfig: admin, log, partitions: PARTITIONS }));
 }
 
 async function createInstance(name: string): Promise<void> {
@@ -408,7 +347,7 @@ describe('lease-aggregate', () => {
     expect(writes.length, 'the checker must see the handler identity at work').toBeGreaterThan(0);
 
     const instance = `agg-a-${suffix}`;
-    const kc = await handlerIdentity();
+    const kc = await componentIdentity(cluster.info, admin, LEASE_AGGREGATE);
     const custom = kc.makeApiClient(CustomObjectsApi);
     const cws = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers', name: instance };
     await expect(

@@ -4,8 +4,11 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { RecordWriter } from '../../src/bus/records/record-writer.ts';
 import { DEFAULT_TOPOLOGY, type TopologyOptions, tombstoneTtl } from '../../src/bus/topology.ts';
+import { ObjectView } from '../../src/bus/view.ts';
+import { ASSIGN_VIEW_KINDS } from '../../src/handlers/assign-world.ts';
+import { startRouter } from '../../src/handlers/router.ts';
 import { loadRecorded, ObjectWatcher } from '../../src/watchers/object-watcher.ts';
-import type { WatchedResource } from '../../src/watchers/resources.ts';
+import { RECORDED_RESOURCES, type WatchedResource } from '../../src/watchers/resources.ts';
 
 export interface BusHandles {
   nc: NatsConnection;
@@ -96,4 +99,31 @@ export class InterruptibleWatches {
     this.gate = undefined;
     this.openGate();
   }
+}
+
+/**
+ * What a handler's integration test stands on: a watcher for every recorded kind (as
+ * `switchyard watch` runs them) and the real router (as `switchyard router` runs it) on the
+ * test's own bus. Resolves to a function that stops them all.
+ */
+export async function startRecordingAndRouting(
+  bus: BusHandles,
+  opts: { kubeConfig: KubeConfig; log: Logger; partitions: number },
+): Promise<() => Promise<void>> {
+  const watchers: ObjectWatcher[] = [];
+  for (const resource of RECORDED_RESOURCES) watchers.push(await startRecording(bus, resource, opts));
+  const view = new ObjectView(ASSIGN_VIEW_KINDS, opts.log);
+  await view.start(bus.js);
+  const p = opts.partitions;
+  const router = await startRouter({
+    ...bus,
+    view,
+    partitions: { assign: p, leaseAggregate: p, configStatus: p, instances: p },
+    log: opts.log,
+  });
+  return async () => {
+    await router.stop();
+    view.stop();
+    for (const w of watchers) w.stop();
+  };
 }
