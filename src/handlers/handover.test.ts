@@ -4,10 +4,10 @@ import { API_VERSION, SERVED_SET_ANNOTATION, WEBHOOK_SERVER_LABEL } from '../api
 import type { ConfigStatus } from '../api/conversion-config.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { HandlerContext } from '../bus/runtime/index.ts';
-import type { ObjectKey } from '../bus/subjects.ts';
 import { encodeServedSet, expectedSetOf } from '../core/served-set-codec.ts';
 import type { Clock } from '../runtime/clock.ts';
-import { type HandoverView, handoverHandler } from './handover.ts';
+import { handoverHandler } from './handover.ts';
+import { fakeView } from './test-support.ts';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const NS = 'tenant';
@@ -109,23 +109,6 @@ function lease(instanceName: string, pod: string, served: string[], renewMs: num
   );
 }
 
-function fakeView(objects: Entry[]): HandoverView {
-  const find = (key: ObjectKey) =>
-    objects.find(
-      ([k, o]) =>
-        k === key.kind && o.metadata.name === key.name && (o.metadata.namespace ?? '') === key.namespace,
-    )?.[1];
-  return {
-    waitFor: () => Promise.resolve(),
-    list: (kind) => objects.filter(([k]) => k === kind).map(([, o]) => o),
-    record: (key) => {
-      const o = find(key);
-      return o && { op: 'upsert', object: o, observedBy: 'watch', observedAt: new Date(T0).toISOString() };
-    },
-    renewTime: (key) => (find(key) as { spec?: { renewTime?: string } } | undefined)?.spec?.renewTime,
-  };
-}
-
 const ctx = { signal: new AbortController().signal, log: pino({ level: 'silent' }) } as HandlerContext;
 
 interface Write {
@@ -151,7 +134,7 @@ async function run(objects: Entry[], nowMs = T0, bundle: { value: string | undef
     };
   const clock: Clock = { now: () => nowMs, monotonic: () => 0, sleep: () => Promise.resolve() };
   const handle = handoverHandler({
-    view: fakeView(objects),
+    view: fakeView(objects, T0),
     writer: { apply: record('target'), applyStatus: record('status') },
     trustBundle: async () => bundle.value,
     clock,

@@ -4,10 +4,10 @@ import { API_VERSION, SERVED_SET_ANNOTATION, WEBHOOK_SERVER_LABEL } from '../api
 import type { WebhookServerStatus } from '../api/webhook-server.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { HandlerContext } from '../bus/runtime/index.ts';
-import type { ObjectKey } from '../bus/subjects.ts';
 import { encodeServedSet, expectedSetOf } from '../core/served-set-codec.ts';
 import type { Clock } from '../runtime/clock.ts';
-import { type LeaseAggregateView, leaseAggregateHandler } from './lease-aggregate.ts';
+import { leaseAggregateHandler } from './lease-aggregate.ts';
+import { fakeView } from './test-support.ts';
 
 const NOW = Date.parse('2030-01-01T00:00:00Z');
 const NS = 'tenant';
@@ -76,23 +76,6 @@ const config = object('crdconfig', 'w', {
 });
 const crd = object('crd', 'widgets.x.io', { spec: {} });
 
-function fakeView(objects: Array<[string, RecordedObject]>): LeaseAggregateView {
-  const find = (key: ObjectKey) =>
-    objects.find(
-      ([k, o]) =>
-        k === key.kind && o.metadata.name === key.name && (o.metadata.namespace ?? '') === key.namespace,
-    )?.[1];
-  return {
-    waitFor: () => Promise.resolve(),
-    list: (kind) => objects.filter(([k]) => k === kind).map(([, o]) => o),
-    record: (key) => {
-      const o = find(key);
-      return o && { op: 'upsert', object: o, observedBy: 'watch', observedAt: new Date(NOW).toISOString() };
-    },
-    renewTime: (key) => (find(key) as { spec?: { renewTime?: string } } | undefined)?.spec?.renewTime,
-  };
-}
-
 const clock: Clock = { now: () => NOW, monotonic: () => 0, sleep: () => Promise.resolve() };
 const ctx = { signal: new AbortController().signal, log: pino({ level: 'silent' }) } as HandlerContext;
 
@@ -100,7 +83,7 @@ function run(objects: Array<[string, RecordedObject]>) {
   const effects: string[] = [];
   const applied: Array<{ status?: WebhookServerStatus }> = [];
   const handle = leaseAggregateHandler({
-    view: fakeView(objects),
+    view: fakeView(objects, NOW),
     writer: {
       applyStatus: async (_ref, obj) => {
         effects.push('status');
