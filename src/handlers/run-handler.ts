@@ -35,25 +35,43 @@ export interface HandlerProcess<T> {
   running: string;
 }
 
-export async function runHandlerProcess<T>(argv: string[], spec: HandlerProcess<T>): Promise<void> {
+/** What every worker on the bus starts from: its configuration, logger, bus (topology verified) and view. */
+export interface Worker {
+  config: Config;
+  log: Logger;
+  bus: Bus;
+  view: ObjectView;
+}
+
+export async function startWorker(
+  argv: string[],
+  name: string,
+  viewKinds: readonly string[],
+): Promise<Worker> {
   const { config } = loadConfig({ argv });
-  const log = pino({ level: config.log.level, name: spec.concern });
-  const kc = new KubeConfig();
-  kc.loadFromDefault();
-  const clients = createKubeClients({
-    kubeConfig: kc,
-    component: spec.concern,
-    kubernetes: config.kubernetes,
-  });
+  const log = pino({ level: config.log.level, name });
   const bus = await connectBus({
     servers: config.nats.url,
-    name: spec.concern,
+    name,
     log,
     topology: topologyOptions(config.bus),
     mode: 'verify',
   });
-  const view = new ObjectView(spec.viewKinds, log);
+  const view = new ObjectView(viewKinds, log);
   await view.start(bus.js);
+  return { config, log, bus, view };
+}
+
+/** The Kubernetes clients of a worker, from the default kubeconfig (in a Pod: its ServiceAccount). */
+export function workerClients(component: string, config: Config): KubeClients {
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return createKubeClients({ kubeConfig: kc, component, kubernetes: config.kubernetes });
+}
+
+export async function runHandlerProcess<T>(argv: string[], spec: HandlerProcess<T>): Promise<void> {
+  const { config, log, bus, view } = await startWorker(argv, spec.concern, spec.viewKinds);
+  const clients = workerClients(spec.concern, config);
   const consumers = spec.consumers(config);
   const runtime = await startHandlerRuntime({
     nc: bus.nc,
