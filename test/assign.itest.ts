@@ -25,11 +25,12 @@ import { fleetOf, type InstanceLike, resolveIn } from '../src/core/assignment.ts
 import { isNotFound } from '../src/kube/errors.ts';
 import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
 import { kubeConfigFromToken, writeKubeConfig } from '../src/local-cluster/kubeconfig.ts';
-import { ManagedProcess } from '../src/local-cluster/managed-process.ts';
+import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
 import { useLocalCluster } from './support/local-cluster.ts';
+import { switchyardProcess } from './support/processes.ts';
 
 const NAMESPACE = 'switchyard-system';
 const ASSIGN_USER = `system:serviceaccount:${NAMESPACE}:switchyard-assign`;
@@ -56,19 +57,14 @@ const releasedConfigWork: Array<{ key: string; atMs: number }> = [];
 let assignWorkPublished = 0;
 
 function start(name: string, args: string[], kubeconfig?: string): ManagedProcess {
-  const env: NodeJS.ProcessEnv = { ...process.env, SWITCHYARD_LOG_LEVEL: 'info' };
-  if (kubeconfig) env.KUBECONFIG = kubeconfig;
-  else delete env.KUBECONFIG;
-  const p = new ManagedProcess(
-    {
-      name,
-      command: process.execPath,
-      args: [join(PROJECT_ROOT, 'src/cli/main.ts'), ...args, `--nats.url=${cluster.info.natsUrl}`],
-      env,
-      logFile: join(cluster.info.dir, 'logs', `${name}.log`),
-    },
-    logger,
-  );
+  const p = switchyardProcess({
+    name,
+    args,
+    natsUrl: cluster.info.natsUrl,
+    kubeconfig,
+    logFile: join(cluster.info.dir, 'logs', `${name}.log`),
+    log: logger,
+  });
   processes[name] = p;
   return p;
 }

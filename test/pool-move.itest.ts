@@ -43,7 +43,7 @@ import { fleetOf, type InstanceLike, resolveIn } from '../src/core/assignment.ts
 import { isConflict, isNotFound } from '../src/kube/errors.ts';
 import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
 import { writeKubeConfig } from '../src/local-cluster/kubeconfig.ts';
-import { ManagedProcess } from '../src/local-cluster/managed-process.ts';
+import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
@@ -51,6 +51,7 @@ import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
 import { componentUser, RBAC_NAMESPACE } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
+import { switchyardProcess } from './support/processes.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
 
 const cluster = useLocalCluster();
@@ -113,19 +114,14 @@ interface Rec {
 const records: Rec[] = [];
 
 function start(name: string, args: string[], kubeconfig?: string): void {
-  const env: NodeJS.ProcessEnv = { ...process.env, SWITCHYARD_LOG_LEVEL: 'info' };
-  if (kubeconfig) env.KUBECONFIG = kubeconfig;
-  else delete env.KUBECONFIG;
-  const p = new ManagedProcess(
-    {
-      name,
-      command: process.execPath,
-      args: [join(PROJECT_ROOT, 'src/cli/main.ts'), ...args, `--nats.url=${bus.server.url}`],
-      env,
-      logFile: join(cluster.info.dir, 'logs', `pool-move-${name}.log`),
-    },
-    logger,
-  );
+  const p = switchyardProcess({
+    name,
+    args,
+    natsUrl: bus.server.url,
+    kubeconfig,
+    logFile: join(cluster.info.dir, 'logs', `pool-move-${name}.log`),
+    log: logger,
+  });
   processes.push(p);
 }
 

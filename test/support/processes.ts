@@ -1,0 +1,31 @@
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
+import { ManagedProcess } from '../../src/local-cluster/managed-process.ts';
+
+/**
+ * `switchyard <args>` as its own process, as a Pod runs it: on `natsUrl`, as the identity of
+ * `kubeconfig` (none: no Kubernetes access at all, as the router has), logging to `logFile`.
+ */
+export function switchyardProcess(opts: {
+  name: string;
+  args: string[];
+  natsUrl: string;
+  kubeconfig?: string | undefined;
+  logFile: string;
+  log: Logger;
+}): ManagedProcess {
+  const env: NodeJS.ProcessEnv = { ...process.env, SWITCHYARD_LOG_LEVEL: 'info' };
+  if (opts.kubeconfig) env.KUBECONFIG = opts.kubeconfig;
+  else delete env.KUBECONFIG;
+  return new ManagedProcess(
+    {
+      name: opts.name,
+      command: process.execPath,
+      args: [join(PROJECT_ROOT, 'src/cli/main.ts'), ...opts.args, `--nats.url=${opts.natsUrl}`],
+      env,
+      logFile: opts.logFile,
+    },
+    opts.log,
+  );
+}
