@@ -23,7 +23,7 @@ import { waitFor } from '../src/local-cluster/wait.ts';
 import { auditLogFromNow } from './support/audit-log.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
 import { useLocalCluster } from './support/local-cluster.ts';
-import { awaitRecord, createWebhookServer } from './support/records.ts';
+import { awaitRecord, createWebhookServer, deleteWebhookServer } from './support/records.ts';
 
 const NAMESPACE = 'switchyard-system';
 const SERVICE_ACCOUNT = 'switchyard-watchers';
@@ -70,6 +70,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await deleteWebhookServer(admin, 'deployed-e2e');
   await apps.deleteNamespacedDeployment({ name: 'switchyard-watchers', namespace: NAMESPACE });
   await waitFor('the watcher pods gone', async () => {
     const pods = await core.listNamespacedPod({

@@ -20,6 +20,7 @@ import {
   type Handler,
   type HandlerConsumerSpec,
   type HandlerContext,
+  recheckAfter,
   recheckAt,
 } from '../bus/runtime/index.ts';
 import { workSubject } from '../bus/subjects.ts';
@@ -33,6 +34,7 @@ import { type RenderedInstance, type RenderSettings, renderInstance } from '../c
 import type { CertificateIssuer } from '../core/instances/serving-cert.ts';
 import { instanceStatus } from '../core/instances/status.ts';
 import { conversionServiceOf, liveConversionOf } from '../core/target-conversion.ts';
+import { isNamespaceNotFound } from '../kube/errors.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { CONFIG_KINDS, configSubjectOf, INSTANCE_KIND, instanceOf } from './assign-world.ts';
@@ -122,6 +124,9 @@ async function ensureFinalizer(deps: InstancesDeps, instance: WebhookServer, ctx
   };
 }
 
+/** How often an instance whose namespace does not exist is looked at again. */
+const NAMESPACE_RECHECK_MS = 60_000;
+
 async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: HandlerContext) {
   const rendered = renderInstance(instance, deps.settings);
   if (!rendered.ok) {
@@ -130,7 +135,18 @@ async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: Hand
   }
   const r = rendered.value;
   const nowMs = deps.clock.now();
-  await applyAccess(deps, r, ctx.signal);
+  try {
+    await applyAccess(deps, r, ctx.signal);
+  } catch (err) {
+    if (!isNamespaceNotFound(err)) throw err;
+    // Namespaces are not recorded on the bus, so no event says when it appears: look again later
+    // rather than retry at once, which would hold the partition and starve other instances.
+    ctx.log.warn(
+      { namespace: r.names.namespace },
+      'the instance’s namespace does not exist; looking again later',
+    );
+    return recheckAfter(NAMESPACE_RECHECK_MS, `namespace ${r.names.namespace} does not exist`);
+  }
   const recheckAtMs = await ensureCertificates(
     { secrets: deps.secrets, writer: deps.writer, issuer: deps.issuer },
     {

@@ -1,9 +1,11 @@
 import { ApiException } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import {
+  ApiStatusError,
   ignoreNotFound,
   isConflict,
   isGone,
+  isNamespaceNotFound,
   isNotFound,
   isServerError,
   isTooManyRequests,
@@ -40,6 +42,16 @@ describe('predicates', () => {
       false,
       false,
     ]);
+  });
+
+  it('tells a missing namespace from a missing object', () => {
+    expect(
+      isNamespaceNotFound(new ApiStatusError(404, 'namespaces "x" not found', 'NotFound', 'namespaces')),
+    ).toBe(true);
+    expect(isNamespaceNotFound(new ApiStatusError(404, 'secrets "x" not found', 'NotFound', 'secrets'))).toBe(
+      false,
+    );
+    expect(isNamespaceNotFound(new ApiStatusError(409, 'conflict', 'Conflict', 'namespaces'))).toBe(false);
   });
 
   it('ignoreNotFound turns a 404 into undefined and rethrows anything else', async () => {

@@ -13,10 +13,13 @@ export class ApiStatusError extends Error {
   override readonly name = 'ApiStatusError';
   readonly statusCode: number;
   readonly reason: string | undefined;
-  constructor(statusCode: number, message: string, reason?: string) {
+  /** `details.kind` of the metav1.Status: what was not found, conflicted, … (e.g. `namespaces`). */
+  readonly detailsKind: string | undefined;
+  constructor(statusCode: number, message: string, reason?: string, detailsKind?: string) {
     super(message);
     this.statusCode = statusCode;
     this.reason = reason;
+    this.detailsKind = detailsKind;
   }
 }
 
@@ -32,6 +35,10 @@ export function statusOf(err: unknown): number | undefined {
 }
 
 export const isNotFound = (err: unknown): boolean => statusOf(err) === 404;
+
+/** A write into a namespace that does not exist (404 whose Status names `namespaces`). */
+export const isNamespaceNotFound = (err: unknown): boolean =>
+  err instanceof ApiStatusError && err.statusCode === 404 && err.detailsKind === 'namespaces';
 /** 409: the object changed since it was read (stale resourceVersion), or a create found it existing. */
 export const isConflict = (err: unknown): boolean => statusOf(err) === 409;
 /** 410: a watch or list position fell behind etcd compaction; only a relist recovers. */

@@ -40,12 +40,17 @@ export async function send(kc: KubeConfig, method: HttpMethod, url: URL, opts: S
 /** Sends one request and returns its JSON body; throws {@link ApiStatusError} on any status but 2xx. */
 export async function sendForJson<T>(kc: KubeConfig, method: HttpMethod, url: URL, opts: SendOptions = {}) {
   const res = await send(kc, method, url, opts);
-  const body = (await res.json().catch(() => ({}))) as T & { message?: string; reason?: string };
+  const body = (await res.json().catch(() => ({}))) as T & {
+    message?: string;
+    reason?: string;
+    details?: { kind?: string };
+  };
   if (res.status < 200 || res.status >= 300) {
     throw new ApiStatusError(
       res.status,
       body.message ?? `${method} ${url.pathname}: HTTP ${res.status}`,
       body.reason,
+      body.details?.kind,
     );
   }
   return body as T;

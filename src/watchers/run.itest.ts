@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOwnBus } from '../../test/support/bus.ts';
 import { committedCrds, crdWithSpec, ensureCrd } from '../../test/support/crds.ts';
 import { useLocalCluster } from '../../test/support/local-cluster.ts';
-import { awaitRecord, createWebhookServer } from '../../test/support/records.ts';
+import { awaitRecord, createWebhookServer, deleteWebhookServer } from '../../test/support/records.ts';
 import { escapeToken } from '../bus/subjects.ts';
 import { DEFAULT_TOPOLOGY } from '../bus/topology.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
@@ -37,6 +37,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await watcher.stop();
+  await deleteWebhookServer(admin, 'recorded-by-process');
+  await admin
+    .makeApiClient(ApiextensionsV1Api)
+    .deleteCustomResourceDefinition({ name: 'noises.oversized.switchyard.dev' })
+    .catch(() => undefined);
 });
 
 describe('switchyard watch', () => {

@@ -3,6 +3,7 @@ import { jetstreamManager, type StoredMsg } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { API_VERSION, GROUP, VERSION } from '../../src/api/constants.ts';
 import { STREAMS } from '../../src/bus/topology.ts';
+import { isNotFound } from '../../src/kube/errors.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 
 export async function createWebhookServer(kc: KubeConfig, name: string): Promise<void> {
@@ -39,4 +40,14 @@ export async function awaitRecord(
   } finally {
     await nc.close();
   }
+}
+
+/** Deletes a ConversionWebhookServer a test created (later files share the cluster, and its handlers would reconcile it). */
+export async function deleteWebhookServer(kc: KubeConfig, name: string): Promise<void> {
+  await kc
+    .makeApiClient(CustomObjectsApi)
+    .deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'conversionwebhookservers', name })
+    .catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
+    });
 }
