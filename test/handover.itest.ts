@@ -101,6 +101,7 @@ beforeAll(async () => {
     },
     trustBundle: trustBundleReader(clients.writes),
     clock: systemClock,
+    events: clients.events.recorder,
     policy: { unreportedGraceMs: GRACE_SECONDS * 1000, stallAfterMs: 600_000 },
     defaultNamespace: 'switchyard-system',
   });

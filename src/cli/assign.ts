@@ -21,6 +21,7 @@ export async function runAssign(argv: string[]): Promise<void> {
       writer: new KubeWriter(clients.writes, fieldManagerFor(ASSIGN_CONCERN)),
       js: bus.js,
       clock: systemClock,
+      events: clients.events.recorder,
       partitions: { handover: config.bus.partitions.handover },
     },
     partitions: config.bus.partitions.assign,

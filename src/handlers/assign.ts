@@ -19,6 +19,7 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { API_VERSION } from '../api/constants.ts';
 import type { ConfigStatus } from '../api/conversion-config.ts';
 import type { WebhookServerStatus } from '../api/webhook-server.ts';
 import {
@@ -42,6 +43,8 @@ import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { decideConfigAssignment, decideInstanceAssignment, type Move } from '../core/assign-decision.ts';
 import { assignSubjects, fleetOf, type Resolution } from '../core/assignment.ts';
+import { assignedEvent } from '../core/transition-events.ts';
+import type { EventSink } from '../kube/event-recorder.ts';
 import type { KubeWriter } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import {
@@ -72,6 +75,7 @@ export interface AssignDeps {
   writer: KubeWriter;
   js: JetStreamClient;
   clock: Clock;
+  events: EventSink;
   partitions: { handover: number };
 }
 
@@ -111,11 +115,24 @@ export class AssignHandler {
     );
     if (decision.move) await this.announceMove(subject, decision.move, causeSeq);
     if (!decision.write) return;
-    await this.applyStatus(key, decision.write, record.object.metadata.resourceVersion, ctx);
+    const readVersion = record.object.metadata.resourceVersion;
+    await this.applyStatus(key, decision.write, readVersion, ctx);
     ctx.log.info(
       { config: subject.config, target: subject.target, move: decision.move },
       'assignment written',
     );
+    if (decision.move) {
+      const ref = PROJECT_RESOURCES[key.kind];
+      this.deps.events.record({
+        regarding: {
+          apiVersion: API_VERSION,
+          kind: ref?.kind ?? key.kind,
+          name: key.name,
+          uid: record.object.metadata.uid,
+        },
+        ...assignedEvent({ target: subject.target, readVersion, move: decision.move }),
+      });
+    }
   }
 
   private async reconcileInstance(key: ObjectWorkKey, ctx: HandlerContext): Promise<void> {

@@ -5,6 +5,7 @@ import type { ConfigStatus } from '../api/conversion-config.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { HandlerContext } from '../bus/runtime/index.ts';
 import { encodeServedSet, expectedSetOf } from '../core/served-set-codec.ts';
+import type { EventInput } from '../kube/event-recorder.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { handoverHandler } from './handover.ts';
 import { fakeView } from './test-support.ts';
@@ -133,7 +134,14 @@ async function run(objects: Entry[], nowMs = T0, bundle: { value: string | undef
       return body as never;
     };
   const clock: Clock = { now: () => nowMs, monotonic: () => 0, sleep: () => Promise.resolve() };
+  const events: EventInput[] = [];
   const handle = handoverHandler({
+    events: {
+      record: (e) => {
+        events.push(e);
+        return true;
+      },
+    },
     view: fakeView(objects, T0),
     writer: { apply: record('target'), applyStatus: record('status') },
     trustBundle: async () => bundle.value,
@@ -143,7 +151,7 @@ async function run(objects: Entry[], nowMs = T0, bundle: { value: string | undef
   });
   const outcome = await handle({ key: TARGET, seq: 3 }, ctx);
   const status = writes.find((w) => w.what === 'status')?.body.status;
-  return { outcome, writes, status, reason: status?.conditions?.[0]?.reason };
+  return { outcome, writes, status, events, reason: status?.conditions?.[0]?.reason };
 }
 
 const targetWrites = (writes: Write[]) => writes.filter((w) => w.what === 'target');
@@ -252,6 +260,36 @@ describe('the handover handler', () => {
     const fired = await run([...fleet, config('b', silent.status)], T0 + GRACE_MS);
     expect(targetWrites(fired.writes)).toHaveLength(1);
     expect(fired.status?.conditions?.[0]).toMatchObject({ status: 'True', reason: 'HandoverUnverified' });
+    expect(silent.events, 'waiting for reports resolves itself: no Event').toEqual([]);
+    expect(fired.events).toEqual([
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'HandoverUnverified',
+        action: 'RepointConversion',
+        regarding: { apiVersion: API_VERSION, kind: 'CRDConversionConfig', name: 'w', uid: 'uid-w' },
+        related: { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: TARGET },
+        key: `repoint/${TARGET}/7/b-webhook-server`,
+      }),
+    ]);
+  });
+
+  it('records one Event per repoint, none when the target already says it, and one on entering a stall', async () => {
+    const fleet = [instance('a'), instance('b'), readyPods('b', ['b1']), lease('b', 'b1', [TARGET], T0)];
+    const moved = await run([...fleet, crd('a-webhook-server'), config('b')]);
+    expect(moved.events.map((e) => [e.type, e.reason])).toEqual([['Normal', 'HandoverReady']]);
+    expect(moved.events[0]?.note).toContain('(was a-webhook-server)');
+    const again = await run([...fleet, crd('b-webhook-server'), config('b', moved.status)]);
+    expect(again.events, 'a redelivery after the patch records nothing').toEqual([]);
+
+    const stale = [instance('a'), instance('b'), readyPods('b', ['b1']), lease('b', 'b1', [], T0)];
+    const pending = await run([...stale, crd('a-webhook-server'), config('b')]);
+    const stalled = await run([...stale, crd('a-webhook-server'), config('b', pending.status)], T0 + 600_000);
+    expect(stalled.reason).toBe('HandoverStalled');
+    expect(stalled.events.map((e) => [e.type, e.reason, e.action])).toEqual([
+      ['Warning', 'HandoverStalled', 'GateHandover'],
+    ]);
+    const still = await run([...stale, crd('a-webhook-server'), config('b', stalled.status)], T0 + 700_000);
+    expect(still.events, 'still stalled is not a new transition').toEqual([]);
   });
 
   it('a config that does not compile against the target leaves the target and the status untouched', async () => {

@@ -48,6 +48,8 @@ import {
   desiredConversion,
   liveConversionOf,
 } from '../core/target-conversion.ts';
+import { handoverWaitEvent, repointEvent } from '../core/transition-events.ts';
+import type { EventSink, ObjectRef } from '../kube/event-recorder.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { readExpectationView, readInstance, readInstanceLeases, readReadyPods } from './view-reads.ts';
@@ -133,6 +135,7 @@ export interface HandoverDeps {
   writer: Pick<KubeWriter, 'apply' | 'applyStatus'>;
   trustBundle: TrustBundleReader;
   clock: Clock;
+  events: EventSink;
   policy: Readonly<HandoverPolicy>;
   /** Where an instance without spec.namespace runs: the operator's namespace. */
   defaultNamespace: string;
@@ -166,6 +169,8 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
       previous: findCondition(config.status?.conditions, HANDOVER_READY) as HandoverCondition | undefined,
       policy: deps.policy,
     });
+    const regarding = objectRefOf(config);
+    const related = { apiVersion: targetKind.resource.apiVersion, kind: targetKind.kind, name: item.key };
     let repointed = false;
     if (decision.action === 'patch') {
       const caBundle = await deps.trustBundle(destination, namespace, ctx.signal);
@@ -200,6 +205,17 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
           { target: item.key, from: currentServiceName, to: destination, reason: decision.condition.reason },
           'conversion repointed',
         );
+        deps.events.record({
+          regarding,
+          related,
+          ...repointEvent({
+            target: item.key,
+            readVersion: live.metadata.resourceVersion,
+            from: currentServiceName,
+            to: desired.webhook.clientConfig.service.name,
+            condition: decision.condition,
+          }),
+        });
       }
     }
     const status = decideHandoverStatus({
@@ -223,6 +239,13 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
         // precondition that a concurrent status write of another manager (assign's Assigned) fails.
         { signal: ctx.signal, resourceVersion: repointed ? undefined : config.metadata.resourceVersion },
       );
+      const waitEvent = handoverWaitEvent({
+        target: item.key,
+        previousReason: findCondition(config.status?.conditions, HANDOVER_READY)?.reason,
+        condition: decision.condition,
+        since: status.status.conditions[0].lastTransitionTime,
+      });
+      if (waitEvent) deps.events.record({ regarding, related, ...waitEvent });
     }
     if (decision.recheckAtMs === undefined) return done;
     return recheckAt(decision.recheckAtMs, deps.clock.now(), `handover: ${decision.condition.reason}`);
@@ -279,6 +302,11 @@ function readSubject(view: HandoverView, target: string, defaultNamespace: strin
     live: { ...live, metadata: { ...live.metadata, resourceVersion: targetVersion } },
     replicas: destinationReplicas(view, instance.instance, namespace, nowMs),
   };
+}
+
+/** What an Event about a config names (configs are cluster-scoped: their Events go to `default`). */
+function objectRefOf(config: ConversionConfig): ObjectRef {
+  return { apiVersion: API_VERSION, kind: config.kind, name: config.metadata.name, uid: config.metadata.uid };
 }
 
 function parsedConfigs(view: HandoverView): ConversionConfig[] {

@@ -23,6 +23,7 @@ export function runHandover(argv: string[]): Promise<void> {
         writer,
         trustBundle: trustBundleReader(clients.writes),
         clock: systemClock,
+        events: clients.events.recorder,
         policy: handoverPolicyOf(config.handover),
         defaultNamespace: operatorNamespace(),
       }),

@@ -5,6 +5,7 @@ import {
   type EventInput,
   EventRecorder,
   type EventRecorderOptions,
+  KEYED_ANNOTATION,
   MicroTime,
 } from './event-recorder.ts';
 import { tokenBucketLimiter, unlimited } from './rate-limiter.ts';
@@ -84,6 +85,17 @@ describe('buildEvent', () => {
     expect(Buffer.byteLength(event.note ?? '')).toBeLessThanOrEqual(1024);
   });
 
+  it('names a keyed Event by its component and key: every record of one transition has one name', () => {
+    const at = (epochMicros: number, suffix: string, key: string, component = 'handover') =>
+      buildEvent({ ...input, key }, { component, instance: 'pod-1', epochMicros, suffix });
+    const first = at(1, '0000', 'repointed widgets at 42');
+    expect(at(999, 'ffff', 'repointed widgets at 42').metadata?.name).toBe(first.metadata?.name);
+    expect(at(1, '0000', 'repointed widgets at 43').metadata?.name).not.toBe(first.metadata?.name);
+    expect(at(1, '0000', 'repointed widgets at 42', 'assign').metadata?.name).not.toBe(first.metadata?.name);
+    expect(first.metadata?.name).toMatch(/^widgets\.[0-9a-f]{20}$/);
+    expect(first.metadata?.annotations).toEqual({ [KEYED_ANNOTATION]: 'repointed widgets at 42' });
+  });
+
   it('MicroTime keeps microseconds the JS Date drops', () => {
     expect(new MicroTime(1_000_000_000_000_001).toISOString()).toBe('2001-09-09T01:46:40.000001Z');
   });
@@ -145,6 +157,16 @@ describe('EventRecorder', () => {
     await rec.idle();
     expect(new Set(names).size).toBe(1);
     expect(rec.counters()).toMatchObject({ emitted: 1, rejected: 0 });
+  });
+
+  it('a keyed Event met by AlreadyExists on its first try is the same transition again: deduplicated', async () => {
+    const { rec } = recorder(async () => {
+      throw apiError(409);
+    });
+    rec.record({ ...input, key: 'repointed widgets at 42' });
+    rec.record(input);
+    await rec.idle();
+    expect(rec.counters()).toMatchObject({ emitted: 0, deduplicated: 1, rejected: 1 });
   });
 
   it('under a storm, Events beyond the bucket are dropped and counted without waiting', () => {

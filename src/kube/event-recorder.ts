@@ -18,6 +18,7 @@
 // What it does not do (client-go's broadcaster does): series aggregation and
 // per-object spam filtering. Handlers record transitions, not heartbeats, so
 // the bucket is the only spam guard needed so far.
+import { createHash } from 'node:crypto';
 import type { EventsV1Api, EventsV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { retryDelayMs } from '../runtime/backoff.ts';
@@ -45,11 +46,22 @@ export interface EventInput {
   action: string;
   /** Human-readable detail; cut to 1 kB. */
   note?: string;
+  /**
+   * The transition this Event reports, when it has an identity (e.g. "repointed <target> from
+   * resourceVersion 42"): the Event's name derives from it, so a second record of the same
+   * transition (a redelivered message, another replica, a retry) meets 409 and is one Event.
+   */
+  key?: string;
 }
+
+/** Where a handler sends its Events: the process's recorder, or a test's list. */
+export type EventSink = Pick<EventRecorder, 'record'>;
 
 export interface EventCounters {
   /** Accepted by the apiserver. */
   emitted: number;
+  /** Keyed Events already there (409): the same transition recorded again, not emitted twice. */
+  deduplicated: number;
   /** Shed by the token bucket. */
   droppedRateLimited: number;
   /** Admitted by the bucket but the queue was full. */
@@ -115,6 +127,9 @@ const REPORTING_DOMAIN = 'switchyard.dev';
 const MAX_REASON = 128;
 const MAX_NOTE_BYTES = 1024;
 const MAX_NAME = 253;
+const MAX_KEY = 1024;
+/** On a keyed Event: the transition it reports (`EventInput.key`). */
+export const KEYED_ANNOTATION = 'switchyard.dev/event-key';
 
 /** events.k8s.io/v1 requires eventTime with microseconds; a JS Date has milliseconds. */
 export class MicroTime extends Date {
@@ -142,8 +157,9 @@ function truncateBytes(text: string, maxBytes: number): string {
 
 /**
  * The Event for `input`: pure, so tests can check every field. The name is the
- * regarding object's name plus a time-and-random suffix (unique, and the same
- * across retries of this Event).
+ * regarding object's name plus a digest of the component and the key when the Event
+ * has one (the same for every record of that transition), else a time-and-random
+ * suffix (unique, and the same across retries of this Event).
  */
 export function buildEvent(
   input: EventInput,
@@ -154,12 +170,19 @@ export function buildEvent(
     suffix,
   }: { component: string; instance: string; epochMicros: number; suffix: string },
 ): EventsV1Event {
-  const unique = `.${epochMicros.toString(16)}${suffix}`;
+  const unique =
+    input.key === undefined
+      ? `.${epochMicros.toString(16)}${suffix}`
+      : `.${createHash('sha256').update(`${component}\0${input.key}`).digest('hex').slice(0, 20)}`;
   const base = input.regarding.name.slice(0, MAX_NAME - unique.length).replace(/[.-]+$/, '');
   return {
     apiVersion: 'events.k8s.io/v1',
     kind: 'Event',
-    metadata: { name: `${base}${unique}`, namespace: input.regarding.namespace || 'default' },
+    metadata: {
+      name: `${base}${unique}`,
+      namespace: input.regarding.namespace || 'default',
+      ...(input.key !== undefined && { annotations: { [KEYED_ANNOTATION]: input.key.slice(0, MAX_KEY) } }),
+    },
     eventTime: new MicroTime(epochMicros),
     reportingController: `${REPORTING_DOMAIN}/${component}`,
     reportingInstance: instance.slice(0, MAX_REASON),
@@ -172,11 +195,16 @@ export function buildEvent(
   };
 }
 
+function isKeyed(event: EventsV1Event): boolean {
+  return event.metadata?.annotations?.[KEYED_ANNOTATION] !== undefined;
+}
+
 export class EventRecorder {
   private readonly options: EventRecorderOptions & EventRecorderTuning;
   private readonly queue: EventsV1Event[] = [];
   private readonly count = {
     emitted: 0,
+    deduplicated: 0,
     droppedRateLimited: 0,
     droppedQueueFull: 0,
     droppedShutdown: 0,
@@ -271,6 +299,10 @@ export class EventRecorder {
         const status = statusOf(err);
         if (status === 409 && attempt > 1) {
           this.count.emitted++; // an earlier attempt landed; its response was lost
+          return;
+        }
+        if (status === 409 && isKeyed(event)) {
+          this.count.deduplicated++;
           return;
         }
         if (status !== undefined) {
