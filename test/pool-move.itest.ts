@@ -1,14 +1,18 @@
 // The acceptance check of issue 11, every handler a real process: `switchyard watch` (admin)
 // records, `router` turns records into work, and `assign`, `lease-aggregate`, `handover` and
-// `config-status` act, each under the ServiceAccount token of its deploy/rbac manifest. The test
-// plays the data plane (no webhook-server exists yet, so `instances` does not run): per instance
-// the serving Secret with the ca.crt the handover reads, an EndpointSlice naming its ready Pods,
-// and per Pod a served-set Lease (test/support/served-lease.ts).
+// `config-status` act, each under the ServiceAccount token of its deploy/rbac manifest and each
+// (the router too) as two replicas side by side. The test plays the data plane (no webhook-server
+// exists yet, so `instances` does not run): per instance the serving Secret with the ca.crt the
+// handover reads, an EndpointSlice naming its ready Pods, and per Pod a served-set Lease
+// (test/support/served-lease.ts).
 //
-// A pool of three instances and 24 unpinned targets: every target's conversion names the Service
+// A pool of three instances and 60 unpinned targets: every target's conversion names the Service
 // of the instance the pure resolver picks. A fourth member then moves exactly the targets it
 // wins, each through a verified handover (HandoverReady), and the recorded stream shows no moved
-// target naming the new Service before the last of its ready Pods reported.
+// target naming the new Service before the last of its ready Pods reported. The fourth member
+// then leaves the pool and one replica of every worker is SIGKILLed as the first target moves
+// back: every target still lands, patched once per move, every status field written by its one
+// manager, and no transition recorded as two Events.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
@@ -16,10 +20,13 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   DiscoveryV1Api,
+  EventsV1Api,
   type KubernetesObject,
   KubernetesObjectApi,
   loadAllYaml,
+  PatchStrategy,
   RbacAuthorizationV1Api,
+  setHeaderOptions,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { DeliverPolicy } from '@nats-io/jetstream';
@@ -60,7 +67,7 @@ const custom = admin.makeApiClient(CustomObjectsApi);
 const core = admin.makeApiClient(CoreV1Api);
 const crdApi = admin.makeApiClient(ApiextensionsV1Api);
 const logger = pino({ level: 'warn' });
-const N = 24;
+const N = 60;
 const D2_DELAY_MS = 3_000;
 const instanceNames = (run: string) =>
   ['a', 'b', 'c', 'd'].map((n) => `pm-${run}-${n}`) as [string, string, string, string];
@@ -98,7 +105,9 @@ let namespace = '';
 let bus: OwnBus;
 let audit: Awaited<ReturnType<typeof auditLogFromNow>>;
 const COMPONENTS = ['assign', 'lease-aggregate', 'handover', 'config-status'];
-const processes: ManagedProcess[] = [];
+/** Every worker on the bus runs as two replicas; `<worker>-1` of each is SIGKILLed mid-move. */
+const WORKERS = ['router', ...COMPONENTS];
+const processes = new Map<string, ManagedProcess>();
 const publishers: ServedLeasePublisher[] = [];
 /** What this file created, deleted afterwards: later files share the cluster. */
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -122,7 +131,7 @@ function start(name: string, args: string[], kubeconfig?: string): void {
     logFile: join(cluster.info.dir, 'logs', `pool-move-${name}.log`),
     log: logger,
   });
-  processes.push(p);
+  processes.set(name, p);
 }
 
 /**
@@ -368,22 +377,22 @@ beforeAll(async () => {
   await recordStream();
 
   start('watchers', ['watch'], cluster.info.kubeConfigs.admin);
-  start('router', ['router']);
-  start('assign', ['assign', '--bus.fanoutRatePerSecond=50'], kubeconfigs.assign);
-  start('lease-aggregate', ['lease-aggregate'], kubeconfigs['lease-aggregate']);
-  start('handover', ['handover'], kubeconfigs.handover);
-  start('config-status', ['config-status'], kubeconfigs['config-status']);
+  for (const replica of [1, 2]) {
+    start(`router-${replica}`, ['router']);
+    start(`assign-${replica}`, ['assign', '--bus.fanoutRatePerSecond=50'], kubeconfigs.assign);
+    start(`lease-aggregate-${replica}`, ['lease-aggregate'], kubeconfigs['lease-aggregate']);
+    start(`handover-${replica}`, ['handover'], kubeconfigs.handover);
+    start(`config-status-${replica}`, ['config-status'], kubeconfigs['config-status']);
+  }
   const jsm = bus.jsm;
   await waitFor(
-    'every handler consuming',
+    'both replicas of every worker pulling',
     async () => {
-      const names: string[] = [];
-      for await (const c of jsm.consumers.list(STREAMS.work)) names.push(c.name);
-      for await (const c of jsm.consumers.list(STREAMS.records)) names.push(c.name);
-      const has = (p: string) => names.some((n) => n.startsWith(p));
-      return ['router', 'assign', 'lease-aggregate', 'handover', 'config-status'].every(has)
-        ? true
-        : undefined;
+      const consumers: { name: string; num_waiting: number }[] = [];
+      for await (const c of jsm.consumers.list(STREAMS.work)) consumers.push(c);
+      for await (const c of jsm.consumers.list(STREAMS.records)) consumers.push(c);
+      const pulling = (p: string) => consumers.some((c) => c.name.startsWith(p) && c.num_waiting >= 2);
+      return WORKERS.every(pulling) ? true : undefined;
     },
     { timeoutMs: 60_000, intervalMs: 250 },
   );
@@ -391,7 +400,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const p of publishers) await p.stop();
-  await Promise.all(processes.map((p) => p.stop(5_000)));
+  await Promise.all([...processes.values()].map((p) => p.stop(5_000)));
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
   await bus?.stop();
   // A default instance left behind would make a later file's default a second one.
@@ -400,7 +409,8 @@ afterAll(async () => {
 }, 120_000);
 
 let before = new Map<string, string>();
-let movedCount = 0;
+/** The targets the 4th member wins. */
+let won: string[] = [];
 
 describe('a pool moves without a failed conversion', () => {
   it(`a pool of 3 and ${N} targets: every target names the Service of the instance the resolver picks`, async () => {
@@ -455,13 +465,12 @@ describe('a pool moves without a failed conversion', () => {
     const seqBefore = (await bus.jsm.streams.info(STREAMS.records)).state.last_seq;
     await createInstance(D);
     const after = await resolved();
-    const won = TARGETS.filter((t) => after.get(t) !== before.get(t));
+    won = TARGETS.filter((t) => after.get(t) !== before.get(t));
     for (const t of won) expect(after.get(t), `${t} moved to another than the new member`).toBe(D);
     for (const t of TARGETS)
       expect(resolveIn(fleetBefore, { target: t })).toMatchObject({ instance: before.get(t) });
     expect(won.length, 'the new member wins some targets').toBeGreaterThan(0);
     expect(won.length).toBeLessThan(N);
-    movedCount = won.length;
 
     // d2 is ready and has not reported: nothing moves, however long assign has been done.
     await new Promise((r) => setTimeout(r, D2_DELAY_MS));
@@ -521,20 +530,135 @@ describe('a pool moves without a failed conversion', () => {
     );
   }, 180_000);
 
-  it('every target was patched by the handover identity only, and no handler was refused a request', async () => {
-    const users = new Set(COMPONENTS.map(componentUser));
-    const events = await audit.waitFor(
-      'the conversion patches',
-      (all) => all.filter(targetPatch),
-      N + movedCount,
+  it('one replica of every worker SIGKILLed mid-move: every target still lands, each through a verified handover', async () => {
+    const seqBefore = (await bus.jsm.streams.info(STREAMS.records)).state.last_seq;
+    const movingBack = (r: Rec) =>
+      r.kind === 'crd' && r.seq > seqBefore && won.includes(r.name) && r.service !== webhookServiceName(D);
+    await custom.patchClusterCustomObject(
+      {
+        group: GROUP,
+        version: VERSION,
+        plural: 'conversionwebhookservers',
+        name: D,
+        body: { spec: { sharding: { enabled: false } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
+    // Killed the moment the first target is recorded moving back: the rest is in flight somewhere.
+    await waitFor('the first target moving back', async () => (records.some(movingBack) ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 5,
+    });
+    const killedAtSeq = (await bus.jsm.streams.info(STREAMS.records)).state.last_seq;
+    for (const worker of WORKERS) processes.get(`${worker}-1`)?.kill('SIGKILL');
+
+    const back = await everyTargetWhereResolved('the targets of the removed member back where they were');
+    for (const t of TARGETS) expect(back.get(t), t).toBe(before.get(t));
+    await waitFor(
+      'every moved-back target HandoverReady (verified)',
+      async () => {
+        const s = await statuses();
+        return won.every((t) => handoverReady(s.get(t))?.reason === 'HandoverReady') ? true : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    const afterKill = won.filter(
+      (t) => !records.some((r) => movingBack(r) && r.name === t && r.seq <= killedAtSeq),
+    );
+    console.log(
+      `[pool-move] SIGKILL of one replica of each worker with ${afterKill.length}/${won.length} moves back still to do`,
+    );
+    expect(afterKill.length, 'the kill came after the work was done: nothing was tested').toBeGreaterThan(0);
+  }, 180_000);
+
+  it('every target was patched once per move, by the handover identity only, and no handler was refused a request', async () => {
+    const users = new Set(COMPONENTS.map(componentUser));
+    const expected = N + 2 * won.length; // a first apply each, the moves to the 4th member and back
+    const events = await audit.waitFor('the conversion patches', (all) => all.filter(targetPatch), expected);
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect((await audit.all()).filter(targetPatch), 'a patch the target already said').toHaveLength(expected);
     expect([...new Set(events.map((e) => e.user.username))]).toEqual([componentUser('handover')]);
     const refused = (await audit.all()).filter(
       (e) => users.has(e.user.username) && e.stage === 'ResponseComplete' && e.responseStatus?.code === 403,
     );
     expect(refused.map((e) => `${e.user.username} ${e.verb} ${e.requestURI}`)).toEqual([]);
   });
+
+  it('no conflicting writes: each target named its Services in move order, each status field has one manager', async () => {
+    for (const t of TARGETS) {
+      const named = records.filter((r) => r.kind === 'crd' && r.name === t && r.service !== undefined);
+      const order = named.map((r) => r.service).filter((x, i, xs) => i === 0 || xs[i - 1] !== x);
+      const home = webhookServiceName(before.get(t) ?? '');
+      expect(order, t).toEqual(won.includes(t) ? [home, webhookServiceName(D), home] : [home]);
+    }
+    const owners = new Map<string, Set<string>>();
+    const r = (await custom.listClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'crdconversionconfigs',
+    })) as { items: { metadata: { name: string; managedFields?: ManagedFields[] } }[] };
+    for (const config of r.items.filter((c) => c.metadata.name.startsWith(`pm-${run}-`)))
+      for (const entry of config.metadata.managedFields ?? [])
+        if (entry.subresource === 'status')
+          for (const field of statusFieldsOf(entry.fieldsV1))
+            owners.set(field, (owners.get(field) ?? new Set()).add(entry.manager ?? ''));
+    expect(owners.size, 'no status field recorded').toBeGreaterThan(3);
+    for (const [field, managers] of owners) expect([...managers], field).toEqual([statusOwner(field)]);
+  });
+
+  it('no duplicate Events: each assignment and each repoint is recorded at most once, and none was lost before the kill', async () => {
+    const events = await waitFor('the Events of every move', async () => {
+      const list = (
+        await admin.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: 'default' })
+      ).items.filter((e) => e.regarding?.name?.startsWith(`pm-${run}-`));
+      const repoints = list.filter((e) => e.action === 'RepointConversion');
+      return repoints.length >= N + won.length ? list : undefined;
+    });
+    const transitions = events.map(
+      (e) => `${e.regarding?.name} ${e.reportingController} ${e.reason} ${e.note}`,
+    );
+    expect(transitions.length, 'a transition recorded twice').toBe(new Set(transitions).size);
+    const byConfig = (action: string, reason: string) =>
+      new Set(events.filter((e) => e.action === action && e.reason === reason).map((e) => e.regarding?.name));
+    for (const [i, t] of TARGETS.entries()) {
+      expect(byConfig('RepointConversion', 'FirstApply').has(configName(i)), t).toBe(true);
+      expect(byConfig('AssignTarget', 'Assigned').has(configName(i)), t).toBe(true);
+      if (won.includes(t))
+        expect(byConfig('RepointConversion', 'HandoverReady').has(configName(i)), t).toBe(true);
+    }
+    const count = (action: string) => events.filter((e) => e.action === action).length;
+    console.log(
+      `[pool-move] Events: ${count('AssignTarget')} assignments (${N} first, ${2 * won.length} moves), ` +
+        `${count('RepointConversion')} repoints (${N + 2 * won.length} made; a SIGKILL may lose an unsent one)`,
+    );
+  });
 });
+
+/** The one manager of each field of a config's status (docs/handlers.md). */
+function statusOwner(field: string): string {
+  if (['assignedWebhookServer', 'webhookPath', 'conditions/Assigned'].includes(field))
+    return 'switchyard-assign';
+  if (['handover', 'conditions/HandoverReady'].includes(field)) return 'switchyard-handover';
+  return 'switchyard-config-status';
+}
+
+interface ManagedFields {
+  manager?: string;
+  subresource?: string;
+  fieldsV1?: Record<string, unknown>;
+}
+
+/** The status fields a managedFields entry owns: top-level names, and conditions by type. */
+function statusFieldsOf(fieldsV1: Record<string, unknown> | undefined): string[] {
+  const status = (fieldsV1?.['f:status'] ?? {}) as Record<string, unknown>;
+  return Object.keys(status).flatMap((key) => {
+    if (key === 'f:conditions')
+      return Object.keys(status[key] as object)
+        .filter((k) => k.startsWith('k:'))
+        .map((k) => `conditions/${(JSON.parse(k.slice(2)) as { type: string }).type}`);
+    return key.startsWith('f:') ? [key.slice(2)] : [];
+  });
+}
 
 const targetPatch = (e: AuditEvent) =>
   e.stage === 'ResponseComplete' &&

@@ -63,6 +63,11 @@ export class ManagedProcess {
     return this.exited;
   }
 
+  /** Sends `signal` now (a test's SIGKILL: no drain, no goodbye); `whenExited` tells when it is gone. */
+  kill(signal: NodeJS.Signals): void {
+    if (this.running) this.child.kill(signal);
+  }
+
   /** SIGTERM, then SIGKILL once the grace period is over. Resolves when the process is gone. */
   async stop(graceMs = 5_000): Promise<void> {
     if (!this.running) return;
