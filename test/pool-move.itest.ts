@@ -19,7 +19,6 @@ import {
   ApiextensionsV1Api,
   CoreV1Api,
   CustomObjectsApi,
-  DiscoveryV1Api,
   EventsV1Api,
   type KubernetesObject,
   KubernetesObjectApi,
@@ -32,17 +31,7 @@ import {
 import { DeliverPolicy } from '@nats-io/jetstream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  API_VERSION,
-  GROUP,
-  MANAGED_BY_LABEL,
-  MANAGED_BY_VALUE,
-  servedLeaseName,
-  servingCertSecretName,
-  VERSION,
-  WEBHOOK_SERVER_LABEL,
-  webhookServiceName,
-} from '../src/api/constants.ts';
+import { API_VERSION, GROUP, servedLeaseName, VERSION, webhookServiceName } from '../src/api/constants.ts';
 import type { ConfigStatus } from '../src/api/conversion-config.ts';
 import { decodeMessage, objectEventSchema } from '../src/bus/messages.ts';
 import { STREAMS } from '../src/bus/topology.ts';
@@ -52,10 +41,10 @@ import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
 import { writeKubeConfig } from '../src/local-cluster/kubeconfig.ts';
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
-import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
+import { fakeDataPlane } from './support/data-plane.ts';
 import { componentUser, RBAC_NAMESPACE } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { switchyardProcess } from './support/processes.ts';
@@ -226,42 +215,8 @@ async function createCustom(plural: string, body: { metadata: { name: string } }
   );
 }
 
-let sliceCount = 0;
-
-/** What the instances handler and the data plane would write: the serving Secret, the ready Pods' slice. */
-async function dataPlane(instance: string, pods: string[]): Promise<void> {
-  const now = Date.now();
-  const ca = await x509Issuer().createCa({
-    commonName: instance,
-    notBeforeMs: now - 60_000,
-    notAfterMs: now + 3_600_000,
-  });
-  await core.createNamespacedSecret({
-    namespace,
-    body: {
-      metadata: { name: servingCertSecretName(instance) },
-      data: { 'ca.crt': Buffer.from(ca.certPem).toString('base64') },
-    },
-  });
-  await admin.makeApiClient(DiscoveryV1Api).createNamespacedEndpointSlice({
-    namespace,
-    body: {
-      metadata: {
-        name: `${webhookServiceName(instance)}-x1`,
-        labels: {
-          [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,
-          [WEBHOOK_SERVER_LABEL]: instance,
-          'kubernetes.io/service-name': webhookServiceName(instance),
-        },
-      },
-      addressType: 'IPv4',
-      endpoints: pods.map((pod, i) => ({
-        addresses: [`10.9.${++sliceCount}.${i + 1}`],
-        conditions: { ready: true },
-        targetRef: { kind: 'Pod', name: pod, namespace },
-      })),
-    },
-  });
+async function dataPlane(instance: string, readyPods: string[]): Promise<void> {
+  await fakeDataPlane(admin, { namespace, instance, readyPods });
 }
 
 /** One replica reporting every target. */

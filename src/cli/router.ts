@@ -19,6 +19,7 @@ export async function runRouter(argv: string[]): Promise<void> {
       leaseAggregate: config.bus.partitions.leaseAggregate,
       configStatus: config.bus.partitions.configStatus,
       instances: config.bus.partitions.instances,
+      handover: config.bus.partitions.handover,
     },
     log,
   });

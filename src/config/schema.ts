@@ -5,6 +5,7 @@
 // description that says what the number caps and at what scope — per process,
 // per client, or across the whole fleet of replicas.
 import { z } from 'zod';
+import { MAX_RATE_PER_SECOND } from '../bus/pacer/slots.ts';
 
 /**
  * Environment variables and flags are text: accept a numeric string where a
@@ -107,11 +108,12 @@ const partitions = z
 
 const bus = z
   .object({
-    fanoutRatePerSecond: numeric(z.number().positive())
+    fanoutRatePerSecond: numeric(z.number().positive().max(MAX_RATE_PER_SECOND))
       .default(50)
       .describe(
         'Work items released per second when one instance change fans out to many configs. Fleet-wide: the pacer ' +
-          'holds its tokens on the bus, so this is the total across all handler replicas, not per replica.',
+          'holds its tokens on the bus, so this is the total across all handler replicas, not per replica. At most ' +
+          `${MAX_RATE_PER_SECOND}: a faster slot would be shorter than the millisecond clock.`,
       ),
     recordRetentionHours: numeric(z.number().positive())
       .default(24)

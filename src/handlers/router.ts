@@ -21,6 +21,7 @@ import type { Logger } from 'pino';
 import {
   decodeMessage,
   encodeMessage,
+  handoverWorkSchema,
   type ObjectEvent,
   objectEventSchema,
   type RecordedObject,
@@ -41,12 +42,15 @@ import { assignTriggers } from './assign-triggers.ts';
 import { ASSIGN_CONCERN, assignWorldOf, INSTANCE_KIND } from './assign-world.ts';
 import { CONFIG_STATUS, configStatusSubject } from './config-status.ts';
 import { configStatusTriggers } from './config-status-triggers.ts';
+import { HANDOVER } from './handover.ts';
+import { handoverTriggers } from './handover-triggers.ts';
 import { INSTANCES, instancesSubject } from './instances.ts';
 import { deletingInstances, instancesTriggers } from './instances-triggers.ts';
 import { LEASE_AGGREGATE, leaseAggregateSubject } from './lease-aggregate.ts';
 import { leaseAggregateTriggers } from './lease-aggregate-triggers.ts';
 import {
   formatWorkKey,
+  handoverWorkSubject,
   type ObjectWorkKey,
   objectFanoutSubject,
   objectWorkSubject,
@@ -72,7 +76,13 @@ export interface RouterDeps {
   jsm: JetStreamManager;
   /** Holds the kinds the trigger functions read (assign-world.ts `ASSIGN_VIEW_KINDS`). */
   view: ObjectView;
-  partitions: { assign: number; leaseAggregate: number; configStatus: number; instances: number };
+  partitions: {
+    assign: number;
+    leaseAggregate: number;
+    configStatus: number;
+    instances: number;
+    handover: number;
+  };
 }
 
 /** The sequence of the object's previous record, from the header the watcher stored; 0 when none. */
@@ -99,6 +109,7 @@ export class Router {
     const instances = leaseAggregateTriggers(change, previous);
     const configs = configStatusTriggers(change, world);
     const owners = instancesTriggers(change, previous, deletingInstances(this.deps.view.list(INSTANCE_KIND)));
+    const targets = handoverTriggers(change, previous, world);
     const item = (k: ObjectWorkKey): WorkItem => ({ key: formatWorkKey(k), seq: ctx.seq });
     await Promise.all([
       ...triggers.now.map((k) => this.publishNow(item(k), k)),
@@ -106,6 +117,7 @@ export class Router {
       ...instances.map((instance) => this.publishLeaseAggregate(instance, ctx.seq)),
       ...configs.map((k) => this.publishConfigStatus(item(k), k)),
       ...owners.map((instance) => this.publishInstances(instance, ctx.seq)),
+      ...targets.map((target) => this.publishHandover(target, ctx.seq)),
     ]);
     if (triggers.now.length + triggers.paced.length > 0) {
       ctx.log.debug(
@@ -154,6 +166,15 @@ export class Router {
       instancesSubject(instance, this.deps.partitions.instances),
       encodeMessage(workItemSchema, { key: instance, seq }),
       { msgID: workMsgId(INSTANCES, seq, instance) },
+    );
+  }
+
+  /** The same id assign gives a move's handover work for this record: one of the two is stored. */
+  private async publishHandover(target: string, seq: number): Promise<void> {
+    await this.deps.js.publish(
+      handoverWorkSubject(target, this.deps.partitions.handover),
+      encodeMessage(handoverWorkSchema, { key: target, seq }),
+      { msgID: workMsgId(HANDOVER, seq, target) },
     );
   }
 

@@ -11,6 +11,8 @@ export interface AuditEvent {
   objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string };
   responseStatus?: { code?: number };
   requestReceivedTimestamp: string;
+  /** When the stage was reached (for ResponseComplete: the response was sent), microseconds. */
+  stageTimestamp: string;
 }
 
 /**

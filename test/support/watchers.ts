@@ -118,7 +118,7 @@ export async function startRecordingAndRouting(
   const router = await startRouter({
     ...bus,
     view,
-    partitions: { assign: p, leaseAggregate: p, configStatus: p, instances: p },
+    partitions: { assign: p, leaseAggregate: p, configStatus: p, instances: p, handover: p },
     log: opts.log,
   });
   return async () => {
