@@ -9,47 +9,30 @@
 // of the instance the pure resolver picks. A fourth member then moves exactly the targets it
 // wins, each through a verified handover (HandoverReady), and the recorded stream shows no moved
 // target naming the new Service before the last of its ready Pods reported.
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   ApiextensionsV1Api,
   CoreV1Api,
   CustomObjectsApi,
-  DiscoveryV1Api,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  loadAllYaml,
   RbacAuthorizationV1Api,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { DeliverPolicy } from '@nats-io/jetstream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  API_VERSION,
-  GROUP,
-  MANAGED_BY_LABEL,
-  MANAGED_BY_VALUE,
-  servedLeaseName,
-  servingCertSecretName,
-  VERSION,
-  WEBHOOK_SERVER_LABEL,
-  webhookServiceName,
-} from '../src/api/constants.ts';
+import { API_VERSION, GROUP, servedLeaseName, VERSION, webhookServiceName } from '../src/api/constants.ts';
 import type { ConfigStatus } from '../src/api/conversion-config.ts';
 import { decodeMessage, objectEventSchema } from '../src/bus/messages.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { fleetOf, type InstanceLike, resolveIn } from '../src/core/assignment.ts';
 import { isConflict, isNotFound } from '../src/kube/errors.ts';
-import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
-import { writeKubeConfig } from '../src/local-cluster/kubeconfig.ts';
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
-import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
-import { componentUser, RBAC_NAMESPACE } from './support/identities.ts';
+import { createReadyEndpointSlice, createServingSecret } from './support/data-plane.ts';
+import { componentIdentityFile, componentUser, RBAC_NAMESPACE } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { switchyardProcess } from './support/processes.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
@@ -125,33 +108,6 @@ function start(name: string, args: string[], kubeconfig?: string): void {
   processes.push(p);
 }
 
-/**
- * deploy/rbac/<component>.yaml applied (what it creates is deleted afterwards: a later file may
- * create it unconditionally), and a kubeconfig file with a token of its ServiceAccount.
- */
-async function identityFile(component: string): Promise<string> {
-  const objects = admin.makeApiClient(KubernetesObjectApi);
-  const text = await readFile(join(PROJECT_ROOT, 'deploy', 'rbac', `${component}.yaml`), 'utf8');
-  for (const o of loadAllYaml(text) as KubernetesObject[]) {
-    const created = await objects.create(o).then(
-      () => true,
-      (err: unknown) => {
-        if (!isConflict(err)) throw err;
-        return false;
-      },
-    );
-    if (created) cleanups.push(() => objects.delete(o).catch(() => undefined));
-  }
-  const token = await core.createNamespacedServiceAccountToken({
-    name: `switchyard-${component}`,
-    namespace: RBAC_NAMESPACE,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const path = join(cluster.info.dir, `pool-move-${component}-${run}.kubeconfig`);
-  await writeKubeConfig(path, cluster.info.endpoint, componentUser(component), token.status?.token ?? '');
-  return path;
-}
-
 /** Records of CRDs and Leases from now on, with their stream sequence and timestamp. */
 async function recordStream(): Promise<void> {
   const js = bus.js;
@@ -217,42 +173,10 @@ async function createCustom(plural: string, body: { metadata: { name: string } }
   );
 }
 
-let sliceCount = 0;
-
 /** What the instances handler and the data plane would write: the serving Secret, the ready Pods' slice. */
 async function dataPlane(instance: string, pods: string[]): Promise<void> {
-  const now = Date.now();
-  const ca = await x509Issuer().createCa({
-    commonName: instance,
-    notBeforeMs: now - 60_000,
-    notAfterMs: now + 3_600_000,
-  });
-  await core.createNamespacedSecret({
-    namespace,
-    body: {
-      metadata: { name: servingCertSecretName(instance) },
-      data: { 'ca.crt': Buffer.from(ca.certPem).toString('base64') },
-    },
-  });
-  await admin.makeApiClient(DiscoveryV1Api).createNamespacedEndpointSlice({
-    namespace,
-    body: {
-      metadata: {
-        name: `${webhookServiceName(instance)}-x1`,
-        labels: {
-          [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,
-          [WEBHOOK_SERVER_LABEL]: instance,
-          'kubernetes.io/service-name': webhookServiceName(instance),
-        },
-      },
-      addressType: 'IPv4',
-      endpoints: pods.map((pod, i) => ({
-        addresses: [`10.9.${++sliceCount}.${i + 1}`],
-        conditions: { ready: true },
-        targetRef: { kind: 'Pod', name: pod, namespace },
-      })),
-    },
-  });
+  await createServingSecret(admin, namespace, instance);
+  await createReadyEndpointSlice(admin, namespace, instance, pods);
 }
 
 /** One replica reporting every target. */
@@ -348,7 +272,14 @@ beforeAll(async () => {
   cleanups.push(() => core.deleteNamespace({ name: namespace }));
 
   const kubeconfigs: Record<string, string> = {};
-  for (const c of COMPONENTS) kubeconfigs[c] = await identityFile(c);
+  for (const c of COMPONENTS)
+    kubeconfigs[c] = await componentIdentityFile(
+      cluster.info,
+      admin,
+      c,
+      join(cluster.info.dir, `pool-move-${c}-${run}.kubeconfig`),
+      cleanups,
+    );
   // The handover reads trust bundles in the namespaces that host instances, as its manifest says to bind.
   await admin.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
     namespace,
