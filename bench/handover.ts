@@ -49,7 +49,7 @@ import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type AuditEvent, auditLogFromNow } from '../test/support/audit-log.ts';
 import { committedCrds, ensureCrd } from '../test/support/crds.ts';
-import { fakeDataPlane } from '../test/support/data-plane.ts';
+import { createReadyEndpointSlice, createServingSecret } from '../test/support/data-plane.ts';
 import { switchyardProcess } from '../test/support/processes.ts';
 import { ServedLeasePublisher } from '../test/support/served-lease.ts';
 
@@ -110,7 +110,11 @@ try {
   progress(`creating ${latTargets.length + tputTargets.length} configs`);
   await inParallel(latTargets, 8, (t) => createConfig(t, 'lat-a'));
   await inParallel(tputTargets, 8, (t) => createConfig(t, undefined));
-  await untilPatched('every config applied', [...latTargets, ...tputTargets], 120_000 + 200 * tputTargets.length);
+  await untilPatched(
+    'every config applied',
+    [...latTargets, ...tputTargets],
+    120_000 + 200 * tputTargets.length,
+  );
   await pointAt(baseTargets, 'base-a');
 
   progress(`latency: ${LAT_BATCHES} batches of ${LAT_BATCH}, switchyard and the baseline`);
@@ -189,7 +193,8 @@ async function instance(
   name: string,
   opts: { pods: string[]; served: string[]; sharding?: boolean; create?: boolean },
 ): Promise<ServedLeasePublisher> {
-  await fakeDataPlane(admin, { namespace: NS, instance: name, readyPods: opts.pods });
+  await createServingSecret(admin, NS, name);
+  await createReadyEndpointSlice(admin, NS, name, opts.pods);
   let publisher: ServedLeasePublisher | undefined;
   for (const pod of opts.pods) {
     publisher = await ServedLeasePublisher.start({

@@ -2,7 +2,6 @@ import {
   ApiextensionsV1Api,
   CoreV1Api,
   CustomObjectsApi,
-  DiscoveryV1Api,
   type KubeConfig,
   PatchStrategy,
   RbacAuthorizationV1Api,
@@ -14,8 +13,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   API_VERSION,
   GROUP,
-  MANAGED_BY_LABEL,
-  MANAGED_BY_VALUE,
   servingCertSecretName,
   VERSION,
   WEBHOOK_SERVER_LABEL,
@@ -39,11 +36,11 @@ import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
 import { type ApplyOptions, fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { systemClock } from '../src/runtime/clock.ts';
-import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { RECORDED_RESOURCES } from '../src/watchers/resources.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
+import { createReadyEndpointSlice, createServingSecret } from './support/data-plane.ts';
 import { componentIdentity, componentUser, RBAC_NAMESPACE } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
@@ -234,24 +231,7 @@ async function createInstance(name: string): Promise<void> {
       .catch(() => undefined),
   );
   // What the instances handler writes: the serving Secret whose ca.crt targets trust.
-  await admin.makeApiClient(CoreV1Api).createNamespacedSecret({
-    namespace,
-    body: {
-      metadata: { name: servingCertSecretName(name) },
-      data: { 'ca.crt': Buffer.from(await caPem(name)).toString('base64') },
-    },
-  });
-}
-
-/** A CA of the instance's own: the apiserver refuses a caBundle that does not parse. */
-async function caPem(instance: string): Promise<string> {
-  const now = Date.now();
-  const ca = await x509Issuer().createCa({
-    commonName: instance,
-    notBeforeMs: now - 60_000,
-    notAfterMs: now + 3_600_000,
-  });
-  return ca.certPem;
+  await createServingSecret(admin, namespace, name);
 }
 
 async function createConfig(pin: string): Promise<void> {
@@ -299,25 +279,7 @@ async function pinConfig(pin: string): Promise<void> {
 
 /** What the EndpointSlice controller would write for the instance's Service: these Pods ready. */
 async function readyPods(instance: string, pods: string[]): Promise<void> {
-  await admin.makeApiClient(DiscoveryV1Api).createNamespacedEndpointSlice({
-    namespace,
-    body: {
-      metadata: {
-        name: `${webhookServiceName(instance)}-x1`,
-        labels: {
-          [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,
-          [WEBHOOK_SERVER_LABEL]: instance,
-          'kubernetes.io/service-name': webhookServiceName(instance),
-        },
-      },
-      addressType: 'IPv4',
-      endpoints: pods.map((pod, i) => ({
-        addresses: [`10.9.1.${i + 1}`],
-        conditions: { ready: true },
-        targetRef: { kind: 'Pod', name: pod, namespace },
-      })),
-    },
-  });
+  await createReadyEndpointSlice(admin, namespace, instance, pods);
 }
 
 async function replica(instance: string, pod: string): Promise<ServedLeasePublisher> {

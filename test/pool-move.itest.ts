@@ -13,16 +13,12 @@
 // then leaves the pool and one replica of every worker is SIGKILLed as the first target moves
 // back: every target still lands, patched once per move, every status field written by its one
 // manager, and no transition recorded as two Events.
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   ApiextensionsV1Api,
   CoreV1Api,
   CustomObjectsApi,
   EventsV1Api,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  loadAllYaml,
   PatchStrategy,
   RbacAuthorizationV1Api,
   setHeaderOptions,
@@ -37,15 +33,13 @@ import { decodeMessage, objectEventSchema } from '../src/bus/messages.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { fleetOf, type InstanceLike, resolveIn } from '../src/core/assignment.ts';
 import { isConflict, isNotFound } from '../src/kube/errors.ts';
-import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
-import { writeKubeConfig } from '../src/local-cluster/kubeconfig.ts';
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
-import { fakeDataPlane } from './support/data-plane.ts';
-import { componentUser, RBAC_NAMESPACE } from './support/identities.ts';
+import { createReadyEndpointSlice, createServingSecret } from './support/data-plane.ts';
+import { componentIdentityFile, componentUser, RBAC_NAMESPACE } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { switchyardProcess } from './support/processes.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
@@ -123,33 +117,6 @@ function start(name: string, args: string[], kubeconfig?: string): void {
   processes.set(name, p);
 }
 
-/**
- * deploy/rbac/<component>.yaml applied (what it creates is deleted afterwards: a later file may
- * create it unconditionally), and a kubeconfig file with a token of its ServiceAccount.
- */
-async function identityFile(component: string): Promise<string> {
-  const objects = admin.makeApiClient(KubernetesObjectApi);
-  const text = await readFile(join(PROJECT_ROOT, 'deploy', 'rbac', `${component}.yaml`), 'utf8');
-  for (const o of loadAllYaml(text) as KubernetesObject[]) {
-    const created = await objects.create(o).then(
-      () => true,
-      (err: unknown) => {
-        if (!isConflict(err)) throw err;
-        return false;
-      },
-    );
-    if (created) cleanups.push(() => objects.delete(o).catch(() => undefined));
-  }
-  const token = await core.createNamespacedServiceAccountToken({
-    name: `switchyard-${component}`,
-    namespace: RBAC_NAMESPACE,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const path = join(cluster.info.dir, `pool-move-${component}-${run}.kubeconfig`);
-  await writeKubeConfig(path, cluster.info.endpoint, componentUser(component), token.status?.token ?? '');
-  return path;
-}
-
 /** Records of CRDs and Leases from now on, with their stream sequence and timestamp. */
 async function recordStream(): Promise<void> {
   const js = bus.js;
@@ -215,8 +182,10 @@ async function createCustom(plural: string, body: { metadata: { name: string } }
   );
 }
 
-async function dataPlane(instance: string, readyPods: string[]): Promise<void> {
-  await fakeDataPlane(admin, { namespace, instance, readyPods });
+/** What the instances handler and the data plane would write: the serving Secret, the ready Pods' slice. */
+async function dataPlane(instance: string, pods: string[]): Promise<void> {
+  await createServingSecret(admin, namespace, instance);
+  await createReadyEndpointSlice(admin, namespace, instance, pods);
 }
 
 /** One replica reporting every target. */
@@ -312,7 +281,14 @@ beforeAll(async () => {
   cleanups.push(() => core.deleteNamespace({ name: namespace }));
 
   const kubeconfigs: Record<string, string> = {};
-  for (const c of COMPONENTS) kubeconfigs[c] = await identityFile(c);
+  for (const c of COMPONENTS)
+    kubeconfigs[c] = await componentIdentityFile(
+      cluster.info,
+      admin,
+      c,
+      join(cluster.info.dir, `pool-move-${c}-${run}.kubeconfig`),
+      cleanups,
+    );
   // The handover reads trust bundles in the namespaces that host instances, as its manifest says to bind.
   await admin.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
     namespace,

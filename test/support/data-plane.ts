@@ -1,7 +1,7 @@
-// What the instances handler and a webhook-server's replicas leave in an instance's namespace,
-// for tests and benchmarks that play the data plane: the serving Secret with the `ca.crt` the
-// handover puts in a target's caBundle, and an EndpointSlice naming the instance's ready Pods.
-// Each Pod's served-set Lease is test/support/served-lease.ts.
+// What a test writes in place of the instances handler and the data plane, for an instance whose
+// webhook server does not run: its serving Secret (the `ca.crt` a handover publishes as the
+// target's caBundle) and the EndpointSlice of its Service naming its ready Pods (the handover
+// gate waits for a report from each).
 import { CoreV1Api, DiscoveryV1Api, type KubeConfig } from '@kubernetes/client-node';
 import {
   MANAGED_BY_LABEL,
@@ -12,32 +12,44 @@ import {
 } from '../../src/api/constants.ts';
 import { x509Issuer } from '../../src/tls/x509-issuer.ts';
 
-let slices = 0;
-
-export async function fakeDataPlane(
+/**
+ * The instance's serving Secret with a CA of its own (the apiserver refuses a caBundle that
+ * does not parse). Resolves to `ca.crt` as the Secret's data holds it (base64).
+ */
+export async function createServingSecret(
   kc: KubeConfig,
-  opts: { namespace: string; instance: string; readyPods: string[] },
-): Promise<void> {
-  const { namespace, instance, readyPods } = opts;
+  namespace: string,
+  instance: string,
+): Promise<string> {
   const now = Date.now();
   const ca = await x509Issuer().createCa({
     commonName: instance,
     notBeforeMs: now - 60_000,
     notAfterMs: now + 3_600_000,
   });
+  const caCrt = Buffer.from(ca.certPem).toString('base64');
   await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
     namespace,
-    body: {
-      metadata: { name: servingCertSecretName(instance) },
-      data: { 'ca.crt': Buffer.from(ca.certPem).toString('base64') },
-    },
+    body: { metadata: { name: servingCertSecretName(instance) }, data: { 'ca.crt': caCrt } },
   });
-  const slice = ++slices;
+  return caCrt;
+}
+
+let slices = 0;
+
+/** What the EndpointSlice controller would write for the instance's Service: these Pods ready. */
+export async function createReadyEndpointSlice(
+  kc: KubeConfig,
+  namespace: string,
+  instance: string,
+  pods: readonly string[],
+): Promise<void> {
+  const subnet = ++slices;
   await kc.makeApiClient(DiscoveryV1Api).createNamespacedEndpointSlice({
     namespace,
     body: {
       metadata: {
-        name: `${webhookServiceName(instance)}-x${slice}`,
+        name: `${webhookServiceName(instance)}-x1`,
         labels: {
           [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,
           [WEBHOOK_SERVER_LABEL]: instance,
@@ -45,8 +57,8 @@ export async function fakeDataPlane(
         },
       },
       addressType: 'IPv4',
-      endpoints: readyPods.map((pod, i) => ({
-        addresses: [`10.9.${slice % 250}.${i + 1}`],
+      endpoints: pods.map((pod, i) => ({
+        addresses: [`10.9.${subnet}.${i + 1}`],
         conditions: { ready: true },
         targetRef: { kind: 'Pod', name: pod, namespace },
       })),

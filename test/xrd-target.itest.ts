@@ -1,0 +1,479 @@
+// The acceptance check "an XRD target is gated and patched like a CRD target": Crossplane's
+// CompositeResourceDefinition API installed (test/support/crossplane-xrd-crd.ts; Crossplane
+// itself does not run), and an XRDConversionConfig converting an XRD. Every handler is a real
+// process, as in test/pool-move.itest.ts: `switchyard watch` (which records XRDs only when it
+// finds Crossplane's API in discovery at start, so it starts after the API is served), `router`,
+// and `assign`, `lease-aggregate`, `handover`, `config-status`, each (the watchers too) under the
+// ServiceAccount token of its deploy/rbac manifest. The test plays the data plane: serving
+// Secrets, EndpointSlices naming ready Pods, served-set Leases.
+//
+// As test/handover.itest.ts asserts for a CRD: the first apply waits for a ready destination
+// replica and then points the XRD's spec.conversion at the instance's Service with its CA; a move
+// waits while a ready destination Pod has not reported the target and follows its report
+// (HandoverReady); only the handover identity patches the XRD, as field manager
+// switchyard-handover, and only spec.conversion.
+import { join } from 'node:path';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { DeliverPolicy } from '@nats-io/jetstream';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_VERSION, GROUP, VERSION, webhookServiceName } from '../src/api/constants.ts';
+import type { ConfigStatus } from '../src/api/conversion-config.ts';
+import { decodeMessage, objectEventSchema } from '../src/bus/messages.ts';
+import { STREAMS } from '../src/bus/topology.ts';
+import { isNotFound } from '../src/kube/errors.ts';
+import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
+import { waitFor } from '../src/local-cluster/wait.ts';
+import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
+import { type OwnBus, startOwnBus } from './support/bus.ts';
+import { committedCrds, ensureCrd } from './support/crds.ts';
+import {
+  installCrossplaneXrdApi,
+  removeCrossplaneXrdApi,
+  XRD_GROUP,
+  XRD_PLURAL,
+  XRD_VERSION,
+} from './support/crossplane-xrd-crd.ts';
+import { createReadyEndpointSlice, createServingSecret } from './support/data-plane.ts';
+import { componentIdentityFile, componentUser, RBAC_NAMESPACE } from './support/identities.ts';
+import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
+import { switchyardProcess } from './support/processes.ts';
+import { ServedLeasePublisher } from './support/served-lease.ts';
+
+const cluster = useLocalCluster();
+const admin = cluster.kubeConfig('admin');
+const custom = admin.makeApiClient(CustomObjectsApi);
+const core = admin.makeApiClient(CoreV1Api);
+const logger = pino({ level: 'warn' });
+const run = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 5)}`;
+const XRD_OBJECT_GROUP = `x${run}.xrd.switchyard.dev`;
+const XRD = `xgizmos.${XRD_OBJECT_GROUP}`;
+const CONFIG = `xrd-${run}`;
+const [A, B] = ['a', 'b'].map((n) => `xrd-${run}-${n}`) as [string, string];
+const HANDOVER_MANAGER = 'switchyard-handover';
+const COMPONENTS = ['watchers', 'assign', 'lease-aggregate', 'handover', 'config-status'];
+
+let namespace = '';
+let bus: OwnBus;
+let audit: Awaited<ReturnType<typeof auditLogFromNow>>;
+const processes: ManagedProcess[] = [];
+const publishers: ServedLeasePublisher[] = [];
+/** What this file created, deleted afterwards in reverse order: later files share the cluster. */
+const cleanups: Array<() => Promise<unknown>> = [];
+/** The ca.crt of each instance's serving Secret (base64). */
+const caBundles = new Map<string, string>();
+
+/** A recorded XRD or Lease, as the K8S stream holds it. */
+interface Rec {
+  seq: number;
+  kind: 'xrd' | 'lease';
+  name: string;
+  service?: string;
+}
+const records: Rec[] = [];
+
+async function recordStream(): Promise<void> {
+  const consumer = await bus.js.consumers.get(STREAMS.records, {
+    filter_subjects: ['k8s.xrd.>', 'k8s.lease.>'],
+    deliver_policy: DeliverPolicy.All,
+  });
+  const messages = await consumer.consume();
+  cleanups.push(async () => messages.stop());
+  void (async () => {
+    for await (const m of messages) {
+      const decoded = decodeMessage(objectEventSchema, m.data);
+      if (!decoded.ok || decoded.value.op !== 'upsert') continue;
+      const o = decoded.value.object as {
+        metadata: { name: string };
+        spec?: { conversion?: { webhook?: { clientConfig?: { service?: { name?: string } } } } };
+      };
+      const kind = m.subject.startsWith('k8s.xrd.') ? 'xrd' : 'lease';
+      records.push({
+        seq: m.seq,
+        kind,
+        name: o.metadata.name,
+        service: kind === 'xrd' ? o.spec?.conversion?.webhook?.clientConfig?.service?.name : undefined,
+      });
+    }
+  })();
+}
+
+function start(name: string, args: string[], kubeconfig?: string): void {
+  processes.push(
+    switchyardProcess({
+      name,
+      args,
+      natsUrl: bus.server.url,
+      kubeconfig,
+      logFile: join(cluster.info.dir, 'logs', `xrd-target-${name}.log`),
+      log: logger,
+    }),
+  );
+}
+
+async function createCustom(group: string, version: string, plural: string, body: object): Promise<void> {
+  const name = (body as { metadata: { name: string } }).metadata.name;
+  await custom.createClusterCustomObject({ group, version, plural, body });
+  cleanups.push(() =>
+    custom.deleteClusterCustomObject({ group, version, plural, name }).catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
+    }),
+  );
+}
+
+/**
+ * The XRD under test: v2 (referenceable, the version composites are stored at) has spec.size
+ * where v1 has spec.replicas, so the config's FieldRename compiles only if the XRD's version
+ * schemas are read. Crossplane would render the composite CRD from it; here nothing does.
+ */
+const xrdVersion = (name: string, field: string, referenceable: boolean) => ({
+  name,
+  served: true,
+  referenceable,
+  schema: {
+    openAPIV3Schema: {
+      type: 'object',
+      properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } },
+    },
+  },
+});
+const XRD_VERSIONS = [xrdVersion('v2', 'size', true), xrdVersion('v1', 'replicas', false)];
+
+async function createXrd(): Promise<void> {
+  await createCustom(XRD_GROUP, XRD_VERSION, XRD_PLURAL, {
+    apiVersion: `${XRD_GROUP}/${XRD_VERSION}`,
+    kind: 'CompositeResourceDefinition',
+    metadata: { name: XRD },
+    spec: {
+      group: XRD_OBJECT_GROUP,
+      names: { kind: 'XGizmo', plural: 'xgizmos' },
+      claimNames: { kind: 'Gizmo', plural: 'gizmos' },
+      versions: XRD_VERSIONS,
+    },
+  });
+}
+
+async function createConfig(pin: string): Promise<void> {
+  await createCustom(GROUP, VERSION, 'xrdconversionconfigs', {
+    apiVersion: API_VERSION,
+    kind: 'XRDConversionConfig',
+    metadata: { name: CONFIG },
+    spec: {
+      targetXRD: { name: XRD },
+      hubVersion: 'v2',
+      spokes: [
+        {
+          version: 'v1',
+          rules: [
+            { strategy: 'FieldRename', fieldRename: { hubPath: 'spec.size', spokePath: 'spec.replicas' } },
+          ],
+        },
+      ],
+      webhookServerRef: { name: pin },
+    },
+  });
+}
+
+/** A hand-edited webhookServerRef: the move assign announces. */
+async function pinConfig(pin: string): Promise<void> {
+  await custom.patchClusterCustomObject(
+    {
+      group: GROUP,
+      version: VERSION,
+      plural: 'xrdconversionconfigs',
+      name: CONFIG,
+      body: { spec: { webhookServerRef: { name: pin } } },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+}
+
+/** An instance in the test's namespace with its serving Secret, and the EndpointSlice of these ready Pods if any. */
+async function createInstance(name: string, readyPods: string[]): Promise<void> {
+  caBundles.set(name, await createServingSecret(admin, namespace, name));
+  if (readyPods.length > 0) await createReadyEndpointSlice(admin, namespace, name, readyPods);
+  await createCustom(GROUP, VERSION, 'conversionwebhookservers', {
+    apiVersion: API_VERSION,
+    kind: 'ConversionWebhookServer',
+    metadata: { name },
+    spec: { namespace },
+  });
+}
+
+/** One replica of the instance reporting the XRD in its served-set Lease. */
+async function replica(instance: string, pod: string): Promise<ServedLeasePublisher> {
+  const p = await ServedLeasePublisher.start({
+    kubeConfig: admin,
+    namespace,
+    instance,
+    pod,
+    served: [XRD],
+    leaseDurationSeconds: 60,
+    renewEveryMs: 5_000,
+  });
+  publishers.push(p);
+  return p;
+}
+
+interface XrdObject {
+  metadata: {
+    managedFields?: Array<{ manager?: string; operation?: string; fieldsV1?: Record<string, unknown> }>;
+  };
+  spec: {
+    conversion?: {
+      strategy?: string;
+      webhook?: {
+        clientConfig?: {
+          service?: { name?: string; namespace?: string; path?: string; port?: number };
+          caBundle?: string;
+        };
+        conversionReviewVersions?: string[];
+      };
+    };
+  };
+}
+
+async function readXrd(): Promise<XrdObject> {
+  return (await custom.getClusterCustomObject({
+    group: XRD_GROUP,
+    version: XRD_VERSION,
+    plural: XRD_PLURAL,
+    name: XRD,
+  })) as XrdObject;
+}
+
+const serviceNamed = async () => (await readXrd()).spec.conversion?.webhook?.clientConfig?.service?.name;
+
+async function configStatus(): Promise<ConfigStatus | undefined> {
+  const o = (await custom.getClusterCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: 'xrdconversionconfigs',
+    name: CONFIG,
+  })) as { status?: ConfigStatus };
+  return o.status;
+}
+
+const condition = (s: ConfigStatus | undefined, type: string) => s?.conditions?.find((c) => c.type === type);
+
+async function awaitCondition(type: string, reason: string, timeoutMs = 30_000): Promise<ConfigStatus> {
+  let last: ConfigStatus | undefined;
+  return waitFor(
+    `${CONFIG} ${type} ${reason}`,
+    async () => {
+      last = await configStatus();
+      return condition(last, type)?.reason === reason ? last : undefined;
+    },
+    { timeoutMs, intervalMs: 200 },
+  ).catch((err: unknown) => {
+    throw new Error(`${String(err)}; the status says ${JSON.stringify(last)}`);
+  });
+}
+
+async function awaitService(instance: string): Promise<void> {
+  await waitFor(
+    `${XRD} names the Service of ${instance}`,
+    async () => ((await serviceNamed()) === webhookServiceName(instance) ? true : undefined),
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeAll(async () => {
+  audit = await auditLogFromNow(cluster.info.auditLog);
+  for (const crd of await committedCrds()) await ensureCrd(admin, crd);
+  // First pushed, so last run: the API goes once everything in it is deleted.
+  cleanups.push(() => removeCrossplaneXrdApi(admin));
+  await installCrossplaneXrdApi(admin);
+  namespace = await createNamespace(admin, 'xrd-target');
+  cleanups.push(() => core.deleteNamespace({ name: namespace }));
+
+  const kubeconfigs: Record<string, string> = {};
+  for (const c of COMPONENTS)
+    kubeconfigs[c] = await componentIdentityFile(
+      cluster.info,
+      admin,
+      c,
+      join(cluster.info.dir, `xrd-target-${c}-${run}.kubeconfig`),
+      cleanups,
+    );
+  // The handover reads trust bundles in the namespaces that host instances, as its manifest says to bind.
+  await admin.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: 'switchyard:handover-trust-bundles' },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: 'switchyard:handover-trust-bundles',
+      },
+      subjects: [{ kind: 'ServiceAccount', name: 'switchyard-handover', namespace: RBAC_NAMESPACE }],
+    },
+  });
+
+  bus = await startOwnBus();
+  await recordStream();
+  start('watchers', ['watch'], kubeconfigs.watchers);
+  start('router', ['router']);
+  start('assign', ['assign'], kubeconfigs.assign);
+  start('lease-aggregate', ['lease-aggregate'], kubeconfigs['lease-aggregate']);
+  start('handover', ['handover'], kubeconfigs.handover);
+  start('config-status', ['config-status'], kubeconfigs['config-status']);
+  await waitFor(
+    'every handler consuming',
+    async () => {
+      const names: string[] = [];
+      for await (const c of bus.jsm.consumers.list(STREAMS.work)) names.push(c.name);
+      for await (const c of bus.jsm.consumers.list(STREAMS.records)) names.push(c.name);
+      const has = (p: string) => names.some((n) => n.startsWith(p));
+      return ['router', 'assign', 'lease-aggregate', 'handover', 'config-status'].every(has)
+        ? true
+        : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 250 },
+  );
+}, 180_000);
+
+afterAll(async () => {
+  for (const p of publishers) await p.stop();
+  await Promise.all(processes.map((p) => p.stop(5_000)));
+  const failures: unknown[] = [];
+  for (const cleanup of cleanups.reverse()) await cleanup().catch((err: unknown) => failures.push(err));
+  await bus?.stop();
+  // A default instance left behind would make a later file's default a second one; an XRD API
+  // left behind would have a later file's watchers record XRDs.
+  const left = (
+    (await custom.listClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'conversionwebhookservers',
+    })) as { items: Array<{ metadata: { name: string } }> }
+  ).items.filter((i) => i.metadata.name.startsWith(`xrd-${run}-`));
+  if (left.length > 0) throw new Error(`instances left behind: ${left.map((i) => i.metadata.name)}`);
+  if (failures.length > 0) throw new AggregateError(failures, 'cleanup failed');
+}, 180_000);
+
+describe('an XRD target', () => {
+  it("the watchers record XRDs: they found Crossplane's API at start", async () => {
+    await createXrd();
+    const rec = await waitFor(
+      `a record of ${XRD}`,
+      () => records.find((r) => r.kind === 'xrd' && r.name === XRD),
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    expect(rec.service, 'a new XRD names no conversion webhook').toBeUndefined();
+    const stored = (await readXrd()) as unknown as { spec: { versions: unknown } };
+    expect(
+      stored.spec.versions,
+      "the XRD's version schemas are stored unpruned, as Crossplane's CRD keeps them",
+    ).toEqual(XRD_VERSIONS);
+  });
+
+  it('the config compiles against the XRD, and the first apply waits for a ready replica', async () => {
+    await createInstance(A, []);
+    await createConfig(A);
+    const validated = await awaitCondition('Validated', 'Compiled');
+    expect(
+      condition(validated, 'Validated')?.status,
+      "the rules compile against the XRD's version schemas",
+    ).toBe('True');
+    await awaitCondition('HandoverReady', 'DestinationNotReady');
+    expect(await serviceNamed(), 'a Service with no endpoints would fail every conversion').toBeUndefined();
+
+    await createReadyEndpointSlice(admin, namespace, A, [`${A}-1`]);
+    await awaitService(A);
+    const xrd = await readXrd();
+    expect(xrd.spec.conversion).toEqual({
+      strategy: 'Webhook',
+      webhook: {
+        clientConfig: {
+          service: { name: webhookServiceName(A), namespace, path: `/convert/${XRD}`, port: 443 },
+          caBundle: caBundles.get(A),
+        },
+        conversionReviewVersions: ['v1'],
+      },
+    });
+    const s = await awaitCondition('HandoverReady', 'FirstApply');
+    expect(condition(s, 'HandoverReady')?.status).toBe('True');
+    expect(s.assignedWebhookServer).toBe(A);
+  });
+
+  it('a move waits while a ready destination Pod has not reported the XRD, and follows its report', async () => {
+    await createInstance(B, [`${B}-1`, `${B}-2`]);
+    await replica(B, `${B}-1`);
+    await pinConfig(B);
+    await awaitCondition('HandoverReady', 'HandoverPending');
+    await sleep(2_000);
+    expect(await serviceNamed(), `${B}-2 would receive conversions it has no plan for`).toBe(
+      webhookServiceName(A),
+    );
+    expect(condition(await configStatus(), 'HandoverReady')?.reason).toBe('HandoverPending');
+
+    const second = await replica(B, `${B}-2`);
+    await awaitService(B);
+    const xrd = await readXrd();
+    expect(xrd.spec.conversion?.webhook?.clientConfig).toEqual({
+      service: { name: webhookServiceName(B), namespace, path: `/convert/${XRD}`, port: 443 },
+      caBundle: caBundles.get(B),
+    });
+    const s = await awaitCondition('HandoverReady', 'HandoverReady');
+    expect(condition(s, 'HandoverReady')?.status).toBe('True');
+
+    // On the recorded stream: the XRD named B's Service only after B-2's Lease was recorded.
+    const lease = await waitFor('the record of the second Lease', () =>
+      records.find((r) => r.kind === 'lease' && r.name === second.name),
+    );
+    const moved = await waitFor('the record of the move', () =>
+      records.find((r) => r.kind === 'xrd' && r.name === XRD && r.service === webhookServiceName(B)),
+    );
+    expect(moved.seq, `${XRD} recorded naming ${B} before ${B}-2 reported it`).toBeGreaterThan(lease.seq);
+  });
+
+  it('only the handover identity patched the XRD, as switchyard-handover, and only spec.conversion', async () => {
+    const patches = await audit.waitFor('the first apply and the move', xrdPatches, 2);
+    expect(patches, 'one patch per repoint').toHaveLength(2);
+    expect(patches.map((e) => e.user.username)).toEqual([
+      componentUser('handover'),
+      componentUser('handover'),
+    ]);
+    for (const e of patches) expect(e.requestURI).toContain(`fieldManager=${HANDOVER_MANAGER}`);
+
+    const managed = (await readXrd()).metadata.managedFields ?? [];
+    const handover = managed.filter((m) => m.manager === HANDOVER_MANAGER);
+    expect(handover.map((m) => m.operation)).toEqual(['Apply']);
+    const spec = handover[0]?.fieldsV1?.['f:spec'] as Record<string, unknown> | undefined;
+    expect(Object.keys(spec ?? {}), 'the handover owns spec.conversion and nothing else of the spec').toEqual(
+      ['f:conversion'],
+    );
+    const others = managed.filter((m) => m.manager !== HANDOVER_MANAGER);
+    for (const m of others)
+      expect(
+        (m.fieldsV1?.['f:spec'] as Record<string, unknown> | undefined)?.['f:conversion'],
+        `${m.manager} owns spec.conversion`,
+      ).toBeUndefined();
+
+    const users = new Set(COMPONENTS.map(componentUser));
+    const refused = (await audit.all()).filter(
+      (e) => users.has(e.user.username) && e.stage === 'ResponseComplete' && e.responseStatus?.code === 403,
+    );
+    expect(refused.map((e) => `${e.user.username} ${e.verb} ${e.requestURI}`)).toEqual([]);
+  });
+});
+
+const xrdPatches = (events: AuditEvent[]) =>
+  events.filter(
+    (e) =>
+      e.stage === 'ResponseComplete' &&
+      e.verb === 'patch' &&
+      e.objectRef?.apiGroup === XRD_GROUP &&
+      e.objectRef.resource === XRD_PLURAL &&
+      e.objectRef.name === XRD &&
+      e.responseStatus?.code === 200,
+  );
