@@ -136,7 +136,10 @@ async function run(objects: Entry[], nowMs = T0, bundle: { value: string | undef
   const handle = handoverHandler({
     view: fakeView(objects, T0),
     writer: { apply: record('target'), applyStatus: record('status') },
-    trustBundle: async () => bundle.value,
+    trustBundle: async () =>
+      bundle.value === undefined
+        ? { kind: 'unavailable', why: 'no Secret' }
+        : { kind: 'found', caBundle: bundle.value },
     clock,
     policy: { unreportedGraceMs: GRACE_MS, stallAfterMs: 600_000 },
     defaultNamespace: 'switchyard-system',
