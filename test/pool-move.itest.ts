@@ -2,7 +2,8 @@
 // records, `router` turns records into work, and `assign`, `lease-aggregate`, `handover` and
 // `config-status` act, each under the ServiceAccount token of its deploy/rbac manifest. The test
 // plays the data plane (no webhook-server exists yet, so `instances` does not run): per instance
-// the serving Secret with the ca.crt the handover reads, an EndpointSlice naming its ready Pods,
+// the serving Secret with the ca.crt the handover reads (and the Role letting it, rendered as the
+// instances handler renders it), an EndpointSlice naming its ready Pods,
 // and per Pod a served-set Lease (test/support/served-lease.ts).
 //
 // A pool of three instances and 24 unpinned targets: every target's conversion names the Service
@@ -19,7 +20,6 @@ import {
   type KubernetesObject,
   KubernetesObjectApi,
   loadAllYaml,
-  RbacAuthorizationV1Api,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { DeliverPolicy } from '@nats-io/jetstream';
@@ -49,7 +49,7 @@ import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
-import { componentUser, RBAC_NAMESPACE } from './support/identities.ts';
+import { componentUser, grantTrustBundleRead, RBAC_NAMESPACE } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { switchyardProcess } from './support/processes.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
@@ -349,20 +349,6 @@ beforeAll(async () => {
 
   const kubeconfigs: Record<string, string> = {};
   for (const c of COMPONENTS) kubeconfigs[c] = await identityFile(c);
-  // The handover reads trust bundles in the namespaces that host instances, as its manifest says to bind.
-  await admin.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name: 'switchyard:handover-trust-bundles' },
-      roleRef: {
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'ClusterRole',
-        name: 'switchyard:handover-trust-bundles',
-      },
-      subjects: [{ kind: 'ServiceAccount', name: 'switchyard-handover', namespace: RBAC_NAMESPACE }],
-    },
-  });
-
   // A NATS server of the file's own: its durable consumers (a work queue admits one per subject) stay here.
   bus = await startOwnBus();
   await recordStream();
@@ -550,4 +536,6 @@ async function createInstance(name: string, spec: Record<string, unknown> = {}):
     metadata: { name },
     spec: { namespace, sharding: { enabled: true }, ...spec },
   } as { metadata: { name: string } });
+  // As the instances handler renders it with the instance: the handover may read its serving Secret.
+  await grantTrustBundleRead(admin, name);
 }
