@@ -278,6 +278,33 @@ describe('the handover handler', () => {
     expect(again.outcome).toEqual({ kind: 'done' });
   });
 
+  it('a crash between the repoint and its verdict: the retry does not keep the verdict of the move before', async () => {
+    // a → b verified; then b → a repointed, and the process stopped before the status write.
+    const fleet = [instance('a'), instance('b'), readyPods('a', ['a1']), lease('a', 'a1', [TARGET], T0)];
+    const toB = await run([
+      ...fleet,
+      config('b', { phase: 'Applied' }),
+      crd('a-webhook-server'),
+      readyPods('b', ['b1']),
+      lease('b', 'b1', [TARGET], T0),
+    ]);
+    expect(toB.status?.conditions?.[0]).toMatchObject({ status: 'True', reason: 'HandoverReady' });
+    expect(toB.status?.handoverDestination).toBe('b');
+    // The target already names a; the status still holds the verdict about b.
+    const retry = await run([...fleet, config('a', toB.status), crd('a-webhook-server')]);
+    expect(targetWrites(retry.writes)).toEqual([]);
+    expect(retry.status?.conditions?.[0]).toMatchObject({
+      status: 'True',
+      reason: 'NoMove',
+      message: `${TARGET} is already served by a (Service a-webhook-server)`,
+    });
+    expect(retry.status?.handoverDestination).toBe('a');
+    expect(retry.writes.find((w) => w.what === 'status')?.resourceVersion, 'nothing was repointed').toBe('7');
+    // And once said, it is kept: the next look writes nothing.
+    const again = await run([...fleet, config('a', retry.status), crd('a-webhook-server')]);
+    expect(again.writes).toEqual([]);
+  });
+
   it('re-checks instead of patching while the destination publishes no trust bundle', async () => {
     const noBundle = await run([instance('a'), config('a'), crd(), readyPods('a', ['a1'])], T0, {
       value: undefined,

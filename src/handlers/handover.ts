@@ -168,6 +168,7 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
       nowMs,
       progress: config.status?.handover,
       previous: findCondition(config.status?.conditions, HANDOVER_READY) as HandoverCondition | undefined,
+      previousDestination: config.status?.handoverDestination,
       policy: deps.policy,
     });
     let repointed = false;
@@ -210,6 +211,7 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
     const status = decideHandoverStatus({
       current: config.status,
       decision,
+      destination,
       nowIso: new Date(nowMs).toISOString(),
     });
     if (status.changed) {
@@ -222,10 +224,12 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
           status: status.status,
         },
         // After a repoint the verdict must land: a retry would see the target already moved and
-        // could only say NoMove (keeping whatever True verdict the status held, of an earlier
-        // destination). The write holds only the handover's fields (its condition, the cleared
-        // status.handover) and one target is handled at a time fleet-wide, so it goes without the
-        // precondition that a concurrent status write of another manager (assign's Assigned) fails.
+        // could only say NoMove, losing how the move was made (verified, unverified, first
+        // apply). The write holds only the handover's fields (its condition, the destination it
+        // is about, the cleared status.handover) and one target is handled at a time fleet-wide,
+        // so it goes without the precondition that a concurrent status write of another manager
+        // (assign's Assigned) fails. Should the process stop before it lands, the retry's NoMove
+        // replaces any True verdict about an earlier destination (status.handoverDestination).
         { signal: ctx.signal, resourceVersion: repointed ? undefined : config.metadata.resourceVersion },
       );
     }
