@@ -2,9 +2,7 @@ import {
   ApiextensionsV1Api,
   CoreV1Api,
   CustomObjectsApi,
-  type KubeConfig,
   PatchStrategy,
-  RbacAuthorizationV1Api,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { DeliverPolicy } from '@nats-io/jetstream';
@@ -41,7 +39,7 @@ import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
 import { createReadyEndpointSlice, createServingSecret } from './support/data-plane.ts';
-import { componentIdentity, componentUser, RBAC_NAMESPACE } from './support/identities.ts';
+import { componentIdentity, componentUser, grantTrustBundleRead } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
 import { startRecording } from './support/watchers.ts';
@@ -82,7 +80,7 @@ beforeAll(async () => {
   await view.start(bus.js);
   stoppers.push(() => view.stop());
   clients = createKubeClients({
-    kubeConfig: await handlerIdentity(),
+    kubeConfig: await componentIdentity(cluster.info, admin, HANDOVER),
     component: 'handover-itest',
     kubernetes: defaultConfig().kubernetes,
   });
@@ -126,27 +124,6 @@ afterAll(async () => {
 });
 
 const HANDLER_USER = componentUser(HANDOVER);
-
-/**
- * deploy/rbac/handover.yaml applied, and the trust-bundle ClusterRole bound in the instances'
- * namespace as the manifest says to: the identity the handler acts as.
- */
-async function handlerIdentity(): Promise<KubeConfig> {
-  const kc = await componentIdentity(cluster.info, admin, HANDOVER);
-  await admin.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name: 'switchyard:handover-trust-bundles' },
-      roleRef: {
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'ClusterRole',
-        name: 'switchyard:handover-trust-bundles',
-      },
-      subjects: [{ kind: 'ServiceAccount', name: 'switchyard-handover', namespace: RBAC_NAMESPACE }],
-    },
-  });
-  return kc;
-}
 
 /** As lease-aggregate would: each recorded Lease of an instance wakes the target waiting on it. */
 async function startStandInLeaseAggregate(): Promise<void> {
@@ -230,7 +207,9 @@ async function createInstance(name: string): Promise<void> {
       .deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'conversionwebhookservers', name })
       .catch(() => undefined),
   );
-  // What the instances handler writes: the serving Secret whose ca.crt targets trust.
+  // What the instances handler writes: the handover's read of the serving Secret, and the
+  // Secret whose ca.crt targets trust.
+  await grantTrustBundleRead(admin, name);
   await createServingSecret(admin, namespace, name);
 }
 

@@ -28,6 +28,7 @@ const admin = cluster.kubeConfig('admin');
 const objects = KubernetesObjectApi.makeApiClient(admin);
 const custom = admin.makeApiClient(CustomObjectsApi);
 const NAME = `render-${process.pid}`;
+const HANDOVER_SERVICE_ACCOUNT = { name: 'switchyard-handover', namespace: 'switchyard-system' };
 let namespace = '';
 let rendered: RenderedInstance;
 
@@ -45,6 +46,8 @@ async function withCertificates(r: RenderedInstance): Promise<KubernetesObject[]
     r.serviceAccount,
     r.role,
     r.roleBinding,
+    r.trustBundleRole,
+    r.trustBundleRoleBinding,
     r.service,
     r.deployment,
     r.podDisruptionBudget,
@@ -83,6 +86,7 @@ beforeAll(async () => {
     defaultNamespace: 'unused',
     image: { repository: 'switchyard', tag: 'dev' },
     env: { SWITCHYARD_NATS_URL: cluster.info.natsUrl },
+    handoverServiceAccount: HANDOVER_SERVICE_ACCOUNT,
   });
   if (!result.ok) throw new Error(result.error);
   rendered = result.value;
@@ -131,6 +135,7 @@ describe('a rendered instance on the apiserver', () => {
       defaultNamespace: 'unused',
       image: { repository: 'switchyard', tag: 'dev' },
       env: { SWITCHYARD_NATS_URL: cluster.info.natsUrl },
+      handoverServiceAccount: HANDOVER_SERVICE_ACCOUNT,
     });
     expect(JSON.stringify(again.ok && again.value)).toBe(JSON.stringify(rendered));
   });

@@ -33,6 +33,7 @@ import { type Handler, type HandlerRuntime, startHandlerRuntime } from '../src/b
 import { ObjectView } from '../src/bus/view.ts';
 import { defaultConfig } from '../src/config/schema.ts';
 import { readCertificate, readCertificates } from '../src/core/instances/certificate-facts.ts';
+import { HANDOVER } from '../src/handlers/handover.ts';
 import { secretReader } from '../src/handlers/instance-secrets.ts';
 import {
   INSTANCES,
@@ -41,13 +42,14 @@ import {
   instancesHandler,
 } from '../src/handlers/instances.ts';
 import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
+import { isForbidden } from '../src/kube/errors.ts';
 import { fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { systemClock } from '../src/runtime/clock.ts';
 import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
-import { componentIdentity, componentUser } from './support/identities.ts';
+import { componentIdentity, componentUser, HANDOVER_ACCOUNT } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { startRecordingAndRouting } from './support/watchers.ts';
 
@@ -105,6 +107,8 @@ const children = () =>
     ['v1', 'ServiceAccount', SERVICE],
     ['rbac.authorization.k8s.io/v1', 'Role', `${SERVICE}-leases`],
     ['rbac.authorization.k8s.io/v1', 'RoleBinding', `${SERVICE}-leases`],
+    ['rbac.authorization.k8s.io/v1', 'Role', `${SERVICE}-trust-bundle`],
+    ['rbac.authorization.k8s.io/v1', 'RoleBinding', `${SERVICE}-trust-bundle`],
     ['policy/v1', 'PodDisruptionBudget', SERVICE],
     ['v1', 'Secret', servingCaSecretName(NAME)],
     ['v1', 'Secret', servingCertSecretName(NAME)],
@@ -145,6 +149,7 @@ beforeAll(async () => {
           defaultNamespace: 'unused',
           image: { repository: 'switchyard', tag: 'dev' },
           env: { SWITCHYARD_NATS_URL: cluster.info.natsUrl },
+          handoverServiceAccount: HANDOVER_ACCOUNT,
         },
       }),
     ),
@@ -222,6 +227,59 @@ describe('the instances handler', () => {
     const fingerprints = readCertificates(pem(serving, 'ca.crt'))?.map((c) => c.fingerprint);
     expect(fingerprints).toEqual([readCertificate(pem(ca, 'tls.crt'))?.fingerprint]);
     expect(readCertificate(pem(ca, 'tls.crt'))?.isCa).toBe(true);
+  });
+
+  it('grants the handover get on exactly the serving Secret, bound to its ServiceAccount', async () => {
+    const role = (await read(children()[5] as KubernetesObject)) as { rules?: unknown[] };
+    expect(role.rules).toEqual([
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: [servingCertSecretName(NAME)],
+        verbs: ['get'],
+      },
+    ]);
+    const binding = (await read(children()[6] as KubernetesObject)) as { subjects?: unknown[] };
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', ...HANDOVER_ACCOUNT }]);
+  });
+
+  it('lets a token of the handover ServiceAccount get the serving Secret and nothing else', {
+    timeout: 60_000,
+  }, async () => {
+    await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: `other-${run}` }, stringData: { 'ca.crt': 'not for the handover' } },
+    });
+    // deploy/rbac/handover.yaml as a user applies it: no Secret is granted there any more.
+    const handover = (await componentIdentity(cluster.info, admin, HANDOVER)).makeApiClient(CoreV1Api);
+    // The authorizer learns of a new binding through its informer: the first read may precede it.
+    const serving = await waitFor('the handover to read the serving Secret', async () =>
+      handover.readNamespacedSecret({ name: servingCertSecretName(NAME), namespace }).catch((err) => {
+        if (isForbidden(err)) return undefined;
+        throw err;
+      }),
+    );
+    expect(serving.data?.['ca.crt']).toBeTruthy();
+    const refused = async (request: Promise<unknown>) => {
+      const err = await request.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      return isForbidden(err);
+    };
+    expect(
+      await refused(handover.readNamespacedSecret({ name: servingCaSecretName(NAME), namespace })),
+      'the CA Secret holds the key that signs serving certificates',
+    ).toBe(true);
+    expect(await refused(handover.readNamespacedSecret({ name: `other-${run}`, namespace }))).toBe(true);
+    expect(await refused(handover.listNamespacedSecret({ namespace }))).toBe(true);
+    expect(await refused(handover.listSecretForAllNamespaces())).toBe(true);
+    expect(
+      await refused(
+        handover.readNamespacedSecret({ name: servingCertSecretName(NAME), namespace: 'default' }),
+      ),
+      'the grant is in the instance namespace only',
+    ).toBe(true);
   });
 
   it('reports the Deployment: replicas that never become ready leave it unavailable', {

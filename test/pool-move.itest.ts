@@ -3,8 +3,8 @@
 // `config-status` act, each under the ServiceAccount token of its deploy/rbac manifest and each
 // (the router too) as two replicas side by side. The test plays the data plane (no webhook-server
 // exists yet, so `instances` does not run): per instance the serving Secret with the ca.crt the
-// handover reads, an EndpointSlice naming its ready Pods, and per Pod a served-set Lease
-// (test/support/served-lease.ts).
+// handover reads (and the Role letting it, rendered as the instances handler renders it), an
+// EndpointSlice naming its ready Pods, and per Pod a served-set Lease (test/support/served-lease.ts).
 //
 // A pool of three instances and 60 unpinned targets: every target's conversion names the Service
 // of the instance the pure resolver picks. A fourth member then moves exactly the targets it
@@ -20,7 +20,6 @@ import {
   CustomObjectsApi,
   EventsV1Api,
   PatchStrategy,
-  RbacAuthorizationV1Api,
   setHeaderOptions,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
@@ -39,7 +38,12 @@ import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
 import { createReadyEndpointSlice, createServingSecret } from './support/data-plane.ts';
-import { componentIdentityFile, componentUser, RBAC_NAMESPACE } from './support/identities.ts';
+import {
+  componentIdentityFile,
+  componentUser,
+  grantTrustBundleRead,
+  RBAC_NAMESPACE,
+} from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { switchyardProcess } from './support/processes.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
@@ -289,20 +293,6 @@ beforeAll(async () => {
       join(cluster.info.dir, `pool-move-${c}-${run}.kubeconfig`),
       cleanups,
     );
-  // The handover reads trust bundles in the namespaces that host instances, as its manifest says to bind.
-  await admin.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name: 'switchyard:handover-trust-bundles' },
-      roleRef: {
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'ClusterRole',
-        name: 'switchyard:handover-trust-bundles',
-      },
-      subjects: [{ kind: 'ServiceAccount', name: 'switchyard-handover', namespace: RBAC_NAMESPACE }],
-    },
-  });
-
   // A NATS server of the file's own: its durable consumers (a work queue admits one per subject) stay here.
   bus = await startOwnBus();
   await recordStream();
@@ -605,4 +595,6 @@ async function createInstance(name: string, spec: Record<string, unknown> = {}):
     metadata: { name },
     spec: { namespace, sharding: { enabled: true }, ...spec },
   } as { metadata: { name: string } });
+  // As the instances handler renders it with the instance: the handover may read its serving Secret.
+  await grantTrustBundleRead(admin, name);
 }

@@ -134,6 +134,15 @@ export const configStatusSchema = z.object({
   webhookPath: z.string().optional(),
   message: z.string().optional(),
   handover: handoverProgressSchema.optional(),
+  handoverDestination: z
+    .string()
+    .max(63)
+    .optional()
+    .meta({
+      description:
+        'The instance the HandoverReady condition is about: the destination of the move it reports, waiting or done. ' +
+        'A True verdict about another instance is replaced, never kept, once the target names this one.',
+    }),
   conditions: conditionsSchema.optional(),
 });
 export type ConfigStatus = z.infer<typeof configStatusSchema>;

@@ -1,5 +1,5 @@
-// The part of a config's status the handover owns: the HandoverReady condition and the progress
-// of a waiting move (status.handover). The phase is config-status's alone (core/config-status.ts
+// The part of a config's status the handover owns: the HandoverReady condition, the destination
+// it is about (status.handoverDestination) and the progress of a waiting move (status.handover). The phase is config-status's alone (core/config-status.ts
 // derives Applied from the target's spec.conversion): two managers stating one field would undo
 // each other's writes, each write waking the other. Pure, so "write only when it changes" is
 // decided (and tested) apart from the write.
@@ -11,6 +11,8 @@ import { HANDOVER_READY, type HandoverDecision } from './handover.ts';
 export interface HandoverStatus {
   /** Only the HandoverReady entry: a server-side apply states the one list entry this concern owns. */
   conditions: [Condition];
+  /** The instance the condition is about, so that a later look knows whether it still holds. */
+  handoverDestination: string;
   /** Absent: nothing waits, and the apply removes what this concern stored before. */
   handover?: HandoverProgress;
 }
@@ -18,6 +20,8 @@ export interface HandoverStatus {
 export interface HandoverStatusInput {
   current: ConfigStatus | undefined;
   decision: HandoverDecision;
+  /** The destination the decision was made for (the resolver's answer). */
+  destination: string;
   nowIso: string;
 }
 
@@ -34,9 +38,13 @@ export function decideHandoverStatus(input: HandoverStatusInput): HandoverStatus
   ];
   const status: HandoverStatus = {
     conditions: [condition],
+    handoverDestination: input.destination,
     ...(decision.progress && { handover: decision.progress }),
   };
-  const changed = !sameCondition(previous, condition) || !sameProgress(current?.handover, decision.progress);
+  const changed =
+    !sameCondition(previous, condition) ||
+    current?.handoverDestination !== input.destination ||
+    !sameProgress(current?.handover, decision.progress);
   return { status, changed };
 }
 

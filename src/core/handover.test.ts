@@ -324,15 +324,53 @@ describe('handover decision', () => {
     }
   });
 
-  it('keeps the verdict of the last move once it is done', () => {
+  it('keeps the verdict of the last move once it is done, when it is about this destination', () => {
     const previous = {
       type: 'HandoverReady',
       status: 'True',
       reason: 'HandoverUnverified',
       message: 'm',
     } as const;
-    const decision = decideHandover(input({ currentServiceName: 'b-webhook-server', previous }));
+    const decision = decideHandover(
+      input({ currentServiceName: 'b-webhook-server', previous, previousDestination: 'b' }),
+    );
     expect(decision.condition).toBe(previous);
+    expect(decision).toMatchObject({ action: 'patch', progress: undefined, recheckAtMs: undefined });
+  });
+
+  it.each<{ scenario: string; previousDestination: string | undefined; status: 'True' | 'False' }>([
+    {
+      scenario: 'a True verdict about an earlier destination (stopped between repoint and status write)',
+      previousDestination: 'a',
+      status: 'True',
+    },
+    {
+      scenario: 'a True verdict about no recorded destination (written before it was recorded)',
+      previousDestination: undefined,
+      status: 'True',
+    },
+    {
+      scenario: 'a False verdict about this destination (the wait that preceded the repoint)',
+      previousDestination: 'b',
+      status: 'False',
+    },
+  ])('says NoMove afresh over $scenario', ({ previousDestination, status }) => {
+    const previous = {
+      type: 'HandoverReady',
+      status,
+      reason: status === 'True' ? 'HandoverReady' : 'HandoverPending',
+      message: `moving ${T} from Service x-webhook-server to a: all 2 ready Pods of a serve it`,
+    } as const;
+    const decision = decideHandover(
+      input({ currentServiceName: 'b-webhook-server', previous, previousDestination }),
+    );
+    expect(decision.condition).toEqual({
+      type: 'HandoverReady',
+      status: 'True',
+      reason: 'NoMove',
+      message: `${T} is already served by b (Service b-webhook-server)`,
+    });
+    expect(decision).toMatchObject({ action: 'patch', progress: undefined, recheckAtMs: undefined });
   });
 
   it('names the ready Pods it waits for', () => {

@@ -102,6 +102,12 @@ export interface HandoverInput {
   progress?: HandoverProgress | undefined;
   /** The current HandoverReady condition, if any: a verdict on the last move outlives it. */
   previous?: HandoverCondition | undefined;
+  /**
+   * The instance `previous` is about (status.handoverDestination). A True verdict is kept only
+   * when it is about `destination`; one about an earlier destination, or about none recorded, is
+   * not the truth about what the target names now.
+   */
+  previousDestination?: string | undefined;
   policy?: Readonly<HandoverPolicy>;
 }
 
@@ -163,9 +169,17 @@ function describe(input: HandoverInput): string {
   return `moving ${input.target}${from} to ${input.destination}`;
 }
 
+// The verdict of the move that brought the target here stays while it is about this destination.
+// A True verdict about another one (the process stopped between repointing the target and
+// writing the verdict, and the one stored is of the move before) would name the wrong instance:
+// say what is known instead, that the target already names this destination.
 function noMove(input: HandoverInput): HandoverDecision {
-  if (input.previous?.status === 'True') return done(input.previous);
-  return patch('NoMove', `${input.target} is already served by ${input.destination}`);
+  const { previous } = input;
+  if (previous?.status === 'True' && input.previousDestination === input.destination) return done(previous);
+  return patch(
+    'NoMove',
+    `${input.target} is already served by ${input.destination} (Service ${webhookServiceName(input.destination)})`,
+  );
 }
 
 function gateMove(clock: WaitClock, source: string): HandoverDecision {

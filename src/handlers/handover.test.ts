@@ -144,7 +144,10 @@ async function run(objects: Entry[], nowMs = T0, bundle: { value: string | undef
     },
     view: fakeView(objects, T0),
     writer: { apply: record('target'), applyStatus: record('status') },
-    trustBundle: async () => bundle.value,
+    trustBundle: async () =>
+      bundle.value === undefined
+        ? { kind: 'unavailable', why: 'no Secret' }
+        : { kind: 'found', caBundle: bundle.value },
     clock,
     policy: { unreportedGraceMs: GRACE_MS, stallAfterMs: 600_000 },
     defaultNamespace: 'switchyard-system',
@@ -311,6 +314,33 @@ describe('the handover handler', () => {
     const again = await run([...fleet, config('a', first.status)]);
     expect(again.writes).toEqual([]);
     expect(again.outcome).toEqual({ kind: 'done' });
+  });
+
+  it('a crash between the repoint and its verdict: the retry does not keep the verdict of the move before', async () => {
+    // a → b verified; then b → a repointed, and the process stopped before the status write.
+    const fleet = [instance('a'), instance('b'), readyPods('a', ['a1']), lease('a', 'a1', [TARGET], T0)];
+    const toB = await run([
+      ...fleet,
+      config('b', { phase: 'Applied' }),
+      crd('a-webhook-server'),
+      readyPods('b', ['b1']),
+      lease('b', 'b1', [TARGET], T0),
+    ]);
+    expect(toB.status?.conditions?.[0]).toMatchObject({ status: 'True', reason: 'HandoverReady' });
+    expect(toB.status?.handoverDestination).toBe('b');
+    // The target already names a; the status still holds the verdict about b.
+    const retry = await run([...fleet, config('a', toB.status), crd('a-webhook-server')]);
+    expect(targetWrites(retry.writes)).toEqual([]);
+    expect(retry.status?.conditions?.[0]).toMatchObject({
+      status: 'True',
+      reason: 'NoMove',
+      message: `${TARGET} is already served by a (Service a-webhook-server)`,
+    });
+    expect(retry.status?.handoverDestination).toBe('a');
+    expect(retry.writes.find((w) => w.what === 'status')?.resourceVersion, 'nothing was repointed').toBe('7');
+    // And once said, it is kept: the next look writes nothing.
+    const again = await run([...fleet, config('a', retry.status), crd('a-webhook-server')]);
+    expect(again.writes).toEqual([]);
   });
 
   it('re-checks instead of patching while the destination publishes no trust bundle', async () => {

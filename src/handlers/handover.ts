@@ -120,13 +120,16 @@ export function handoverConsumers(partitions: number): HandlerConsumerSpec {
 
 /**
  * The trust bundle the instance's replicas serve under: the `ca.crt` of its serving Secret,
- * base64 as the Secret's data holds it; undefined while the Secret or the key is missing.
+ * base64 as the Secret's data holds it; or why it cannot be read yet (the Secret or the key is
+ * missing, or the grant to read it is not in place yet).
  */
 export type TrustBundleReader = (
   instance: string,
   namespace: string,
   signal: AbortSignal,
-) => Promise<string | undefined>;
+) => Promise<TrustBundle>;
+
+export type TrustBundle = { kind: 'found'; caBundle: string } | { kind: 'unavailable'; why: string };
 
 export type HandoverView = Pick<ObjectView, 'waitFor' | 'record' | 'list' | 'renewTime'>;
 
@@ -142,9 +145,10 @@ export interface HandoverDeps {
 }
 
 /**
- * How long to wait for an instance's serving Secret that is not there yet. The instances
- * handler writes it as it renders the instance, within seconds; no event announces it (the
- * view records no Secrets), so the handler looks again.
+ * How long to wait for an instance's trust bundle that cannot be read yet. The instances
+ * handler writes the serving Secret, and the Role letting this handler read it, as it renders
+ * the instance, within seconds; no event announces either (the view records no Secrets, no
+ * Roles), so the handler looks again.
  */
 const TRUST_BUNDLE_RETRY_MS = 10_000;
 
@@ -167,20 +171,22 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
       nowMs,
       progress: config.status?.handover,
       previous: findCondition(config.status?.conditions, HANDOVER_READY) as HandoverCondition | undefined,
+      previousDestination: config.status?.handoverDestination,
       policy: deps.policy,
     });
     const regarding = objectRefOf(config);
     const related = { apiVersion: targetKind.resource.apiVersion, kind: targetKind.kind, name: item.key };
     let repointed = false;
     if (decision.action === 'patch') {
-      const caBundle = await deps.trustBundle(destination, namespace, ctx.signal);
-      if (caBundle === undefined) {
+      const bundle = await deps.trustBundle(destination, namespace, ctx.signal);
+      if (bundle.kind === 'unavailable') {
         ctx.log.info(
-          { target: item.key, destination },
-          'serving Secret of the destination has no ca.crt yet',
+          { target: item.key, destination, why: bundle.why },
+          'no trust bundle of the destination yet',
         );
-        return recheckAfter(TRUST_BUNDLE_RETRY_MS, 'the destination publishes no trust bundle yet');
+        return recheckAfter(TRUST_BUNDLE_RETRY_MS, `no trust bundle of ${destination} yet: ${bundle.why}`);
       }
+      const caBundle = bundle.caBundle;
       const desired = desiredConversion({
         target: item.key,
         instance: destination,
@@ -221,6 +227,7 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
     const status = decideHandoverStatus({
       current: config.status,
       decision,
+      destination,
       nowIso: new Date(nowMs).toISOString(),
     });
     if (status.changed) {
@@ -233,10 +240,12 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
           status: status.status,
         },
         // After a repoint the verdict must land: a retry would see the target already moved and
-        // could only say NoMove (keeping whatever True verdict the status held, of an earlier
-        // destination). The write holds only the handover's fields (its condition, the cleared
-        // status.handover) and one target is handled at a time fleet-wide, so it goes without the
-        // precondition that a concurrent status write of another manager (assign's Assigned) fails.
+        // could only say NoMove, losing how the move was made (verified, unverified, first
+        // apply). The write holds only the handover's fields (its condition, the destination it
+        // is about, the cleared status.handover) and one target is handled at a time fleet-wide,
+        // so it goes without the precondition that a concurrent status write of another manager
+        // (assign's Assigned) fails. Should the process stop before it lands, the retry's NoMove
+        // replaces any True verdict about an earlier destination (status.handoverDestination).
         { signal: ctx.signal, resourceVersion: repointed ? undefined : config.metadata.resourceVersion },
       );
       const waitEvent = handoverWaitEvent({

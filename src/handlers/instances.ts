@@ -167,12 +167,18 @@ async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: Hand
   return recheckAt(recheckAtMs, deps.clock.now(), 'a certificate reaches its renewal point');
 }
 
-/** Everything but the Secrets and the Deployment: the identity, its Lease access, the Service, the budget. */
+/**
+ * Everything but the Secrets and the Deployment: the identity, its Lease access, the handover's
+ * read of the serving Secret (before the Secret exists: the read waits on a grant, never the
+ * reverse), the Service, the budget.
+ */
 async function applyAccess(deps: InstancesDeps, r: RenderedInstance, signal: AbortSignal): Promise<void> {
   const children: [ResourceRef, KubernetesObject | undefined][] = [
     [REFS.serviceAccount, r.serviceAccount],
     [REFS.role, r.role],
     [REFS.roleBinding, r.roleBinding],
+    [REFS.role, r.trustBundleRole],
+    [REFS.roleBinding, r.trustBundleRoleBinding],
     [REFS.service, r.service],
     [REFS.podDisruptionBudget, r.podDisruptionBudget],
   ];

@@ -8,3 +8,14 @@ const DEFAULT_NAMESPACE = 'switchyard-system';
 export function operatorNamespace(): string {
   return process.env[NAMESPACE_ENV] || DEFAULT_NAMESPACE;
 }
+
+/**
+ * The handover handler's ServiceAccount (deploy/rbac/handover.yaml), which runs in the same
+ * namespace as this process: the instances handler binds it, per instance, to `get` on the
+ * instance's serving Secret and nothing else (core/instances/render.ts).
+ */
+export const HANDOVER_SERVICE_ACCOUNT = 'switchyard-handover';
+
+export function handoverServiceAccount(): { name: string; namespace: string } {
+  return { name: HANDOVER_SERVICE_ACCOUNT, namespace: operatorNamespace() };
+}

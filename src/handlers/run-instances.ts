@@ -3,7 +3,7 @@ import { systemClock } from '../runtime/clock.ts';
 import { x509Issuer } from '../tls/x509-issuer.ts';
 import { secretReader } from './instance-secrets.ts';
 import { INSTANCES, INSTANCES_VIEW_KINDS, instancesConsumers, instancesHandler } from './instances.ts';
-import { operatorNamespace } from './operator-namespace.ts';
+import { handoverServiceAccount, operatorNamespace } from './operator-namespace.ts';
 import { projectImage } from './project-image.ts';
 import { runHandlerProcess } from './run-handler.ts';
 
@@ -29,6 +29,7 @@ export function runInstances(argv: string[]): Promise<void> {
           defaultNamespace: operatorNamespace(),
           image: projectImage(),
           env: { SWITCHYARD_NATS_URL: config.nats.url },
+          handoverServiceAccount: handoverServiceAccount(),
         },
       }),
     running: 'reconciling instances',

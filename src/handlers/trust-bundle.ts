@@ -5,28 +5,47 @@
 // The view records no Secrets (they would put key material on the bus), so this is one `get`
 // of exactly that Secret on the writes client, made only when a patch is decided. The Secret's
 // data is base64 already, the encoding caBundle takes, so the value is passed through untouched.
+//
+// The handover may read that Secret and no other: the instances handler renders, with the
+// instance, a Role granting `get` on it by name, bound to the handover's ServiceAccount
+// (core/instances/render.ts). Until that grant is applied (and reaches the apiserver's
+// authorizer) the read is refused, which, like a Secret not written yet, is a reason to look
+// again, not a failure.
 import { servingCertSecretName } from '../api/constants.ts';
 import type { WritesClient } from '../kube/clients.ts';
-import { ignoreNotFound } from '../kube/errors.ts';
+import { ignoreNotFound, isForbidden } from '../kube/errors.ts';
 import { apiUrl, HttpMethod, sendForJson } from '../kube/request.ts';
 import { objectPath } from '../kube/writer.ts';
-import type { TrustBundleReader } from './handover.ts';
+import type { TrustBundle, TrustBundleReader } from './handover.ts';
 
 const SECRETS = { apiVersion: 'v1', resource: 'secrets', namespaced: true } as const;
 const TRUST_BUNDLE_KEY = 'ca.crt';
 
 export function trustBundleReader(writes: WritesClient): TrustBundleReader {
-  return async (instance, namespace, signal) => {
-    const path = objectPath(SECRETS, { namespace, name: servingCertSecretName(instance) });
-    const secret = await ignoreNotFound(
-      sendForJson<{ data?: Record<string, string> }>(
-        writes.kubeConfig,
-        HttpMethod.GET,
-        apiUrl(writes.kubeConfig, path),
-        { signal },
-      ),
-    );
-    const bundle = secret?.data?.[TRUST_BUNDLE_KEY];
-    return bundle === undefined || bundle === '' ? undefined : bundle;
+  return async (instance, namespace, signal): Promise<TrustBundle> => {
+    const name = servingCertSecretName(instance);
+    const path = objectPath(SECRETS, { namespace, name });
+    let secret: { data?: Record<string, string> } | undefined;
+    try {
+      secret = await ignoreNotFound(
+        sendForJson<{ data?: Record<string, string> }>(
+          writes.kubeConfig,
+          HttpMethod.GET,
+          apiUrl(writes.kubeConfig, path),
+          { signal },
+        ),
+      );
+    } catch (err) {
+      if (!isForbidden(err)) throw err;
+      return {
+        kind: 'unavailable',
+        why: `reading Secret ${namespace}/${name} is forbidden (the instances handler grants it with the instance)`,
+      };
+    }
+    if (secret === undefined) return { kind: 'unavailable', why: `no Secret ${namespace}/${name}` };
+    const bundle = secret.data?.[TRUST_BUNDLE_KEY];
+    if (bundle === undefined || bundle === '')
+      return { kind: 'unavailable', why: `Secret ${namespace}/${name} has no ${TRUST_BUNDLE_KEY}` };
+    return { kind: 'found', caBundle: bundle };
   };
 }

@@ -39,6 +39,8 @@ export const isNotFound = (err: unknown): boolean => statusOf(err) === 404;
 /** A write into a namespace that does not exist (404 whose Status names `namespaces`). */
 export const isNamespaceNotFound = (err: unknown): boolean =>
   err instanceof ApiStatusError && err.statusCode === 404 && err.detailsKind === 'namespaces';
+/** 403: RBAC (or another authorizer) refused the request to this identity. */
+export const isForbidden = (err: unknown): boolean => statusOf(err) === 403;
 /** 409: the object changed since it was read (stale resourceVersion), or a create found it existing. */
 export const isConflict = (err: unknown): boolean => statusOf(err) === 409;
 /** 410: a watch or list position fell behind etcd compaction; only a relist recovers. */

@@ -2,11 +2,16 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   CoreV1Api,
+  CustomObjectsApi,
   type KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
   loadAllYaml,
 } from '@kubernetes/client-node';
+import { GROUP, VERSION } from '../../src/api/constants.ts';
+import { webhookServerSchema } from '../../src/api/webhook-server.ts';
+import { renderInstance } from '../../src/core/instances/render.ts';
+import { HANDOVER_SERVICE_ACCOUNT } from '../../src/handlers/operator-namespace.ts';
 import { isConflict } from '../../src/kube/errors.ts';
 import type { LocalClusterInfo } from '../../src/local-cluster/cluster.ts';
 import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
@@ -78,4 +83,31 @@ export async function componentIdentityFile(
 
 function ignoreExists(err: unknown): void {
   if (!isConflict(err)) throw err;
+}
+
+/** The handover's ServiceAccount as deploy/rbac/handover.yaml creates it. */
+export const HANDOVER_ACCOUNT = { name: HANDOVER_SERVICE_ACCOUNT, namespace: RBAC_NAMESPACE } as const;
+
+/**
+ * What the instances handler renders for the handover to read an instance's trust bundle (a
+ * Role with `get` on its serving Secret, bound to the handover's ServiceAccount), for tests that
+ * play the data plane without that handler: rendered by the same pure function, so the grant
+ * these tests run under is the product's.
+ */
+export async function grantTrustBundleRead(admin: KubeConfig, instance: string): Promise<void> {
+  const read = await admin.makeApiClient(CustomObjectsApi).getClusterCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: 'conversionwebhookservers',
+    name: instance,
+  });
+  const rendered = renderInstance(webhookServerSchema.parse(read), {
+    defaultNamespace: RBAC_NAMESPACE,
+    image: { repository: 'unused' },
+    handoverServiceAccount: HANDOVER_ACCOUNT,
+  });
+  if (!rendered.ok) throw new Error(rendered.error);
+  const objects = admin.makeApiClient(KubernetesObjectApi);
+  for (const o of [rendered.value.trustBundleRole, rendered.value.trustBundleRoleBinding])
+    await objects.create(o as KubernetesObject).catch(ignoreExists);
 }

@@ -35,8 +35,10 @@ export interface ChildNames {
   /** Deployment, Service and PodDisruptionBudget share it: `<instance>-webhook-server`. */
   workload: string;
   serviceAccount: string;
-  /** Role and RoleBinding. */
+  /** Role and RoleBinding of the replicas' Lease writes. */
   leaseWriter: string;
+  /** Role and RoleBinding letting the handover read the serving Secret's trust bundle. */
+  trustBundleReader: string;
   servingSecret: string;
   caSecret: string;
 }
@@ -49,6 +51,7 @@ export function childNames(instance: WebhookServer, defaultNamespace: string): C
     workload,
     serviceAccount: instance.spec.serviceAccountName ?? workload,
     leaseWriter: `${workload}-leases`,
+    trustBundleReader: `${workload}-trust-bundle`,
     servingSecret: servingCertSecretName(name),
     caSecret: servingCaSecretName(name),
   };

@@ -12,6 +12,7 @@ const SETTINGS: RenderSettings = {
   defaultNamespace: 'switchyard-system',
   image: { repository: 'ghcr.io/example/switchyard', tag: '0.1.0' },
   env: { SWITCHYARD_NATS_URL: 'nats://nats.switchyard-system.svc:4222', SWITCHYARD_LOG_LEVEL: 'info' },
+  handoverServiceAccount: { name: 'switchyard-handover', namespace: 'switchyard-system' },
 };
 
 /** An instance as the apiserver returns it: parsed by the API schema, so defaults apply. */
@@ -35,6 +36,8 @@ function allObjects(r: RenderedInstance) {
     r.serviceAccount,
     r.role,
     r.roleBinding,
+    r.trustBundleRole,
+    r.trustBundleRoleBinding,
     r.service,
     r.deployment,
     r.podDisruptionBudget,
@@ -60,6 +63,8 @@ describe('renderInstance', () => {
     expect(r.podDisruptionBudget.metadata?.name).toBe('blue-webhook-server');
     expect(r.role.metadata?.name).toBe('blue-webhook-server-leases');
     expect(r.roleBinding.metadata?.name).toBe('blue-webhook-server-leases');
+    expect(r.trustBundleRole.metadata?.name).toBe('blue-webhook-server-trust-bundle');
+    expect(r.trustBundleRoleBinding.metadata?.name).toBe('blue-webhook-server-trust-bundle');
     expect(r.servingSecret.metadata?.name).toBe('blue-webhook-server-tls');
     expect(r.caSecret.metadata?.name).toBe('blue-webhook-server-ca');
   });
@@ -110,6 +115,65 @@ describe('renderInstance', () => {
       { kind: 'ServiceAccount', name: 'blue-webhook-server', namespace: 'switchyard-system' },
     ]);
     expect(r.deployment.spec?.template.spec?.serviceAccountName).toBe('blue-webhook-server');
+  });
+
+  it.each([
+    {
+      name: 'no spec.namespace: in the operator namespace',
+      cws: instance(),
+      settings: SETTINGS,
+      namespace: 'switchyard-system',
+      secret: 'blue-webhook-server-tls',
+      handover: { name: 'switchyard-handover', namespace: 'switchyard-system' },
+    },
+    {
+      name: 'a tenant namespace, the handover account where the operator runs',
+      cws: instance({ namespace: 'tenant-a' }, 'green'),
+      settings: SETTINGS,
+      namespace: 'tenant-a',
+      secret: 'green-webhook-server-tls',
+      handover: { name: 'switchyard-handover', namespace: 'switchyard-system' },
+    },
+    {
+      name: 'an operator installed elsewhere',
+      cws: instance({ namespace: 'tenant-a' }),
+      settings: {
+        ...SETTINGS,
+        defaultNamespace: 'ops',
+        handoverServiceAccount: { name: 'switchyard-handover', namespace: 'ops' },
+      },
+      namespace: 'tenant-a',
+      secret: 'blue-webhook-server-tls',
+      handover: { name: 'switchyard-handover', namespace: 'ops' },
+    },
+    {
+      name: 'the replicas bring their own account: the grant is the handover’s all the same',
+      cws: instance({ serviceAccountName: 'shared' }),
+      settings: SETTINGS,
+      namespace: 'switchyard-system',
+      secret: 'blue-webhook-server-tls',
+      handover: { name: 'switchyard-handover', namespace: 'switchyard-system' },
+    },
+  ])('lets the handover get exactly the serving Secret: $name', ({
+    cws,
+    settings,
+    namespace,
+    secret,
+    handover,
+  }) => {
+    const r = render(cws, settings);
+    expect(r.trustBundleRole.metadata?.namespace).toBe(namespace);
+    expect(r.trustBundleRole.rules, 'one Secret by name, get only: no list, no watch, never the CA').toEqual([
+      { apiGroups: [''], resources: ['secrets'], resourceNames: [secret], verbs: ['get'] },
+    ]);
+    expect(r.trustBundleRole.rules?.[0]?.resourceNames).toEqual([r.servingSecret.metadata?.name]);
+    expect(r.trustBundleRoleBinding.metadata?.namespace).toBe(namespace);
+    expect(r.trustBundleRoleBinding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: r.trustBundleRole.metadata?.name,
+    });
+    expect(r.trustBundleRoleBinding.subjects).toEqual([{ kind: 'ServiceAccount', ...handover }]);
   });
 
   it('binds but never owns an account the user brings: deleting the instance must not collect it', () => {

@@ -13,6 +13,8 @@
 //   ServiceAccount  the replicas' identity, unless spec.serviceAccountName brings one;
 //   Role, Binding   get/create/update/patch on leases in this namespace and nothing else: the
 //                   one write a replica makes (BRIEF §4);
+//   Role, Binding   get on exactly the serving Secret, for the handover's ServiceAccount: the
+//                   trust bundle (ca.crt) it publishes as a target's caBundle, and no other Secret;
 //   PDB             maxUnavailable 1 (see podDisruptionBudget);
 //   Secrets         the serving certificate's and its CA's desired shape; their data comes from
 //                   serving-cert.ts decisions and the issuer, never from here.
@@ -64,6 +66,13 @@ export interface RenderSettings {
   image: ImageRef;
   /** Process configuration every replica gets as environment variables (e.g. SWITCHYARD_NATS_URL). */
   env?: Readonly<Record<string, string>> | undefined;
+  /** The handover handler's ServiceAccount: the one identity that may read the serving Secret. */
+  handoverServiceAccount: Readonly<ServiceAccountRef>;
+}
+
+export interface ServiceAccountRef {
+  name: string;
+  namespace: string;
 }
 
 export interface RenderedInstance {
@@ -72,6 +81,9 @@ export interface RenderedInstance {
   serviceAccount: V1ServiceAccount | undefined;
   role: V1Role;
   roleBinding: V1RoleBinding;
+  /** `get` on the serving Secret by name, for the handover's ServiceAccount (settings). */
+  trustBundleRole: V1Role;
+  trustBundleRoleBinding: V1RoleBinding;
   service: V1Service;
   deployment: V1Deployment;
   podDisruptionBudget: V1PodDisruptionBudget;
@@ -136,6 +148,12 @@ export function renderInstance(instance: WebhookServer, settings: RenderSettings
           : undefined,
       role: leaseWriterRole(meta(names.leaseWriter)),
       roleBinding: leaseWriterBinding(meta(names.leaseWriter), names),
+      trustBundleRole: trustBundleRole(meta(names.trustBundleReader), names),
+      trustBundleRoleBinding: trustBundleBinding(
+        meta(names.trustBundleReader),
+        names,
+        settings.handoverServiceAccount,
+      ),
       service: service(meta(names.workload), instance.metadata.name),
       deployment: deployment(meta(names.workload), instance, names, settings),
       podDisruptionBudget: podDisruptionBudget(meta(names.workload), instance.metadata.name),
@@ -174,6 +192,39 @@ function leaseWriterBinding(metadata: V1ObjectMeta, names: ChildNames): V1RoleBi
     metadata,
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: names.leaseWriter },
     subjects: [{ kind: 'ServiceAccount', name: names.serviceAccount, namespace: names.namespace }],
+  };
+}
+
+/**
+ * What the handover may read in the instance's namespace: the serving Secret, by name, `get`
+ * only (list and watch cannot be narrowed by name, so none is granted). It needs the `ca.crt`
+ * there; RBAC grants whole objects, so the grant also covers the serving key (a ConfigMap holding
+ * the bundle alone would narrow that further). Never the CA Secret, whose key mints certificates.
+ */
+export function trustBundleRules(names: Pick<ChildNames, 'servingSecret'>) {
+  return [{ apiGroups: [''], resources: ['secrets'], resourceNames: [names.servingSecret], verbs: ['get'] }];
+}
+
+function trustBundleRole(metadata: V1ObjectMeta, names: ChildNames): V1Role {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata,
+    rules: trustBundleRules(names),
+  };
+}
+
+function trustBundleBinding(
+  metadata: V1ObjectMeta,
+  names: ChildNames,
+  handover: Readonly<ServiceAccountRef>,
+): V1RoleBinding {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata,
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: names.trustBundleReader },
+    subjects: [{ kind: 'ServiceAccount', name: handover.name, namespace: handover.namespace }],
   };
 }
 
