@@ -13,13 +13,7 @@
 // (HandoverReady); only the handover identity patches the XRD, as field manager
 // switchyard-handover, and only spec.conversion.
 import { join } from 'node:path';
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  PatchStrategy,
-  RbacAuthorizationV1Api,
-  setHeaderOptions,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { DeliverPolicy } from '@nats-io/jetstream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,7 +35,7 @@ import {
   XRD_VERSION,
 } from './support/crossplane-xrd-crd.ts';
 import { createReadyEndpointSlice, createServingSecret } from './support/data-plane.ts';
-import { componentIdentityFile, componentUser, RBAC_NAMESPACE } from './support/identities.ts';
+import { componentIdentityFile, componentUser, grantTrustBundleRead } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { switchyardProcess } from './support/processes.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
@@ -145,13 +139,13 @@ const xrdVersion = (name: string, field: string, referenceable: boolean) => ({
 });
 const XRD_VERSIONS = [xrdVersion('v2', 'size', true), xrdVersion('v1', 'replicas', false)];
 
-async function createXrd(): Promise<void> {
+async function createXrd(name = XRD): Promise<void> {
   await createCustom(XRD_GROUP, XRD_VERSION, XRD_PLURAL, {
     apiVersion: `${XRD_GROUP}/${XRD_VERSION}`,
     kind: 'CompositeResourceDefinition',
-    metadata: { name: XRD },
+    metadata: { name },
     spec: {
-      group: XRD_OBJECT_GROUP,
+      group: name.slice(name.indexOf('.') + 1),
       names: { kind: 'XGizmo', plural: 'xgizmos' },
       claimNames: { kind: 'Gizmo', plural: 'gizmos' },
       versions: XRD_VERSIONS,
@@ -159,13 +153,13 @@ async function createXrd(): Promise<void> {
   });
 }
 
-async function createConfig(pin: string): Promise<void> {
+async function createConfig(pin: string, name = CONFIG, target = XRD): Promise<void> {
   await createCustom(GROUP, VERSION, 'xrdconversionconfigs', {
     apiVersion: API_VERSION,
     kind: 'XRDConversionConfig',
-    metadata: { name: CONFIG },
+    metadata: { name },
     spec: {
-      targetXRD: { name: XRD },
+      targetXRD: { name: target },
       hubVersion: 'v2',
       spokes: [
         {
@@ -204,6 +198,8 @@ async function createInstance(name: string, readyPods: string[]): Promise<void> 
     metadata: { name },
     spec: { namespace },
   });
+  // As the instances handler renders it with the instance: the handover may read its serving Secret.
+  await grantTrustBundleRead(admin, name);
 }
 
 /** One replica of the instance reporting the XRD in its served-set Lease. */
@@ -239,12 +235,12 @@ interface XrdObject {
   };
 }
 
-async function readXrd(): Promise<XrdObject> {
+async function readXrd(name = XRD): Promise<XrdObject> {
   return (await custom.getClusterCustomObject({
     group: XRD_GROUP,
     version: XRD_VERSION,
     plural: XRD_PLURAL,
-    name: XRD,
+    name,
   })) as XrdObject;
 }
 
@@ -304,20 +300,6 @@ beforeAll(async () => {
       join(cluster.info.dir, `xrd-target-${c}-${run}.kubeconfig`),
       cleanups,
     );
-  // The handover reads trust bundles in the namespaces that host instances, as its manifest says to bind.
-  await admin.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name: 'switchyard:handover-trust-bundles' },
-      roleRef: {
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'ClusterRole',
-        name: 'switchyard:handover-trust-bundles',
-      },
-      subjects: [{ kind: 'ServiceAccount', name: 'switchyard-handover', namespace: RBAC_NAMESPACE }],
-    },
-  });
-
   bus = await startOwnBus();
   await recordStream();
   start('watchers', ['watch'], kubeconfigs.watchers);
@@ -403,6 +385,22 @@ describe('an XRD target', () => {
     const s = await awaitCondition('HandoverReady', 'FirstApply');
     expect(condition(s, 'HandoverReady')?.status).toBe('True');
     expect(s.assignedWebhookServer).toBe(A);
+  });
+
+  it('a config created before its XRD is applied as soon as the XRD exists', async () => {
+    const late = `xgizmos.late${run}.xrd.switchyard.dev`;
+    await createConfig(A, `xrd-late-${run}`, late);
+    await sleep(2_000);
+    await createXrd(late);
+    const named = await waitFor(
+      `${late} naming ${A}'s Service`,
+      async () => {
+        const service = (await readXrd(late)).spec.conversion?.webhook?.clientConfig?.service?.name;
+        return service === webhookServiceName(A) ? service : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    expect(named, 'nothing but the XRD appearing woke the handover').toBe(webhookServiceName(A));
   });
 
   it('a move waits while a ready destination Pod has not reported the XRD, and follows its report', async () => {

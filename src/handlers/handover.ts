@@ -3,7 +3,8 @@
 //
 // Keyed by target (`work.handover.<p>.<target>`), so one target is handed over by one replica
 // at a time. Assign sends work when a config's resolved instance changes, lease-aggregate when
-// what a waiting target's destination serves changes; time (the grace, the stall bound, a Lease
+// what a waiting target's destination serves changes, the router when the target's or its
+// config's spec changes (handover-triggers.ts); time (the grace, the stall bound, a Lease
 // expiring) comes back as the handler's own durable re-check. The message is only a trigger:
 // every input is read from the view at or after the causing record.
 //
