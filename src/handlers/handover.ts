@@ -53,7 +53,14 @@ import { handoverWaitEvent, repointEvent } from '../core/transition-events.ts';
 import type { EventSink, ObjectRef } from '../kube/event-recorder.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
-import { readExpectationView, readInstance, readInstanceLeases, readReadyPods } from './view-reads.ts';
+import {
+  CONFIG_VIEW_KINDS,
+  parsedList,
+  readExpectationView,
+  readInstance,
+  readInstanceLeases,
+  readReadyPods,
+} from './view-reads.ts';
 
 export const HANDOVER = 'handover';
 
@@ -280,14 +287,15 @@ type Subject =
  * does not compile against it (nothing touches a target then), a destination not in the view.
  */
 function readSubject(view: HandoverView, target: string, defaultNamespace: string, nowMs: number): Subject {
-  const configs = parsedConfigs(view);
-  const config = configs.find((c) => targetNameOf(c) === target);
+  // Only the configs claiming this target: a second one makes it a DuplicateTarget, the rest
+  // cannot change its resolution.
+  const claimants = parsedList(view, CONFIG_VIEW_KINDS, conversionConfigSchema).filter(
+    (c) => targetNameOf(c) === target,
+  );
+  const config = claimants[0];
   if (config === undefined) return { kind: 'skip', why: 'no config converts it' };
-  const instances = view.list('webhookserver').flatMap((o) => {
-    const parsed = webhookServerSchema.safeParse(o);
-    return parsed.success ? [parsed.data] : [];
-  });
-  const resolution = assignSubjects(configs.map(subjectOf), fleetOf(instances)).get(target);
+  const instances = parsedList(view, ['webhookserver'], webhookServerSchema);
+  const resolution = assignSubjects(claimants.map(subjectOf), fleetOf(instances)).get(target);
   if (resolution === undefined || !resolution.ok)
     return { kind: 'skip', why: resolution?.message ?? 'unresolved' };
   const targetKind = TARGET_KINDS[config.kind];
@@ -317,13 +325,6 @@ function readSubject(view: HandoverView, target: string, defaultNamespace: strin
 /** What an Event about a config names (configs are cluster-scoped: their Events go to `default`). */
 function objectRefOf(config: ConversionConfig): ObjectRef {
   return { apiVersion: API_VERSION, kind: config.kind, name: config.metadata.name, uid: config.metadata.uid };
-}
-
-function parsedConfigs(view: HandoverView): ConversionConfig[] {
-  return [...view.list('crdconfig'), ...view.list('xrdconfig')].flatMap((o) => {
-    const parsed = conversionConfigSchema.safeParse(o);
-    return parsed.success ? [parsed.data] : [];
-  });
 }
 
 // Decoded by the lease-aggregate decision, against the same expected set the replicas encoded

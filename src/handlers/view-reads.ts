@@ -2,7 +2,7 @@
 // untyped, so each read validates with the resource's schema and skips what does not parse (a
 // record another writer put there, or one recorded without its content) instead of guessing.
 // Shared by every handler that needs an instance's replicas or the expectation view.
-import { z } from 'zod';
+import { type ZodType, z } from 'zod';
 import { SERVED_SET_ANNOTATION, WEBHOOK_SERVER_LABEL, webhookServiceName } from '../api/constants.ts';
 import { conversionConfigSchema } from '../api/conversion-config.ts';
 import { type WebhookServer, webhookServerSchema } from '../api/webhook-server.ts';
@@ -13,6 +13,9 @@ import type { LeaseFacts } from '../core/instance-aggregate.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
 
 type ViewReads = Pick<ObjectView, 'record' | 'list' | 'renewTime'>;
+
+/** Where the view records the two config kinds. */
+export const CONFIG_VIEW_KINDS = ['crdconfig', 'xrdconfig'] as const;
 
 /** The label the EndpointSlice controller puts on a Service's slices. */
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
@@ -26,6 +29,43 @@ interface Meta {
 
 const metaOf = (o: RecordedObject) => o.metadata as Meta;
 
+const parses = new WeakMap<ZodType, WeakMap<RecordedObject, z.ZodSafeParseResult<unknown>>>();
+
+/**
+ * `schema.safeParse(object)`, once per recorded object: the view replaces an object with a new
+ * one on every record and never changes one in place, so the result holds for as long as the
+ * object is in the view. Handlers read every config and instance on every decision; parsing
+ * them each time made a 1,000-config move spend most of its CPU in zod (bench/handover.ts).
+ * Callers must not modify what it returns.
+ */
+export function parseRecorded<T>(schema: ZodType<T>, object: RecordedObject): z.ZodSafeParseResult<T> {
+  let bySchema = parses.get(schema);
+  if (!bySchema) {
+    bySchema = new WeakMap();
+    parses.set(schema, bySchema);
+  }
+  let result = bySchema.get(object);
+  if (!result) {
+    result = schema.safeParse(object);
+    bySchema.set(object, result);
+  }
+  return result as z.ZodSafeParseResult<T>;
+}
+
+/** The objects of `kinds` that parse with `schema`, in view order. */
+export function parsedList<T>(
+  view: Pick<ObjectView, 'list'>,
+  kinds: readonly string[],
+  schema: ZodType<T>,
+): T[] {
+  return kinds.flatMap((kind) =>
+    view.list(kind).flatMap((o) => {
+      const parsed = parseRecorded(schema, o);
+      return parsed.success ? [parsed.data] : [];
+    }),
+  );
+}
+
 export type InstanceRead =
   | { kind: 'found'; instance: WebhookServer }
   | { kind: 'absent' }
@@ -36,7 +76,7 @@ export function readInstance(view: ViewReads, name: string): InstanceRead {
   const record = view.record({ kind: 'webhookserver', namespace: '', name });
   if (record === undefined) return { kind: 'absent' };
   if (record.omitted) return { kind: 'unreadable', reason: 'recorded without its content (too large)' };
-  const parsed = webhookServerSchema.safeParse(record.object);
+  const parsed = parseRecorded(webhookServerSchema, record.object);
   return parsed.success
     ? { kind: 'found', instance: parsed.data }
     : { kind: 'unreadable', reason: z.prettifyError(parsed.error) };
@@ -93,14 +133,8 @@ export function readReadyPods(view: ViewReads, instance: string, namespace: stri
 
 /** The expectation view (`core/expected-set.ts`) from the recorded configs, instances and targets. */
 export function readExpectationView(view: ViewReads): ExpectationView {
-  const configs = [...view.list('crdconfig'), ...view.list('xrdconfig')].flatMap((o) => {
-    const parsed = conversionConfigSchema.safeParse(o);
-    return parsed.success ? [viewConfigOf(parsed.data)] : [];
-  });
-  const instances = view.list('webhookserver').flatMap((o) => {
-    const parsed = webhookServerSchema.safeParse(o);
-    return parsed.success ? [parsed.data] : [];
-  });
+  const configs = parsedList(view, CONFIG_VIEW_KINDS, conversionConfigSchema).map(viewConfigOf);
+  const instances = parsedList(view, ['webhookserver'], webhookServerSchema);
   const targets = new Map<string, string | undefined>();
   for (const t of [...view.list('crd'), ...view.list('xrd')])
     targets.set(metaOf(t).name, conversionServiceOf(t));
