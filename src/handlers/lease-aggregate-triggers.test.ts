@@ -26,6 +26,8 @@ const config = (assigned: string | undefined, pin?: string): RecordedObject =>
     spec: { targetCRD: { name: 't.example.com' }, ...(pin ? { webhookServerRef: { name: pin } } : {}) },
     status: assigned ? { assignedWebhookServer: assigned } : {},
   }) as RecordedObject;
+const withStatus = (o: RecordedObject, status: object): RecordedObject =>
+  ({ ...o, status: { ...(o as { status?: object }).status, ...status } }) as RecordedObject;
 const crdNaming = (service: string): RecordedObject =>
   ({
     metadata: meta('t.example.com'),
@@ -73,6 +75,27 @@ describe('leaseAggregateTriggers', () => {
     ],
     ['a config reassigned wakes both instances', change('crdconfig', config('b')), config('a'), ['a', 'b']],
     ['a pinned config wakes its pin', change('crdconfig', config(undefined, 'p')), undefined, ['p']],
+    [
+      'a config whose handover or phase was written wakes nothing',
+      change(
+        'crdconfig',
+        withStatus(config('a'), { phase: 'Applied', conditions: [{ type: 'HandoverReady' }] }),
+      ),
+      withStatus(config('a'), { phase: 'Validated' }),
+      [],
+    ],
+    [
+      'a config turning Invalid wakes its instance (it is expected nowhere then)',
+      change('crdconfig', withStatus(config('a'), { phase: 'Invalid' })),
+      withStatus(config('a'), { phase: 'Applied' }),
+      ['a'],
+    ],
+    [
+      'a config repinned wakes both pins',
+      change('crdconfig', config('a', 'q')),
+      config('a', 'p'),
+      ['a', 'p', 'q'],
+    ],
     [
       'a target repointed wakes the instance it named and the one it names',
       change('crd', crdNaming('b-webhook-server')),

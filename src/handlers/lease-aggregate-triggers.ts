@@ -69,12 +69,38 @@ function sameLabels(a: object | undefined, b: object | undefined): boolean {
   return labels(a) === labels(b);
 }
 
+/**
+ * A config's record wakes instances only when what the expected sets read from it moved: its
+ * target, its pin, whether it is Invalid, and the instance assign wrote. The handover's and
+ * config-status's other status writes (three or so per config in a move) change no aggregate,
+ * and each woken instance re-reads every config: a 1,000-config move spent most of
+ * lease-aggregate's CPU on them (bench/handover.ts).
+ */
+function configExpectationUnchanged(change: RecordedChange, previous: RecordedObject | undefined): boolean {
+  if (!['crdconfig', 'xrdconfig'].includes(change.kind) || change.op !== 'upsert' || !previous) return false;
+  return JSON.stringify(expectationOf(change.object)) === JSON.stringify(expectationOf(previous));
+}
+
+function expectationOf(object: RecordedObject) {
+  const o = object as Loose & {
+    spec?: { targetCRD?: unknown; targetXRD?: unknown };
+    status?: { phase?: string };
+  };
+  return [
+    o.spec?.targetCRD,
+    o.spec?.targetXRD,
+    o.spec?.webhookServerRef?.name,
+    o.status?.phase === 'Invalid',
+    o.status?.assignedWebhookServer,
+  ];
+}
+
 /** The instances (sorted, unique) whose aggregate `change` may have changed. */
 export function leaseAggregateTriggers(
   change: RecordedChange,
   previous: RecordedObject | undefined,
 ): string[] {
-  if (instanceSpecUnchanged(change, previous)) return [];
+  if (instanceSpecUnchanged(change, previous) || configExpectationUnchanged(change, previous)) return [];
   const names = [
     ...instancesNamedBy(change.kind, change.object as Loose),
     ...instancesNamedBy(change.kind, previous as Loose | undefined),
