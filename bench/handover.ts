@@ -1,7 +1,7 @@
 // The handlers end to end on the local stack (etcd, kube-apiserver, NATS JetStream), every
 // worker a `switchyard` process as in a Pod:
 //
-//   SWITCHYARD_BIN_DIR=… SWITCHYARD_BIN_NATS=… node bench/handover.ts      (~12 min)
+//   SWITCHYARD_BIN_DIR=… SWITCHYARD_BIN_NATS=… node bench/handover.ts      (~20 min)
 //
 // 1. Handover latency: from the write of the Lease in which the destination's last ready Pod
 //    reports a target, to the patch of that target's spec.conversion (both apiserver times, from
@@ -56,7 +56,7 @@ import { ServedLeasePublisher } from '../test/support/served-lease.ts';
 const LAT_BATCH = Number(process.env.LAT_BATCH ?? 10);
 const LAT_BATCHES = Number(process.env.LAT_BATCHES ?? 20);
 const THROUGHPUT_CONFIGS = Number(process.env.THROUGHPUT_CONFIGS ?? 1000);
-const LIMITED_QPS = Number(process.env.LIMITED_QPS ?? 50);
+const LIMITED_QPS = Number(process.env.LIMITED_QPS ?? 10);
 const FANOUT = 1_000;
 const CRDS = {
   apiVersion: 'apiextensions.k8s.io/v1',
@@ -456,10 +456,13 @@ async function baselineLatency(targets: string[], destination: ServedLeasePublis
   return out;
 }
 
+type Cpu = Record<string, number>;
+const CPU_COLUMNS = ['apiserver', 'etcd', 'nats', 'watchers', ...WORKERS];
+
 interface ThroughputResult {
   seconds: number;
   perSecond: number;
-  cpu: Record<'apiserver' | 'etcd' | 'nats' | 'workers' | 'watchers', number>;
+  cpu: Cpu;
 }
 type ThroughputRun = ThroughputResult & { replicas: number; limited: boolean };
 
@@ -506,44 +509,36 @@ async function throughput(targets: string[], from: string, to: string): Promise<
   const start = Date.parse(first?.stageTimestamp ?? since);
   const end = Math.max(...[...patches, ...statuses].map((e) => Date.parse(e.stageTimestamp)));
   const seconds = (end - start) / 1000;
-  const cpu = Object.fromEntries(
-    Object.entries(cpuAfter).map(([k, v]) => [k, v - (cpuBefore[k as keyof typeof cpuBefore] ?? 0)]),
-  ) as ThroughputResult['cpu'];
+  const cpu = Object.fromEntries(CPU_COLUMNS.map((k) => [k, (cpuAfter[k] ?? 0) - (cpuBefore[k] ?? 0)]));
   return { seconds, perSecond: targets.length / seconds, cpu };
 }
 
-/** CPU seconds (user + system) so far of the local stack's processes and the workers, by role. */
-function cpuSeconds(): ThroughputResult['cpu'] {
+/** CPU seconds (user + system) so far of the local stack's processes and of each worker kind. */
+function cpuSeconds(): Cpu {
   const ticks = 100; // USER_HZ on Linux
-  const out = { apiserver: 0, etcd: 0, nats: 0, workers: 0, watchers: 0 };
-  const workerPids = new Set(processes.filter((p) => p.name !== 'watchers').map((p) => p.pid));
-  const watcherPids = new Set(processes.filter((p) => p.name === 'watchers').map((p) => p.pid));
+  const out: Cpu = {};
+  const byPid = new Map(processes.map((p) => [p.pid, p.name.replace(/-\d+$/, '')]));
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const pid = Number(entry);
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      const role = workerPids.has(pid)
-        ? 'workers'
-        : watcherPids.has(pid)
-          ? 'watchers'
-          : !cmdline.includes(cluster.dir)
-            ? undefined
-            : cmdline.includes('kube-apiserver')
-              ? 'apiserver'
-              : cmdline.includes('etcd')
-                ? 'etcd'
-                : cmdline.includes('nats-server')
-                  ? 'nats'
-                  : undefined;
+      const role =
+        byPid.get(Number(entry)) ?? (cmdline.includes(cluster.dir) ? stackRole(cmdline) : undefined);
       if (!role) continue;
       const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-      out[role] += (Number(fields[11]) + Number(fields[12])) / ticks;
+      out[role] = (out[role] ?? 0) + (Number(fields[11]) + Number(fields[12])) / ticks;
     } catch {
       // gone meanwhile
     }
   }
   return out;
+}
+
+function stackRole(cmdline: string): string | undefined {
+  if (cmdline.includes('kube-apiserver')) return 'apiserver';
+  if (cmdline.includes('etcd')) return 'etcd';
+  if (cmdline.includes('nats-server')) return 'nats';
+  return undefined;
 }
 
 function percentile(xs: number[], p: number): number {
@@ -562,15 +557,18 @@ function report(ours: number[], baseline: number[], runs: ThroughputRun[]): void
     row('switchyard (watch → bus → lease-aggregate → handover → patch)', ours),
     row('baseline (one watch → decode → patch, in-process)', baseline),
     '',
-    `Assign + handover throughput, ${THROUGHPUT_CONFIGS} configs moving between pool members:`,
-    '| writes client | replicas | seconds | targets/s | vs 1 replica | CPU s: apiserver | etcd | nats | workers | watchers |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    `Assign + handover throughput, ${THROUGHPUT_CONFIGS} configs moving between pool members ` +
+      '(CPU seconds over the run; a worker column sums its replicas):',
+    `| writes client | replicas | seconds | targets/s | vs 1 replica | ${CPU_COLUMNS.join(' | ')} |`,
+    `|---|---|---|---|---|${CPU_COLUMNS.map(() => '---').join('|')}|`,
   ];
   for (const r of runs) {
     const one = runs.find((x) => x.limited === r.limited && x.replicas === 1);
-    const c = r.cpu;
+    const ratio = one ? `${(r.perSecond / one.perSecond).toFixed(2)}×` : '-';
+    const cpu = CPU_COLUMNS.map((k) => (r.cpu[k] ?? 0).toFixed(1)).join(' | ');
     lines.push(
-      `| ${r.limited ? `qps ${LIMITED_QPS} per process` : 'unlimited'} | ${r.replicas} | ${r.seconds.toFixed(1)} | ${r.perSecond.toFixed(1)} | ${one ? (r.perSecond / one.perSecond).toFixed(2) : '-'}× | ${c.apiserver.toFixed(1)} | ${c.etcd.toFixed(1)} | ${c.nats.toFixed(1)} | ${c.workers.toFixed(1)} | ${c.watchers.toFixed(1)} |`,
+      `| ${r.limited ? `qps ${LIMITED_QPS} per process` : 'unlimited'} | ${r.replicas} | ${r.seconds.toFixed(1)} | ` +
+        `${r.perSecond.toFixed(1)} | ${ratio} | ${cpu} |`,
     );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
