@@ -64,6 +64,7 @@ const CRDS = {
   namespaced: false,
 };
 const WORKERS = ['router', 'assign', 'lease-aggregate', 'handover', 'config-status'] as const;
+const CPU_COLUMNS = ['apiserver', 'etcd', 'nats', 'watchers', ...WORKERS];
 
 const log = pino({ level: 'warn' });
 const cluster: LocalCluster = await startLocalCluster({ log });
@@ -457,7 +458,6 @@ async function baselineLatency(targets: string[], destination: ServedLeasePublis
 }
 
 type Cpu = Record<string, number>;
-const CPU_COLUMNS = ['apiserver', 'etcd', 'nats', 'watchers', ...WORKERS];
 
 interface ThroughputResult {
   seconds: number;
