@@ -10,6 +10,7 @@ import { CRD_CONFIG_KIND, XRD_CONFIG_KIND } from '../api/conversion-config.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { ObjectView } from '../bus/view.ts';
 import type { ConfigSubject, InstanceLike } from '../core/assignment.ts';
+import { derivedFromView } from './view-reads.ts';
 import type { ObjectWorkKey } from './work-keys.ts';
 
 /** The concern's name: its work subjects, field manager (`switchyard-assign`) and logs. */
@@ -83,14 +84,19 @@ export function instanceOf(object: RecordedObject): InstanceLike {
   };
 }
 
-/** The world as the view holds it now. */
-export function assignWorldOf(view: ObjectView): AssignWorld {
-  const configs: KeyedSubject[] = [];
-  for (const kind of CONFIG_KINDS) {
-    for (const object of view.list(kind)) {
-      const subject = configSubjectOf(kind, object);
-      if (subject) configs.push(subject);
-    }
-  }
-  return { configs, instances: view.list(INSTANCE_KIND).map(instanceOf) };
+const WORLD_KINDS = [...CONFIG_KINDS, INSTANCE_KIND];
+const WORLD = {};
+
+/** The world as the view holds it now (derived again only when a config or an instance changed). */
+export function assignWorldOf(view: Pick<ObjectView, 'list'>): AssignWorld {
+  return derivedFromView(view, WORLD_KINDS, WORLD, (lists) => {
+    const configs: KeyedSubject[] = [];
+    CONFIG_KINDS.forEach((kind, i) => {
+      for (const object of lists[i] ?? []) {
+        const subject = configSubjectOf(kind, object);
+        if (subject) configs.push(subject);
+      }
+    });
+    return { configs, instances: (lists[CONFIG_KINDS.length] ?? []).map(instanceOf) };
+  });
 }

@@ -33,7 +33,6 @@ import type { ObjectView } from '../bus/view.ts';
 import { assignSubjects, fleetOf, subjectOf } from '../core/assignment.ts';
 import { findCondition } from '../core/conditions.ts';
 import { mayTouchTarget, validateConfig } from '../core/config-validation.ts';
-import { expectedSets } from '../core/expected-set.ts';
 import {
   type DestinationReplicas,
   decideHandover,
@@ -56,7 +55,7 @@ import type { Clock } from '../runtime/clock.ts';
 import {
   CONFIG_VIEW_KINDS,
   parsedList,
-  readExpectationView,
+  readExpectedSets,
   readInstance,
   readInstanceLeases,
   readReadyPods,
@@ -339,7 +338,7 @@ function destinationReplicas(
   return decideInstanceAggregate({
     leases: readInstanceLeases(view, name, namespace),
     readyPods: readReadyPods(view, name, namespace),
-    expected: expectedSets(readExpectationView(view))(name),
+    expected: readExpectedSets(view)(name),
     current: instance.status,
     nowMs,
   }).replicas;

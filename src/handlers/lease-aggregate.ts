@@ -20,12 +20,17 @@ import { done, type Handler, type HandlerConsumerSpec, recheckAt } from '../bus/
 import { workSubject } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
-import { expectedSets } from '../core/expected-set.ts';
 import { decideInstanceAggregate, handoverTargets, waitingTargets } from '../core/instance-aggregate.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { HANDOVER } from './handover.ts';
-import { readExpectationView, readInstance, readInstanceLeases, readReadyPods } from './view-reads.ts';
+import {
+  readExpectationView,
+  readExpectedSets,
+  readInstance,
+  readInstanceLeases,
+  readReadyPods,
+} from './view-reads.ts';
 import { handoverWorkSubject, workMsgId } from './work-keys.ts';
 
 export const LEASE_AGGREGATE = 'lease-aggregate';
@@ -99,7 +104,7 @@ export function leaseAggregateHandler(deps: LeaseAggregateDeps): Handler<WorkIte
     const decision = decideInstanceAggregate({
       leases: readInstanceLeases(deps.view, name, namespace),
       readyPods: readReadyPods(deps.view, name, namespace),
-      expected: expectedSets(expectation)(name),
+      expected: readExpectedSets(deps.view)(name),
       current: instance.status,
       nowMs,
     });
