@@ -559,7 +559,8 @@ describe('a pool moves without a failed conversion', () => {
 function statusOwner(field: string): string {
   if (['assignedWebhookServer', 'webhookPath', 'conditions/Assigned'].includes(field))
     return 'switchyard-assign';
-  if (['handover', 'conditions/HandoverReady'].includes(field)) return 'switchyard-handover';
+  if (['handover', 'handoverDestination', 'conditions/HandoverReady'].includes(field))
+    return 'switchyard-handover';
   return 'switchyard-config-status';
 }
 
