@@ -57,6 +57,8 @@ const LAT_BATCH = Number(process.env.LAT_BATCH ?? 10);
 const LAT_BATCHES = Number(process.env.LAT_BATCHES ?? 20);
 const THROUGHPUT_CONFIGS = Number(process.env.THROUGHPUT_CONFIGS ?? 1000);
 const LIMITED_QPS = Number(process.env.LIMITED_QPS ?? 10);
+/** `latency` skips the throughput runs (the configs they move still fill the view). */
+const PARTS = process.env.BENCH_PARTS ?? 'latency,throughput';
 const FANOUT = 1_000;
 const CRDS = {
   apiVersion: 'apiextensions.k8s.io/v1',
@@ -124,7 +126,7 @@ try {
 
   const runs: ThroughputRun[] = [];
   let from = 'tput-a';
-  for (const limited of [false, true]) {
+  for (const limited of PARTS.includes('throughput') ? [false, true] : []) {
     for (const replicas of [1, 2]) {
       await stopWorkers();
       startWorkers(replicas, limited ? [`--kubernetes.qps=${LIMITED_QPS}`] : []);

@@ -32,7 +32,7 @@ import { type ConditionState, findCondition, sameCondition, setCondition } from 
 import type { ExpectationView } from './expected-set.ts';
 import type { DestinationReplicas } from './handover.ts';
 import { compareNames } from './name-list.ts';
-import { type DecodedServedSet, decodeServedSet, type ExpectedSet } from './served-set-codec.ts';
+import { type DecodedServedSet, decodeServedSetOnce, type ExpectedSet } from './served-set-codec.ts';
 import { targetListStatus } from './status-lists.ts';
 
 /** The condition this decision owns on a ConversionWebhookServer. */
@@ -162,7 +162,7 @@ function replicaReportOf(lease: LeaseFacts, expected: ExpectedSet): ReplicaRepor
 
 function reportOf(value: string | undefined, expected: ExpectedSet): DecodedServedSet {
   if (value === undefined) return { kind: 'undecodable', reason: 'the Lease has no served-set annotation' };
-  return decodeServedSet(value, expected);
+  return decodeServedSetOnce(value, expected);
 }
 
 function podReportOf(lease: LeaseFacts, report: ReplicaReport, nowMs: number): PodReport {

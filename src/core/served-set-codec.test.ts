@@ -6,6 +6,7 @@ import { ByteWriter, writeNameList } from './name-list.ts';
 import {
   type DecodedServedSet,
   decodeServedSet,
+  decodeServedSetOnce,
   type ExpectedSet,
   encodeServedSet,
   expectedSetOf,
@@ -321,5 +322,22 @@ describe('served-set codec against hostile values (a Lease anyone in the namespa
       reason: expect.stringMatching(/at most 8388608 bytes/),
     });
     expect(ms).toBeLessThan(1_000);
+  });
+});
+
+describe('decodeServedSetOnce', () => {
+  it('answers what decodeServedSet answers, decoding a value once per expected set', () => {
+    const expected = expectedSetOf(['a.x.io', 'b.x.io']);
+    const value = encodeServedSet(['a.x.io', 'c.x.io'], expected);
+    const first = decodeServedSetOnce(value, expected);
+    expect(first).toEqual(decodeServedSet(value, expected));
+    expect(decodeServedSetOnce(value, expected), 'the same value and expectation: the same answer').toBe(
+      first,
+    );
+    const other = expectedSetOf(['a.x.io']);
+    const again = decodeServedSetOnce(value, other);
+    expect(again, 'a new expectation decodes afresh').not.toBe(first);
+    expect(again).toEqual(decodeServedSet(value, other));
+    expect(decodeServedSetOnce('garbage', expected)).toEqual(decodeServedSet('garbage', expected));
   });
 });

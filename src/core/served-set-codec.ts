@@ -162,6 +162,31 @@ export function decodeServedSet(value: string, expected: ExpectedSet): DecodedSe
   }
 }
 
+const decodedByExpected = new WeakMap<ExpectedSet, Map<string, DecodedServedSet>>();
+/** Values kept per expected set: a few per replica of every instance, most recent first. */
+const DECODED_KEPT = 256;
+
+/**
+ * `decodeServedSet`, remembered per expected set and value: a gate and an aggregate decode every
+ * report of an instance on every decision, and a report changes far less often than decisions
+ * are made (a 1,000-name report costs ~1 ms to decode). The expected set is a new object when
+ * the expectation changes, so nothing stale is ever returned.
+ */
+export function decodeServedSetOnce(value: string, expected: ExpectedSet): DecodedServedSet {
+  let byValue = decodedByExpected.get(expected);
+  if (!byValue) {
+    byValue = new Map();
+    decodedByExpected.set(expected, byValue);
+  }
+  let decoded = byValue.get(value);
+  if (decoded === undefined) {
+    decoded = decodeServedSet(value, expected);
+    if (byValue.size >= DECODED_KEPT) byValue.delete(byValue.keys().next().value as string);
+  } else byValue.delete(value);
+  byValue.set(value, decoded);
+  return decoded;
+}
+
 function undecodable(reason: string): DecodedServedSet {
   return { kind: 'undecodable', reason };
 }

@@ -54,7 +54,9 @@ import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import {
   CONFIG_VIEW_KINDS,
+  derivedFromView,
   parsedList,
+  parseRecorded,
   readExpectedSets,
   readInstance,
   readInstanceLeases,
@@ -288,9 +290,7 @@ type Subject =
 function readSubject(view: HandoverView, target: string, defaultNamespace: string, nowMs: number): Subject {
   // Only the configs claiming this target: a second one makes it a DuplicateTarget, the rest
   // cannot change its resolution.
-  const claimants = parsedList(view, CONFIG_VIEW_KINDS, conversionConfigSchema).filter(
-    (c) => targetNameOf(c) === target,
-  );
+  const claimants = configsByTarget(view).get(target) ?? [];
   const config = claimants[0];
   if (config === undefined) return { kind: 'skip', why: 'no config converts it' };
   const instances = parsedList(view, ['webhookserver'], webhookServerSchema);
@@ -319,6 +319,22 @@ function readSubject(view: HandoverView, target: string, defaultNamespace: strin
     live: { ...live, metadata: { ...live.metadata, resourceVersion: targetVersion } },
     replicas: destinationReplicas(view, instance.instance, namespace, nowMs),
   };
+}
+
+const BY_TARGET = {};
+
+/** The parsed configs by the target they name, derived again only when a config changed. */
+function configsByTarget(view: HandoverView): ReadonlyMap<string, ConversionConfig[]> {
+  return derivedFromView(view, CONFIG_VIEW_KINDS, BY_TARGET, (lists) => {
+    const out = new Map<string, ConversionConfig[]>();
+    for (const object of lists.flat()) {
+      const parsed = parseRecorded(conversionConfigSchema, object);
+      if (!parsed.success) continue;
+      const target = targetNameOf(parsed.data);
+      out.set(target, [...(out.get(target) ?? []), parsed.data]);
+    }
+    return out;
+  });
 }
 
 /** What an Event about a config names (configs are cluster-scoped: their Events go to `default`). */
