@@ -475,19 +475,28 @@ describe('a pool moves without a failed conversion', () => {
 
     const back = await everyTargetWhereResolved('the targets of the removed member back where they were');
     for (const t of TARGETS) expect(back.get(t), t).toBe(before.get(t));
-    await waitFor(
-      'every moved-back target HandoverReady (verified)',
+    // A target the killed replica patched but had not yet written the verdict of is found already
+    // moved by the replica that takes its work over: it says NoMove (the lost verdict cannot be
+    // told from the target), never a verdict about another destination.
+    const verdicts = await waitFor(
+      'every moved-back target HandoverReady True (verified, or NoMove after a lost verdict)',
       async () => {
         const s = await statuses();
-        return won.every((t) => handoverReady(s.get(t))?.reason === 'HandoverReady') ? true : undefined;
+        const reasons = won.map((t) => handoverReady(s.get(t)));
+        return reasons.every((c) => c?.status === 'True' && ['HandoverReady', 'NoMove'].includes(c.reason))
+          ? reasons
+          : undefined;
       },
       { timeoutMs: 60_000, intervalMs: 500 },
     );
+    const noMove = verdicts.filter((c) => c?.reason === 'NoMove').length;
+    expect(noMove, 'more lost verdicts than the killed replica had lanes').toBeLessThanOrEqual(16);
     const afterKill = won.filter(
       (t) => !records.some((r) => movingBack(r) && r.name === t && r.seq <= killedAtSeq),
     );
     console.log(
-      `[pool-move] SIGKILL of one replica of each worker with ${afterKill.length}/${won.length} moves back still to do`,
+      `[pool-move] SIGKILL of one replica of each worker with ${afterKill.length}/${won.length} moves back still to do; ` +
+        `${noMove} verdicts lost with it (NoMove)`,
     );
     expect(afterKill.length, 'the kill came after the work was done: nothing was tested').toBeGreaterThan(0);
   }, 180_000);
