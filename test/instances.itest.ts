@@ -5,6 +5,7 @@
 // Deployment. The local node agent tries to run the replicas, whose `webhook-server`
 // subcommand does not exist yet: they fail, and the status says so (0 ready, Available False).
 import {
+  ApiextensionsV1Api,
   AuthorizationV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -12,6 +13,7 @@ import {
   KubernetesObjectApi,
   PatchStrategy,
   setHeaderOptions,
+  type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -142,6 +144,7 @@ beforeAll(async () => {
       instancesHandler({
         view,
         writer: new KubeWriter(clients.writes, fieldManagerFor(INSTANCES)),
+        handover: { js: bus.js, partitions: PARTITIONS },
         secrets: secretReader(clients.writes),
         issuer: x509Issuer(),
         clock: systemClock,
@@ -324,6 +327,61 @@ describe('the instances handler', () => {
         .map((o) => o.metadata?.resourceVersion);
     expect(stable(after)).toEqual(stable(before));
     expect((await getInstance())?.status).toEqual(instanceBefore?.status);
+  });
+
+  it('wakes the handover of a target naming its Service that trusts another bundle', {
+    timeout: 60_000,
+  }, async () => {
+    // What a rotation leaves: the serving Secret holds a new bundle, a target still the old one.
+    // Nothing else carries a Secret's change to the handover, and the leaf waits for every
+    // target to trust the new CA before it moves to it.
+    const target = `gizmos.inst${run}.x.io`;
+    const woken: string[] = [];
+    const sub = bus.nc.subscribe('work.handover.>', {
+      callback: (_err, m) => {
+        woken.push(m.json<{ key: string }>().key);
+      },
+    });
+    const now = Date.now();
+    const other = await x509Issuer().createCa({
+      commonName: 'another CA',
+      notBeforeMs: now - 60_000,
+      notAfterMs: now + 3_600_000,
+    });
+    const crdApi = admin.makeApiClient(ApiextensionsV1Api);
+    const schema = { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } };
+    await crdApi.createCustomResourceDefinition({
+      body: {
+        metadata: { name: target },
+        spec: {
+          group: target.split('.').slice(1).join('.'),
+          scope: 'Namespaced',
+          names: { plural: 'gizmos', singular: 'gizmo', kind: 'Gizmo' },
+          versions: [
+            { name: 'v2', served: true, storage: true, schema },
+            { name: 'v1', served: true, storage: false, schema },
+          ],
+          conversion: {
+            strategy: 'Webhook',
+            webhook: {
+              clientConfig: {
+                service: { name: SERVICE, namespace, path: `/convert/${target}`, port: 443 },
+                caBundle: Buffer.from(other.certPem).toString('base64'),
+              },
+              conversionReviewVersions: ['v1'],
+            },
+          },
+        },
+      } as V1CustomResourceDefinition,
+    });
+    try {
+      await waitFor('handover work for the target', () => (woken.includes(target) ? true : undefined), {
+        timeoutMs: 30_000,
+      });
+    } finally {
+      sub.unsubscribe();
+      await crdApi.deleteCustomResourceDefinition({ name: target });
+    }
   });
 
   it('blocks the deletion, with a condition saying why, while a config is pinned to it', {

@@ -54,15 +54,23 @@ interface CertState {
 /** CA, leaf, then the bundle: at most one of each per run. */
 const MAX_ROUNDS = 4;
 
-/** Ensures both Secrets; returns when time alone changes the decision (epoch ms). */
+export interface CertificatesEnsured {
+  /** When time alone changes the decision (epoch ms). */
+  recheckAtMs: number | undefined;
+  /** The serving Secret's `ca.crt` (PEM) as it stands now: what targets must trust. */
+  bundlePem: string | undefined;
+}
+
+/** Ensures both Secrets. */
 export async function ensureCertificates(
   deps: CertificateDeps,
   req: CertificateRequest,
-): Promise<number | undefined> {
+): Promise<CertificatesEnsured> {
   const state = await readState(deps, req);
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const decision = decide(state, req);
-    if (!(await actOn(decision, state, deps, req))) return decision.recheckAtMs;
+    if (!(await actOn(decision, state, deps, req)))
+      return { recheckAtMs: decision.recheckAtMs, bundlePem: state.writtenBundle };
   }
   throw new Error(`certificates of ${req.instance} did not settle in ${MAX_ROUNDS} rounds`);
 }

@@ -12,9 +12,10 @@
 // an apply of an unchanged rendering is a no-op for the apiserver. Writes derived from the
 // instance as read (the finalizer, the status) are conditional on its resourceVersion.
 import type { KubernetesObject, V1Deployment } from '@kubernetes/client-node';
+import type { JetStreamClient } from '@nats-io/jetstream';
 import { API_VERSION, IN_USE_FINALIZER } from '../api/constants.ts';
 import { WEBHOOK_SERVER_KIND, type WebhookServer } from '../api/webhook-server.ts';
-import type { WorkItem } from '../bus/messages.ts';
+import { encodeMessage, handoverWorkSchema, type WorkItem } from '../bus/messages.ts';
 import {
   done,
   type Handler,
@@ -38,10 +39,12 @@ import { isNamespaceNotFound } from '../kube/errors.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { CONFIG_KINDS, configSubjectOf, INSTANCE_KIND, instanceOf } from './assign-world.ts';
+import { HANDOVER } from './handover.ts';
 import { ensureCertificates } from './instance-certificates.ts';
 import type { SecretReader } from './instance-secrets.ts';
 import { WEBHOOK_SERVERS } from './lease-aggregate.ts';
 import { readInstance } from './view-reads.ts';
+import { handoverWorkSubject, workMsgId } from './work-keys.ts';
 
 export const INSTANCES = 'instances';
 
@@ -83,6 +86,8 @@ export interface InstancesDeps {
   issuer: CertificateIssuer;
   clock: Clock;
   settings: RenderSettings;
+  /** Where handover work is published, on the handover's partitions (bus.partitions.handover). */
+  handover: { js: Pick<JetStreamClient, 'publish'>; partitions: number };
 }
 
 interface DeletionMeta {
@@ -147,7 +152,7 @@ async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: Hand
     );
     return recheckAfter(NAMESPACE_RECHECK_MS, `namespace ${r.names.namespace} does not exist`);
   }
-  const recheckAtMs = await ensureCertificates(
+  const { recheckAtMs, bundlePem } = await ensureCertificates(
     { secrets: deps.secrets, writer: deps.writer, issuer: deps.issuer },
     {
       instance: instance.metadata.name,
@@ -160,6 +165,7 @@ async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: Hand
       signal: ctx.signal,
     },
   );
+  await wakeHandoverOfUntrusting(deps, r.names.workload, bundlePem, ctx);
   // Last: its Pods mount the serving Secret.
   const deployment = await deps.writer.apply(REFS.deployment, r.deployment, { signal: ctx.signal });
   await writeStatus(deps, instance, deployment, undefined, ctx);
@@ -183,6 +189,36 @@ async function applyAccess(deps: InstancesDeps, r: RenderedInstance, signal: Abo
     [REFS.podDisruptionBudget, r.podDisruptionBudget],
   ];
   for (const [ref, child] of children) if (child) await deps.writer.apply(ref, child, { signal });
+}
+
+/**
+ * Handover work for every target naming the instance's Service whose caBundle is not the
+ * serving Secret's bundle. Nothing else republishes a rotated bundle (the bus records no
+ * Secrets), and the serving certificate moves to a new CA only once every such target trusts it
+ * (core/instances/serving-cert.ts): without this the old leaf would expire untrusted-new.
+ * Level-triggered: the targets' patches are records that wake this instance again, and it
+ * finds nothing left to send. The handover re-applies spec.conversion with the bundle it reads.
+ */
+async function wakeHandoverOfUntrusting(
+  deps: InstancesDeps,
+  service: string,
+  bundlePem: string | undefined,
+  ctx: HandlerContext,
+): Promise<void> {
+  if (bundlePem === undefined) return;
+  const bundle = Buffer.from(bundlePem).toString('base64');
+  const targets = TARGET_VIEW_KINDS.flatMap((kind) => deps.view.list(kind))
+    .filter((t) => conversionServiceOf(t) === service)
+    .filter((t) => liveConversionOf(t)?.webhook?.clientConfig?.caBundle !== bundle)
+    .map((t) => t.metadata.name);
+  for (const target of targets)
+    await deps.handover.js.publish(
+      handoverWorkSubject(target, deps.handover.partitions),
+      encodeMessage(handoverWorkSchema, { key: target, seq: ctx.seq }),
+      { msgID: workMsgId(HANDOVER, ctx.seq, target) },
+    );
+  if (targets.length > 0)
+    ctx.log.info({ targets: targets.length }, 'targets woken to trust the current bundle');
 }
 
 /** Per target naming the instance's Service: the fingerprints of the CAs in its published caBundle. */

@@ -18,13 +18,14 @@ export function runInstances(argv: string[]): Promise<void> {
     viewKinds: INSTANCES_VIEW_KINDS,
     consumers: (config) => instancesConsumers(config.bus.partitions.instances),
     schema: workItemSchema,
-    handler: ({ config, view, writer, clients }) =>
+    handler: ({ config, view, writer, clients, bus }) =>
       instancesHandler({
         view,
         writer,
         secrets: secretReader(clients.writes),
         issuer: x509Issuer(),
         clock: systemClock,
+        handover: { js: bus.js, partitions: config.bus.partitions.handover },
         settings: {
           defaultNamespace: operatorNamespace(),
           image: projectImage(),
