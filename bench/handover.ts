@@ -48,7 +48,7 @@ import { type LocalCluster, startLocalCluster } from '../src/local-cluster/clust
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type AuditEvent, auditLogFromNow } from '../test/support/audit-log.ts';
-import { committedCrds, ensureCrd } from '../test/support/crds.ts';
+import { committedCrds, ensureCrd, gizmoCrd } from '../test/support/crds.ts';
 import { createReadyEndpointSlice, createServingSecret } from '../test/support/data-plane.ts';
 import { switchyardProcess } from '../test/support/processes.ts';
 import { ServedLeasePublisher } from '../test/support/served-lease.ts';
@@ -96,7 +96,7 @@ try {
   const tputTargets = names('tput', THROUGHPUT_CONFIGS);
   progress(`creating ${latTargets.length + baseTargets.length + tputTargets.length} target CRDs`);
   await inParallel([...latTargets, ...baseTargets, ...tputTargets], 8, (t) =>
-    crdApi.createCustomResourceDefinition({ body: targetCrd(t) }),
+    crdApi.createCustomResourceDefinition({ body: gizmoCrd(t) }),
   );
 
   // Latency: LA serves every lat target; LB's one ready Pod reports them batch by batch.
@@ -166,30 +166,6 @@ async function inParallel<T>(items: T[], width: number, each: (item: T) => Promi
       while (next < items.length) await each(items[next++] as T);
     }),
   );
-}
-
-function targetCrd(name: string) {
-  const version = (v: string, field: string, storage: boolean) => ({
-    name: v,
-    served: true,
-    storage,
-    schema: {
-      openAPIV3Schema: {
-        type: 'object',
-        properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } },
-      },
-    },
-  });
-  const [plural, ...group] = name.split('.');
-  return {
-    metadata: { name },
-    spec: {
-      group: group.join('.'),
-      scope: 'Namespaced',
-      names: { plural: plural ?? '', singular: 'gizmo', kind: 'Gizmo' },
-      versions: [version('v2', 'size', true), version('v1', 'replicas', false)],
-    },
-  };
 }
 
 async function instance(

@@ -23,7 +23,6 @@ import {
   CustomObjectsApi,
   PatchStrategy,
   setHeaderOptions,
-  type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,7 +38,7 @@ import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
-import { committedCrds, ensureCrd } from './support/crds.ts';
+import { committedCrds, ensureCrd, gizmoCrd } from './support/crds.ts';
 import { createReadyEndpointSlice, createServingSecret } from './support/data-plane.ts';
 import {
   componentIdentityFile,
@@ -136,33 +135,8 @@ async function createCustom(plural: string, body: { metadata: { name: string } }
   );
 }
 
-/** v2 (stored) has spec.size where v1 has spec.replicas: the config's FieldRename compiles. */
-function targetCrd(name: string): V1CustomResourceDefinition {
-  const version = (v: string, field: string, storage: boolean) => ({
-    name: v,
-    served: true,
-    storage,
-    schema: {
-      openAPIV3Schema: {
-        type: 'object',
-        properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } },
-      },
-    },
-  });
-  const [plural, ...group] = name.split('.');
-  return {
-    metadata: { name },
-    spec: {
-      group: group.join('.'),
-      scope: 'Namespaced',
-      names: { plural: plural ?? '', singular: 'gizmo', kind: 'Gizmo' },
-      versions: [version('v2', 'size', true), version('v1', 'replicas', false)],
-    },
-  };
-}
-
 async function createTarget(name: string): Promise<void> {
-  await crdApi.createCustomResourceDefinition({ body: targetCrd(name) });
+  await crdApi.createCustomResourceDefinition({ body: gizmoCrd(name) });
   cleanups.push(() =>
     crdApi.deleteCustomResourceDefinition({ name }).catch((err: unknown) => {
       if (!isNotFound(err)) throw err;

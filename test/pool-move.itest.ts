@@ -21,7 +21,6 @@ import {
   EventsV1Api,
   PatchStrategy,
   setHeaderOptions,
-  type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { DeliverPolicy } from '@nats-io/jetstream';
 import { pino } from 'pino';
@@ -36,7 +35,7 @@ import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
-import { committedCrds, ensureCrd } from './support/crds.ts';
+import { committedCrds, ensureCrd, gizmoCrd } from './support/crds.ts';
 import { createReadyEndpointSlice, createServingSecret } from './support/data-plane.ts';
 import {
   componentIdentityFile,
@@ -148,31 +147,6 @@ async function recordStream(): Promise<void> {
       });
     }
   })();
-}
-
-/** v2 (stored) has spec.size where v1 has spec.replicas: the config's FieldRename compiles. */
-function targetCrd(name: string): V1CustomResourceDefinition {
-  const version = (v: string, field: string, storage: boolean) => ({
-    name: v,
-    served: true,
-    storage,
-    schema: {
-      openAPIV3Schema: {
-        type: 'object',
-        properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } },
-      },
-    },
-  });
-  const [plural, ...group] = name.split('.');
-  return {
-    metadata: { name },
-    spec: {
-      group: group.join('.'),
-      scope: 'Namespaced',
-      names: { plural: plural ?? '', singular: 'gizmo', kind: 'Gizmo' },
-      versions: [version('v2', 'size', true), version('v1', 'replicas', false)],
-    },
-  };
 }
 
 async function createCustom(plural: string, body: { metadata: { name: string } }): Promise<void> {
@@ -339,7 +313,7 @@ describe('a pool moves without a failed conversion', () => {
     await instance(B, {}, [`${B}-1`, `${B}-2`]);
     await instance(C, {}, [`${C}-1`, `${C}-2`]);
     for (const t of TARGETS) {
-      await crdApi.createCustomResourceDefinition({ body: targetCrd(t) });
+      await crdApi.createCustomResourceDefinition({ body: gizmoCrd(t) });
       cleanups.push(() => crdApi.deleteCustomResourceDefinition({ name: t }).catch(() => undefined));
     }
     for (const [i, t] of TARGETS.entries())

@@ -66,3 +66,31 @@ export function crdWithSpec(
     },
   };
 }
+
+/**
+ * A target CRD `<plural>.<group>` whose versions a FieldRename config compiles against: v2
+ * (stored) has spec.size where v1 has spec.replicas.
+ */
+export function gizmoCrd(name: string): V1CustomResourceDefinition {
+  const version = (v: string, field: string, storage: boolean) => ({
+    name: v,
+    served: true,
+    storage,
+    schema: {
+      openAPIV3Schema: {
+        type: 'object',
+        properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } },
+      },
+    },
+  });
+  const [plural, ...group] = name.split('.');
+  return {
+    metadata: { name },
+    spec: {
+      group: group.join('.'),
+      scope: 'Namespaced',
+      names: { plural: plural ?? '', singular: 'gizmo', kind: 'Gizmo' },
+      versions: [version('v2', 'size', true), version('v1', 'replicas', false)],
+    },
+  };
+}
