@@ -2,21 +2,12 @@ import {
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
-  DiscoveryV1Api,
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  API_VERSION,
-  GROUP,
-  MANAGED_BY_LABEL,
-  MANAGED_BY_VALUE,
-  VERSION,
-  WEBHOOK_SERVER_LABEL,
-  webhookServiceName,
-} from '../src/api/constants.ts';
+import { API_VERSION, GROUP, VERSION } from '../src/api/constants.ts';
 import type { WebhookServerStatus } from '../src/api/webhook-server.ts';
 import { decodeMessage, workItemSchema } from '../src/bus/messages.ts';
 import { type HandlerRuntime, startHandlerRuntime } from '../src/bus/runtime/index.ts';
@@ -36,6 +27,7 @@ import { systemClock } from '../src/runtime/clock.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
+import { createReadyEndpointSlice } from './support/data-plane.ts';
 import { componentIdentity, componentUser } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
@@ -143,25 +135,12 @@ async function createInstance(name: string): Promise<void> {
 
 /** What the EndpointSlice controller would write for the instance's Service: these Pods (`<instance>-<pod>`) ready. */
 async function readyPods(instance: string, pods: string[]): Promise<void> {
-  await admin.makeApiClient(DiscoveryV1Api).createNamespacedEndpointSlice({
+  await createReadyEndpointSlice(
+    admin,
     namespace,
-    body: {
-      metadata: {
-        name: `${webhookServiceName(instance)}-x1`,
-        labels: {
-          [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,
-          [WEBHOOK_SERVER_LABEL]: instance,
-          'kubernetes.io/service-name': webhookServiceName(instance),
-        },
-      },
-      addressType: 'IPv4',
-      endpoints: pods.map((pod, i) => ({
-        addresses: [`10.9.0.${i + 1}`],
-        conditions: { ready: true },
-        targetRef: { kind: 'Pod', name: `${instance}-${pod}`, namespace },
-      })),
-    },
-  });
+    instance,
+    pods.map((pod) => `${instance}-${pod}`),
+  );
 }
 
 async function replica(

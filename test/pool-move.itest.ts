@@ -22,12 +22,10 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { DeliverPolicy } from '@nats-io/jetstream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, GROUP, servedLeaseName, VERSION, webhookServiceName } from '../src/api/constants.ts';
 import type { ConfigStatus } from '../src/api/conversion-config.ts';
-import { decodeMessage, objectEventSchema } from '../src/bus/messages.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { fleetOf, type InstanceLike, resolveIn } from '../src/core/assignment.ts';
 import { isConflict, isNotFound } from '../src/kube/errors.ts';
@@ -45,6 +43,7 @@ import {
 } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { switchyardProcess } from './support/processes.ts';
+import { followTargetRecords, type TargetRecord } from './support/records.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
 
 const cluster = useLocalCluster();
@@ -98,15 +97,8 @@ const publishers: ServedLeasePublisher[] = [];
 /** What this file created, deleted afterwards: later files share the cluster. */
 const cleanups: Array<() => Promise<unknown>> = [];
 
-/** A recorded CRD or Lease, as the K8S stream holds it. */
-interface Rec {
-  seq: number;
-  atMs: number;
-  kind: 'crd' | 'lease';
-  name: string;
-  service?: string;
-}
-const records: Rec[] = [];
+/** Records of the targets and Leases, in stream order. */
+const records: TargetRecord[] = [];
 
 function start(name: string, args: string[], kubeconfig?: string): void {
   const p = switchyardProcess({
@@ -118,35 +110,6 @@ function start(name: string, args: string[], kubeconfig?: string): void {
     log: logger,
   });
   processes.set(name, p);
-}
-
-/** Records of CRDs and Leases from now on, with their stream sequence and timestamp. */
-async function recordStream(): Promise<void> {
-  const js = bus.js;
-  const consumer = await js.consumers.get(STREAMS.records, {
-    filter_subjects: ['k8s.crd.>', 'k8s.lease.>'],
-    deliver_policy: DeliverPolicy.New,
-  });
-  const messages = await consumer.consume();
-  cleanups.push(async () => messages.stop());
-  void (async () => {
-    for await (const m of messages) {
-      const decoded = decodeMessage(objectEventSchema, m.data);
-      if (!decoded.ok || decoded.value.op !== 'upsert') continue;
-      const o = decoded.value.object as {
-        metadata: { name: string };
-        spec?: { conversion?: { webhook?: { clientConfig?: { service?: { name?: string } } } } };
-      };
-      const kind = m.subject.startsWith('k8s.crd.') ? 'crd' : 'lease';
-      records.push({
-        seq: m.seq,
-        atMs: m.info.timestampNanos / 1e6,
-        kind,
-        name: o.metadata.name,
-        service: kind === 'crd' ? o.spec?.conversion?.webhook?.clientConfig?.service?.name : undefined,
-      });
-    }
-  })();
 }
 
 async function createCustom(plural: string, body: { metadata: { name: string } }): Promise<void> {
@@ -269,7 +232,8 @@ beforeAll(async () => {
     );
   // A NATS server of the file's own: its durable consumers (a work queue admits one per subject) stay here.
   bus = await startOwnBus();
-  await recordStream();
+  const stopRecords = await followTargetRecords(bus.js, ['crd', 'lease'], records, 'new');
+  cleanups.push(async () => stopRecords());
 
   start('watchers', ['watch'], cluster.info.kubeConfigs.admin);
   for (const replica of [1, 2]) {
@@ -427,7 +391,7 @@ describe('a pool moves without a failed conversion', () => {
 
   it('one replica of every worker SIGKILLed mid-move: every target still lands, each through a verified handover', async () => {
     const seqBefore = (await bus.jsm.streams.info(STREAMS.records)).state.last_seq;
-    const movingBack = (r: Rec) =>
+    const movingBack = (r: TargetRecord) =>
       r.kind === 'crd' && r.seq > seqBefore && won.includes(r.name) && r.service !== webhookServiceName(D);
     await custom.patchClusterCustomObject(
       {

@@ -14,12 +14,10 @@
 // switchyard-handover, and only spec.conversion.
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { DeliverPolicy } from '@nats-io/jetstream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, GROUP, VERSION, webhookServiceName } from '../src/api/constants.ts';
 import type { ConfigStatus } from '../src/api/conversion-config.ts';
-import { decodeMessage, objectEventSchema } from '../src/bus/messages.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { isNotFound } from '../src/kube/errors.ts';
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
@@ -38,6 +36,7 @@ import { createReadyEndpointSlice, createServingSecret } from './support/data-pl
 import { componentIdentityFile, componentUser, grantTrustBundleRead } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { switchyardProcess } from './support/processes.ts';
+import { followTargetRecords, type TargetRecord } from './support/records.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
 
 const cluster = useLocalCluster();
@@ -63,40 +62,8 @@ const cleanups: Array<() => Promise<unknown>> = [];
 /** The ca.crt of each instance's serving Secret (base64). */
 const caBundles = new Map<string, string>();
 
-/** A recorded XRD or Lease, as the K8S stream holds it. */
-interface Rec {
-  seq: number;
-  kind: 'xrd' | 'lease';
-  name: string;
-  service?: string;
-}
-const records: Rec[] = [];
-
-async function recordStream(): Promise<void> {
-  const consumer = await bus.js.consumers.get(STREAMS.records, {
-    filter_subjects: ['k8s.xrd.>', 'k8s.lease.>'],
-    deliver_policy: DeliverPolicy.All,
-  });
-  const messages = await consumer.consume();
-  cleanups.push(async () => messages.stop());
-  void (async () => {
-    for await (const m of messages) {
-      const decoded = decodeMessage(objectEventSchema, m.data);
-      if (!decoded.ok || decoded.value.op !== 'upsert') continue;
-      const o = decoded.value.object as {
-        metadata: { name: string };
-        spec?: { conversion?: { webhook?: { clientConfig?: { service?: { name?: string } } } } };
-      };
-      const kind = m.subject.startsWith('k8s.xrd.') ? 'xrd' : 'lease';
-      records.push({
-        seq: m.seq,
-        kind,
-        name: o.metadata.name,
-        service: kind === 'xrd' ? o.spec?.conversion?.webhook?.clientConfig?.service?.name : undefined,
-      });
-    }
-  })();
-}
+/** Records of the targets and Leases, in stream order. */
+const records: TargetRecord[] = [];
 
 function start(name: string, args: string[], kubeconfig?: string): void {
   processes.push(
@@ -301,7 +268,8 @@ beforeAll(async () => {
       cleanups,
     );
   bus = await startOwnBus();
-  await recordStream();
+  const stopRecords = await followTargetRecords(bus.js, ['xrd', 'lease'], records, 'all');
+  cleanups.push(async () => stopRecords());
   start('watchers', ['watch'], kubeconfigs.watchers);
   start('router', ['router']);
   start('assign', ['assign'], kubeconfigs.assign);

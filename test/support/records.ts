@@ -1,7 +1,8 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { jetstreamManager, type StoredMsg } from '@nats-io/jetstream';
+import { DeliverPolicy, type JetStreamClient, jetstreamManager, type StoredMsg } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { API_VERSION, GROUP, VERSION } from '../../src/api/constants.ts';
+import { decodeMessage, objectEventSchema } from '../../src/bus/messages.ts';
 import { STREAMS } from '../../src/bus/topology.ts';
 import { isNotFound } from '../../src/kube/errors.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
@@ -50,4 +51,52 @@ export async function deleteWebhookServer(kc: KubeConfig, name: string): Promise
     .catch((err: unknown) => {
       if (!isNotFound(err)) throw err;
     });
+}
+
+/** A recorded target (CRD or XRD) or Lease, as the K8S stream holds it. */
+export interface TargetRecord {
+  seq: number;
+  /** When the bus stored it (epoch ms). */
+  atMs: number;
+  kind: string;
+  name: string;
+  /** For a target: the Service its spec.conversion names. */
+  service?: string;
+}
+
+/**
+ * Follows the upserts of `kinds` (e.g. `crd`, `lease`) on the record stream into `into`, from
+ * now on or from the start; returns the stop. How a scenario checks what the cluster said, in
+ * the order it said it, against the stream itself.
+ */
+export async function followTargetRecords(
+  js: JetStreamClient,
+  kinds: readonly string[],
+  into: TargetRecord[],
+  from: 'new' | 'all' = 'new',
+): Promise<() => void> {
+  const consumer = await js.consumers.get(STREAMS.records, {
+    filter_subjects: kinds.map((k) => `k8s.${k}.>`),
+    deliver_policy: from === 'new' ? DeliverPolicy.New : DeliverPolicy.All,
+  });
+  const messages = await consumer.consume();
+  void (async () => {
+    for await (const m of messages) {
+      const decoded = decodeMessage(objectEventSchema, m.data);
+      if (!decoded.ok || decoded.value.op !== 'upsert') continue;
+      const o = decoded.value.object as {
+        metadata: { name: string };
+        spec?: { conversion?: { webhook?: { clientConfig?: { service?: { name?: string } } } } };
+      };
+      const kind = m.subject.split('.')[1] ?? '';
+      into.push({
+        seq: m.seq,
+        atMs: m.info.timestampNanos / 1e6,
+        kind,
+        name: o.metadata.name,
+        service: kind === 'lease' ? undefined : o.spec?.conversion?.webhook?.clientConfig?.service?.name,
+      });
+    }
+  })();
+  return () => void messages.stop();
 }
