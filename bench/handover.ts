@@ -147,7 +147,7 @@ try {
   for (const p of publishers) await p.stop().catch(() => undefined);
   await Promise.all(processes.map((p) => p.stop(5_000)));
   await baselineClients.close();
-  await cluster.stop({ keepDir: failed });
+  await cluster.stop({ keepDir: failed || process.env.BENCH_KEEP_DIR === '1' });
   if (failed) progress(`failed: logs kept in ${cluster.dir}/logs`);
 }
 

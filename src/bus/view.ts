@@ -30,6 +30,8 @@ type LiveRecord = ObjectEvent & { op: 'upsert' };
  */
 export class ObjectView {
   private readonly objects = new Map<string, Map<string, LiveRecord>>();
+  /** `list(kind)` as last returned, until an object of that kind is recorded or removed. */
+  private readonly lists = new Map<string, readonly RecordedObject[]>();
   private readonly renewals = new Map<string, string>();
   private readonly waiters: SeqWaiter[] = [];
   private readonly followers: LatestFollower[] = [];
@@ -94,9 +96,18 @@ export class ObjectView {
     });
   }
 
-  /** The live objects of a kind. */
-  list(kind: string): RecordedObject[] {
-    return [...(this.objects.get(kind)?.values() ?? [])].map((e) => e.object);
+  /**
+   * The live objects of a kind. The same array while no object of the kind is recorded or
+   * removed, so a reader can tell "nothing of this kind changed" by reference
+   * (handlers/view-reads.ts derivedFromView) instead of by walking every object.
+   */
+  list(kind: string): readonly RecordedObject[] {
+    let list = this.lists.get(kind);
+    if (list === undefined) {
+      list = Object.freeze([...(this.objects.get(kind)?.values() ?? [])].map((e) => e.object));
+      this.lists.set(kind, list);
+    }
+    return list;
   }
 
   get(key: ObjectKey): RecordedObject | undefined {
@@ -150,6 +161,7 @@ export class ObjectView {
   }
 
   private store(key: ObjectKey, event: ObjectEvent): void {
+    this.lists.delete(key.kind);
     let byName = this.objects.get(key.kind);
     if (!byName) {
       byName = new Map();

@@ -76,6 +76,16 @@ export function isPoolMember(instance: InstanceLike): boolean {
   return sharding?.enabled === true && isValidWeight(sharding.weight ?? 1);
 }
 
+/** Whether two instances are the same to the resolver (name, default, sharding). */
+export function sameInstanceLike(a: InstanceLike, b: InstanceLike): boolean {
+  return (
+    a.metadata.name === b.metadata.name &&
+    a.spec.default === b.spec.default &&
+    a.spec.sharding?.enabled === b.spec.sharding?.enabled &&
+    a.spec.sharding?.weight === b.spec.sharding?.weight
+  );
+}
+
 export function isValidWeight(weight: number): boolean {
   return Number.isInteger(weight) && weight >= 1;
 }

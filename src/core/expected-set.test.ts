@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { InstanceLike } from './assignment.ts';
-import { type ExpectationView, expectedSets, type ViewConfig } from './expected-set.ts';
+import {
+  type ExpectationView,
+  type ExpectedSetCache,
+  expectedSets,
+  sameExpectation,
+  type ViewConfig,
+} from './expected-set.ts';
 import { decodeServedSet, encodeServedSet } from './served-set-codec.ts';
 
 const instance = (name: string, spec: InstanceLike['spec'] = {}): InstanceLike => ({
@@ -100,5 +106,88 @@ describe('the expected set of an instance', () => {
     expect(value.startsWith('v2.e.')).toBe(true);
     const decoded = decodeServedSet(value, expectedSets(v)('a'));
     expect(decoded.kind === 'set' && [...decoded.served].sort()).toEqual([...served].sort());
+  });
+});
+
+describe('expected sets carried across views', () => {
+  it('gives an instance whose targets did not change the same prepared set, and a new one otherwise', () => {
+    const cache: ExpectedSetCache = new Map();
+    const before = view([config('w', 'widgets.x.io', { pinnedTo: 'b' }), config('g', 'gadgets.x.io')]);
+    const a1 = expectedSets(before, cache)('a');
+    const b1 = expectedSets(before, cache)('b');
+    // widgets moves from b to a: b's set changes (it still names b: hold-while-named keeps it), a's too.
+    const after = view([config('w', 'widgets.x.io'), config('g', 'gadgets.x.io')], {
+      'widgets.x.io': 'b-webhook-server',
+    });
+    const a2 = expectedSets(after, cache)('a');
+    expect([...a2.names].sort()).toEqual(['gadgets.x.io', 'widgets.x.io']);
+    expect(a2).not.toBe(a1);
+    expect(expectedSets(after, cache)('b'), 'b still holds widgets while it is named').toBe(b1);
+    const moved = view([config('w', 'widgets.x.io'), config('g', 'gadgets.x.io')]);
+    expect([...expectedSets(moved, cache)('b').names]).toEqual([]);
+    expect(expectedSets(moved, cache)('a')).toBe(a2);
+  });
+
+  it('forgets the sets of instances no longer in the view', () => {
+    const cache: ExpectedSetCache = new Map();
+    expectedSets(view([config('w', 'widgets.x.io', { pinnedTo: 'b' })]), cache)('b');
+    expect(cache.has('b')).toBe(true);
+    const withoutB: ExpectationView = { ...view([]), instances: [instance('a', { default: true })] };
+    expectedSets(withoutB, cache);
+    expect(cache.has('b')).toBe(false);
+  });
+});
+
+describe('sameExpectation', () => {
+  const base = () => view([config('w', 'widgets.x.io'), config('g', 'gadgets.x.io', { pinnedTo: 'b' })]);
+
+  it('holds for equal facts in new objects', () => {
+    expect(sameExpectation(base(), base())).toBe(true);
+  });
+
+  it.each([
+    [
+      'a config retargeted',
+      (v: ExpectationView) => ({ ...v, configs: [config('w', 'other.x.io'), v.configs[1]] }),
+    ],
+    [
+      'a config repinned',
+      (v: ExpectationView) => ({
+        ...v,
+        configs: [config('w', 'widgets.x.io', { pinnedTo: 'a' }), v.configs[1]],
+      }),
+    ],
+    [
+      'a config turned Invalid',
+      (v: ExpectationView) => ({
+        ...v,
+        configs: [config('w', 'widgets.x.io', { usable: false }), v.configs[1]],
+      }),
+    ],
+    ['a config removed', (v: ExpectationView) => ({ ...v, configs: v.configs.slice(1) })],
+    [
+      'an instance joining the pool',
+      (v: ExpectationView) => ({
+        ...v,
+        instances: [v.instances[0], instance('b', { sharding: { enabled: true } })],
+      }),
+    ],
+    [
+      'a pool weight',
+      (v: ExpectationView) => ({
+        ...v,
+        instances: [instance('a', { default: true, sharding: { enabled: true, weight: 2 } }), v.instances[1]],
+      }),
+    ],
+    [
+      'a target naming another Service',
+      (v: ExpectationView) => ({
+        ...v,
+        targets: new Map([...v.targets, ['widgets.x.io', 'b-webhook-server']]),
+      }),
+    ],
+    ['a target deleted', (v: ExpectationView) => ({ ...v, targets: new Map([...v.targets].slice(1)) })],
+  ] as const)('does not hold after %s', (_, change) => {
+    expect(sameExpectation(base(), change(base()) as ExpectationView)).toBe(false);
   });
 });

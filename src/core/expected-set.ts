@@ -16,7 +16,15 @@
 // expectation as extras and what it lacks as missing. A wrong rule only costs bytes.
 import { webhookServiceName } from '../api/constants.ts';
 import type { ConversionConfig } from '../api/conversion-config.ts';
-import { assignSubjects, type ConfigSubject, fleetOf, type InstanceLike, subjectOf } from './assignment.ts';
+import {
+  assignSubjects,
+  type ConfigSubject,
+  fleetOf,
+  type InstanceLike,
+  type Resolution,
+  sameInstanceLike,
+  subjectOf,
+} from './assignment.ts';
 import { shouldHoldPlan } from './handover.ts';
 import { type ExpectedSet, expectedSetOf } from './served-set-codec.ts';
 
@@ -40,22 +48,88 @@ export function viewConfigOf(config: ConversionConfig): ViewConfig {
   return { config: id, target, pinnedTo, usable: config.status?.phase !== 'Invalid' };
 }
 
-/** view → instance → the expected set, prepared for the codec. Computed once per view. */
-export function expectedSets(view: ExpectationView): (instance: string) => ExpectedSet {
+/** What assignment reads of an instance, and nothing else (its status changes often). */
+export function instanceLikeOf(instance: InstanceLike): InstanceLike {
+  const { sharding } = instance.spec;
+  return {
+    metadata: { name: instance.metadata.name },
+    spec: {
+      default: instance.spec.default,
+      sharding: sharding && { enabled: sharding.enabled, weight: sharding.weight },
+    },
+  };
+}
+
+/** Whether two views hold the same facts, so that every set derived from one holds for the other. */
+export function sameExpectation(a: ExpectationView, b: ExpectationView): boolean {
+  return (
+    sameItems(a.configs, b.configs, sameViewConfig) &&
+    sameItems(a.instances, b.instances, sameInstanceLike) &&
+    a.targets.size === b.targets.size &&
+    [...a.targets].every(([name, service]) => b.targets.has(name) && b.targets.get(name) === service)
+  );
+}
+
+function sameItems<T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean): boolean {
+  return a.length === b.length && a.every((x, i) => same(x, b[i] as T));
+}
+
+function sameViewConfig(a: ViewConfig, b: ViewConfig): boolean {
+  return a.config === b.config && a.target === b.target && a.pinnedTo === b.pinnedTo && a.usable === b.usable;
+}
+
+/**
+ * Prepared sets carried from one view to the next, by instance: the targets a set was prepared
+ * from and the set. Owned by the caller; `expectedSets` reads and updates it.
+ */
+export type ExpectedSetCache = Map<string, { targets: ReadonlySet<string>; set: ExpectedSet }>;
+
+const NO_TARGETS: ReadonlySet<string> = new Set();
+
+/**
+ * view → instance → the expected set, prepared for the codec. Computed once per view; with a
+ * cache, an instance whose targets are the ones it had in an earlier view gets that view's set
+ * back (the same object), and with it every bucketing and decode already made against it.
+ */
+export function expectedSets(
+  view: ExpectationView,
+  cache: ExpectedSetCache = new Map(),
+): (instance: string) => ExpectedSet {
   const byInstance = expectedTargetsByInstance(view);
-  const prepared = new Map<string, ExpectedSet>();
+  for (const instance of cache.keys()) {
+    if (!view.instances.some((i) => i.metadata.name === instance)) cache.delete(instance);
+  }
   return (instance) => {
-    let set = prepared.get(instance);
-    if (set === undefined) {
-      set = expectedSetOf(byInstance.get(instance) ?? []);
-      prepared.set(instance, set);
-    }
+    const targets = byInstance.get(instance) ?? NO_TARGETS;
+    const kept = cache.get(instance);
+    if (kept && sameSet(kept.targets, targets)) return kept.set;
+    const set = expectedSetOf(targets);
+    cache.set(instance, { targets, set });
     return set;
   };
 }
 
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  if (a === b) return true;
+  if (a.size !== b.size) return false;
+  for (const x of a) if (!b.has(x)) return false;
+  return true;
+}
+
+const resolutionsByView = new WeakMap<ExpectationView, Map<string, Resolution>>();
+
+/** The resolver over the view's configs and instances, once per view. */
+export function resolutionsOf(view: ExpectationView): ReadonlyMap<string, Resolution> {
+  let resolutions = resolutionsByView.get(view);
+  if (!resolutions) {
+    resolutions = assignSubjects(view.configs, fleetOf(view.instances));
+    resolutionsByView.set(view, resolutions);
+  }
+  return resolutions;
+}
+
 function expectedTargetsByInstance(view: ExpectationView): Map<string, Set<string>> {
-  const resolutions = assignSubjects(view.configs, fleetOf(view.instances));
+  const resolutions = resolutionsOf(view);
   const unusable = new Set(view.configs.filter((c) => !c.usable).map((c) => c.target));
   const instanceByService = new Map(
     view.instances.map((i) => [webhookServiceName(i.metadata.name), i.metadata.name]),

@@ -27,9 +27,8 @@ import {
   nextLeaseTransitionMs,
   type ReplicaReport,
 } from './aggregate.ts';
-import { assignSubjects, fleetOf } from './assignment.ts';
 import { type ConditionState, findCondition, sameCondition, setCondition } from './conditions.ts';
-import type { ExpectationView } from './expected-set.ts';
+import { type ExpectationView, resolutionsOf } from './expected-set.ts';
 import type { DestinationReplicas } from './handover.ts';
 import { compareNames } from './name-list.ts';
 import { type DecodedServedSet, decodeServedSetOnce, type ExpectedSet } from './served-set-codec.ts';
@@ -135,7 +134,7 @@ export function decideInstanceAggregate(input: InstanceAggregateInput): Instance
  * when what the instance serves changes.
  */
 export function waitingTargets(view: ExpectationView, instance: string): string[] {
-  const resolutions = assignSubjects(view.configs, fleetOf(view.instances));
+  const resolutions = resolutionsOf(view);
   const unusable = new Set(view.configs.filter((c) => !c.usable).map((c) => c.target));
   const service = webhookServiceName(instance);
   const out: string[] = [];

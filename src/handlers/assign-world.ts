@@ -9,7 +9,7 @@
 import { CRD_CONFIG_KIND, XRD_CONFIG_KIND } from '../api/conversion-config.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { ObjectView } from '../bus/view.ts';
-import type { ConfigSubject, InstanceLike } from '../core/assignment.ts';
+import { type ConfigSubject, type InstanceLike, sameInstanceLike } from '../core/assignment.ts';
 import { derivedFromView } from './view-reads.ts';
 import type { ObjectWorkKey } from './work-keys.ts';
 
@@ -87,16 +87,45 @@ export function instanceOf(object: RecordedObject): InstanceLike {
 const WORLD_KINDS = [...CONFIG_KINDS, INSTANCE_KIND];
 const WORLD = {};
 
-/** The world as the view holds it now (derived again only when a config or an instance changed). */
+/**
+ * The world as the view holds it now: derived again only when a config or an instance was
+ * recorded, and the same object while what assignment reads of them is unchanged (a status
+ * write changes a record, not a subject).
+ */
 export function assignWorldOf(view: Pick<ObjectView, 'list'>): AssignWorld {
-  return derivedFromView(view, WORLD_KINDS, WORLD, (lists) => {
-    const configs: KeyedSubject[] = [];
-    CONFIG_KINDS.forEach((kind, i) => {
-      for (const object of lists[i] ?? []) {
-        const subject = configSubjectOf(kind, object);
-        if (subject) configs.push(subject);
-      }
-    });
-    return { configs, instances: (lists[CONFIG_KINDS.length] ?? []).map(instanceOf) };
-  });
+  return derivedFromView(
+    view,
+    WORLD_KINDS,
+    WORLD,
+    (lists) => {
+      const configs: KeyedSubject[] = [];
+      CONFIG_KINDS.forEach((kind, i) => {
+        for (const object of lists[i] ?? []) {
+          const subject = configSubjectOf(kind, object);
+          if (subject) configs.push(subject);
+        }
+      });
+      return { configs, instances: (lists[CONFIG_KINDS.length] ?? []).map(instanceOf) };
+    },
+    sameWorld,
+  );
+}
+
+function sameWorld(a: AssignWorld, b: AssignWorld): boolean {
+  return (
+    a.configs.length === b.configs.length &&
+    a.configs.every((x, i) => sameKeyedSubject(x, b.configs[i] as KeyedSubject)) &&
+    a.instances.length === b.instances.length &&
+    a.instances.every((x, i) => sameInstanceLike(x, b.instances[i] as InstanceLike))
+  );
+}
+
+function sameKeyedSubject(a: KeyedSubject, b: KeyedSubject): boolean {
+  return (
+    a.key.kind === b.key.kind &&
+    a.key.name === b.key.name &&
+    a.config === b.config &&
+    a.target === b.target &&
+    a.pinnedTo === b.pinnedTo
+  );
 }

@@ -3,7 +3,7 @@
 // target whose definition changed (its versions and schemas are what the rules compile
 // against; its spec.conversion is what `Applied` reads). Pure; the router publishes the keys.
 import type { RecordedObject } from '../bus/messages.ts';
-import { type AssignWorld, CONFIG_KINDS } from './assign-world.ts';
+import { type AssignWorld, CONFIG_KINDS, type KeyedSubject } from './assign-world.ts';
 import type { ObjectWorkKey } from './work-keys.ts';
 
 const TARGET_KINDS = ['crd', 'xrd'];
@@ -15,5 +15,22 @@ export function configStatusTriggers(
   if ((CONFIG_KINDS as readonly string[]).includes(change.kind))
     return [{ kind: change.kind, name: change.object.metadata.name }];
   if (!TARGET_KINDS.includes(change.kind)) return [];
-  return world.configs.filter((c) => c.target === change.object.metadata.name).map((c) => c.key);
+  return keysByTarget(world.configs).get(change.object.metadata.name) ?? [];
+}
+
+const indexes = new WeakMap<readonly KeyedSubject[], Map<string, ObjectWorkKey[]>>();
+
+/** The configs' keys by the target they name, once per world (a target record is frequent). */
+function keysByTarget(configs: readonly KeyedSubject[]): ReadonlyMap<string, ObjectWorkKey[]> {
+  let index = indexes.get(configs);
+  if (!index) {
+    index = new Map();
+    for (const c of configs) {
+      const keys = index.get(c.target);
+      if (keys) keys.push(c.key);
+      else index.set(c.target, [c.key]);
+    }
+    indexes.set(configs, index);
+  }
+  return index;
 }

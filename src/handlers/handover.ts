@@ -331,7 +331,9 @@ function configsByTarget(view: HandoverView): ReadonlyMap<string, ConversionConf
       const parsed = parseRecorded(conversionConfigSchema, object);
       if (!parsed.success) continue;
       const target = targetNameOf(parsed.data);
-      out.set(target, [...(out.get(target) ?? []), parsed.data]);
+      const claimants = out.get(target);
+      if (claimants) claimants.push(parsed.data);
+      else out.set(target, [parsed.data]);
     }
     return out;
   });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { API_VERSION } from '../api/constants.ts';
 import type { RecordedObject } from '../bus/messages.ts';
-import { derivedFromView, parseRecorded } from './view-reads.ts';
+import { derivedFromView, parseRecorded, readExpectationView, readExpectedSets } from './view-reads.ts';
 
 const object = (name: string): RecordedObject => ({ metadata: { name, uid: 'u', resourceVersion: '1' } });
 
@@ -49,5 +50,97 @@ describe('derivedFromView', () => {
     lists.crdconfig = [object('a')];
     expect(names()).toEqual(['a']);
     expect(computed).toBe(3);
+  });
+});
+
+describe('derivedFromView with sameness', () => {
+  it('keeps the previous value when a change left what was derived equal', () => {
+    const lists: Record<string, RecordedObject[]> = { crdconfig: [object('a')] };
+    const view = { list: (kind: string) => lists[kind] ?? [] };
+    const slot = {};
+    const names = () =>
+      derivedFromView(
+        view,
+        ['crdconfig'],
+        slot,
+        ([configs]) => (configs ?? []).map((o) => o.metadata.name),
+        (x, y) => x.join() === y.join(),
+      );
+    const first = names();
+    lists.crdconfig = [object('a')];
+    expect(names(), 'a new record, the same names').toBe(first);
+    lists.crdconfig = [object('a'), object('b')];
+    expect(names()).toEqual(['a', 'b']);
+  });
+});
+
+describe('the expectation read off a view', () => {
+  const config = (name: string, target: string, status: object = {}): RecordedObject => ({
+    apiVersion: API_VERSION,
+    kind: 'CRDConversionConfig',
+    metadata: { name, uid: `u-${name}`, resourceVersion: '1' },
+    spec: {
+      targetCRD: { name: target },
+      hubVersion: 'v2',
+      spokes: [
+        {
+          version: 'v1',
+          rules: [
+            { strategy: 'FieldRename', fieldRename: { hubPath: 'spec.size', spokePath: 'spec.replicas' } },
+          ],
+        },
+      ],
+    },
+    status,
+  });
+  const instance = (name: string, status: object = {}): RecordedObject => ({
+    apiVersion: API_VERSION,
+    kind: 'ConversionWebhookServer',
+    metadata: { name, uid: `u-${name}`, resourceVersion: '1' },
+    spec: { default: true },
+    status,
+  });
+  const crd = (name: string, service?: string): RecordedObject => ({
+    metadata: { name, uid: `u-${name}`, resourceVersion: '1' },
+    spec: service
+      ? { conversion: { strategy: 'Webhook', webhook: { clientConfig: { service: { name: service } } } } }
+      : { conversion: { strategy: 'None' } },
+  });
+  function viewOf(lists: Record<string, RecordedObject[]>) {
+    return { list: (kind: string) => lists[kind] ?? [], record: () => undefined, renewTime: () => undefined };
+  }
+
+  it('is the same object, with the same expected sets, after writes that change none of its facts', () => {
+    const lists: Record<string, RecordedObject[]> = {
+      crdconfig: [config('w', 'widgets.x.io')],
+      webhookserver: [instance('a')],
+      crd: [crd('widgets.x.io')],
+    };
+    const view = viewOf(lists);
+    const expectation = readExpectationView(view);
+    const setOfA = readExpectedSets(view)('a');
+    expect([...setOfA.names]).toEqual(['widgets.x.io']);
+    lists.crdconfig = [config('w', 'widgets.x.io', { phase: 'Applied', assignedWebhookServer: 'a' })];
+    lists.webhookserver = [instance('a', { reportingReplicas: 2 })];
+    expect(readExpectationView(view), 'status writes').toBe(expectation);
+    expect(readExpectedSets(view)('a')).toBe(setOfA);
+  });
+
+  it('is derived anew when a fact changes, and keeps the sets of instances it does not concern', () => {
+    const lists: Record<string, RecordedObject[]> = {
+      crdconfig: [config('w', 'widgets.x.io'), config('g', 'gadgets.x.io')],
+      webhookserver: [instance('a')],
+      crd: [crd('widgets.x.io'), crd('gadgets.x.io')],
+    };
+    const view = viewOf(lists);
+    const expectation = readExpectationView(view);
+    const setOfA = readExpectedSets(view)('a');
+    lists.crd = [crd('widgets.x.io', 'a-webhook-server'), crd('gadgets.x.io')];
+    const after = readExpectationView(view);
+    expect(after).not.toBe(expectation);
+    expect(after.targets.get('widgets.x.io')).toBe('a-webhook-server');
+    expect(readExpectedSets(view)('a'), 'a holds the same two targets').toBe(setOfA);
+    lists.crdconfig = [config('w', 'widgets.x.io', { phase: 'Invalid' }), config('g', 'gadgets.x.io')];
+    expect([...readExpectedSets(view)('a').names]).toEqual(['gadgets.x.io']);
   });
 });

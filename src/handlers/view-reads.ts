@@ -8,7 +8,16 @@ import { conversionConfigSchema } from '../api/conversion-config.ts';
 import { type WebhookServer, webhookServerSchema } from '../api/webhook-server.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { ObjectView } from '../bus/view.ts';
-import { type ExpectationView, expectedSets, viewConfigOf } from '../core/expected-set.ts';
+import type { InstanceLike } from '../core/assignment.ts';
+import {
+  type ExpectationView,
+  type ExpectedSetCache,
+  expectedSets,
+  instanceLikeOf,
+  sameExpectation,
+  type ViewConfig,
+  viewConfigOf,
+} from '../core/expected-set.ts';
 import type { LeaseFacts } from '../core/instance-aggregate.ts';
 import type { ExpectedSet } from '../core/served-set-codec.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
@@ -132,23 +141,30 @@ export function readReadyPods(view: ViewReads, instance: string, namespace: stri
   return [...pods];
 }
 
-type Lists = RecordedObject[][];
+type Lists = ReadonlyArray<readonly RecordedObject[]>;
 const derived = new WeakMap<object, Map<object, { lists: Lists; value: unknown }>>();
 
 /**
  * `compute` over the view's objects of `kinds`, again only when one of them was recorded anew
- * since the last call for `slot`. The view replaces an object with a new one on each record,
- * so comparing references is exact and costs a pointer per object. What it spares: every
- * decision derives the whole fleet (expected sets, the resolver over every config); handover
- * work for many targets arrives at once and, on one event loop, each decision waited for the
- * ones before it to recompute the same thing (bench/handover.ts: p99 from 187 ms at 90 configs
- * to 812 ms at 1,200). Callers must not modify what it returns.
+ * since the last call for `slot`. The view replaces an object with a new one on each record and
+ * hands out the same list while a kind is unchanged, so comparing references is exact: a pointer
+ * per kind, a pointer per object when the list itself is new. What it spares: every decision
+ * derives the whole fleet (expected sets, the resolver over every config); handover work for
+ * many targets arrives at once and, on one event loop, each decision waited for the ones before
+ * it to recompute the same thing (bench/handover.ts: p99 from 187 ms at 90 configs to 812 ms at
+ * 1,200).
+ *
+ * `same(previous, next)`, when given, keeps the previous value when a change of the objects left
+ * what was derived from them equal: readers that memoize on the value (by reference) stay warm
+ * through the writes that do not concern them, as a status write does not concern the resolver.
+ * Callers must not modify what it returns.
  */
 export function derivedFromView<T>(
   view: Pick<ObjectView, 'list'>,
   kinds: readonly string[],
   slot: object,
   compute: (lists: Lists) => T,
+  same?: (previous: T, next: T) => boolean,
 ): T {
   let bySlot = derived.get(view);
   if (!bySlot) {
@@ -156,9 +172,10 @@ export function derivedFromView<T>(
     derived.set(view, bySlot);
   }
   const lists = kinds.map((kind) => view.list(kind));
-  const cached = bySlot.get(slot);
-  if (cached && sameLists(cached.lists, lists)) return cached.value as T;
-  const value = compute(lists);
+  const cached = bySlot.get(slot) as { lists: Lists; value: T } | undefined;
+  if (cached && sameLists(cached.lists, lists)) return cached.value;
+  const next = compute(lists);
+  const value = cached && same?.(cached.value, next) ? cached.value : next;
   bySlot.set(slot, { lists, value });
   return value;
 }
@@ -167,8 +184,8 @@ function sameLists(a: Lists, b: Lists): boolean {
   return (
     a.length === b.length &&
     a.every((list, i) => {
-      const other = b[i] as RecordedObject[];
-      return list.length === other.length && list.every((o, j) => o === other[j]);
+      const other = b[i] as readonly RecordedObject[];
+      return list === other || (list.length === other.length && list.every((o, j) => o === other[j]));
     })
   );
 }
@@ -176,39 +193,68 @@ function sameLists(a: Lists, b: Lists): boolean {
 const EXPECTATION_KINDS = ['crdconfig', 'xrdconfig', 'webhookserver', 'crd', 'xrd'] as const;
 const EXPECTATION = {};
 
-/** The expectation view (`core/expected-set.ts`) from the recorded configs, instances and targets. */
+/** Per recorded object, what the expectation reads of it (undefined: it does not parse). */
+const configFacts = new WeakMap<RecordedObject, ViewConfig | undefined>();
+const instanceFacts = new WeakMap<RecordedObject, InstanceLike | undefined>();
+
+function configFactsOf(object: RecordedObject): ViewConfig | undefined {
+  if (!configFacts.has(object)) {
+    const parsed = parseRecorded(conversionConfigSchema, object);
+    configFacts.set(object, parsed.success ? viewConfigOf(parsed.data) : undefined);
+  }
+  return configFacts.get(object);
+}
+
+function instanceFactsOf(object: RecordedObject): InstanceLike | undefined {
+  if (!instanceFacts.has(object)) {
+    const parsed = parseRecorded(webhookServerSchema, object);
+    instanceFacts.set(object, parsed.success ? instanceLikeOf(parsed.data) : undefined);
+  }
+  return instanceFacts.get(object);
+}
+
+/**
+ * The expectation view (`core/expected-set.ts`) from the recorded configs, instances and
+ * targets. The same object while what it holds is equal: status writes (assign's, the
+ * handover's, lease-aggregate's) change records it is derived from but none of its facts, and
+ * every expected set and decode memoized on it stays valid.
+ */
 export function readExpectationView(view: ViewReads): ExpectationView {
   return derivedFromView(
     view,
     EXPECTATION_KINDS,
     EXPECTATION,
     ([crdconfigs, xrdconfigs, instances, crds, xrds]) => {
-      const configs = [...(crdconfigs ?? []), ...(xrdconfigs ?? [])].flatMap((o) => {
-        const parsed = parseRecorded(conversionConfigSchema, o);
-        return parsed.success ? [viewConfigOf(parsed.data)] : [];
-      });
       const targets = new Map<string, string | undefined>();
       for (const t of [...(crds ?? []), ...(xrds ?? [])]) targets.set(metaOf(t).name, conversionServiceOf(t));
       return {
-        configs,
-        instances: (instances ?? []).flatMap((o) => {
-          const parsed = parseRecorded(webhookServerSchema, o);
-          return parsed.success ? [parsed.data] : [];
-        }),
+        configs: [...(crdconfigs ?? []), ...(xrdconfigs ?? [])].flatMap((o) => configFactsOf(o) ?? []),
+        instances: (instances ?? []).flatMap((o) => instanceFactsOf(o) ?? []),
         targets,
       };
     },
+    sameExpectation,
   );
 }
 
 const setsByExpectation = new WeakMap<ExpectationView, (instance: string) => ExpectedSet>();
+const preparedByView = new WeakMap<object, ExpectedSetCache>();
 
-/** `expectedSets(readExpectationView(view))`, computed once per expectation view. */
+/**
+ * `expectedSets(readExpectationView(view))`, computed once per expectation view; an instance
+ * whose targets a change left as they were keeps its prepared set (and the decodes memoized
+ * against it): a handover moves one target between two instances, not the fleet.
+ */
 export function readExpectedSets(view: ViewReads): (instance: string) => ExpectedSet {
   const expectation = readExpectationView(view);
   let sets = setsByExpectation.get(expectation);
   if (!sets) {
-    sets = expectedSets(expectation);
+    let prepared = preparedByView.get(view);
+    if (!prepared) {
+      prepared = new Map();
+      preparedByView.set(view, prepared);
+    }
+    sets = expectedSets(expectation, prepared);
     setsByExpectation.set(expectation, sets);
   }
   return sets;
