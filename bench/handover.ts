@@ -38,7 +38,9 @@ import {
   VERSION,
   webhookServiceName,
 } from '../src/api/constants.ts';
-import { connectBus } from '../src/bus/connect.ts';
+import { type Bus, connectBus } from '../src/bus/connect.ts';
+import { keyOfPartitionedSubject } from '../src/bus/runtime/partition.ts';
+import { objectSubject, unescapeToken } from '../src/bus/subjects.ts';
 import { defaultConfig } from '../src/config/schema.ts';
 import { decodeServedSet, expectedSetOf } from '../src/core/served-set-codec.ts';
 import { desiredConversion } from '../src/core/target-conversion.ts';
@@ -67,6 +69,64 @@ const CRDS = {
 };
 const WORKERS = ['router', 'assign', 'lease-aggregate', 'handover', 'config-status'] as const;
 const CPU_COLUMNS = ['apiserver', 'etcd', 'nats', 'watchers', ...WORKERS];
+
+const HOPS = [
+  'Lease write → its record on the bus (watcher)',
+  'record → lease-aggregate work (router)',
+  'lease-aggregate work → handover work (lease-aggregate)',
+  'handover work → patch (handover)',
+] as const;
+type Hop = (typeof HOPS)[number];
+
+/**
+ * When each message of the path went by, as a subscriber on the bus sees it (the same clock as
+ * the apiserver's audit times): the destination Lease's records, lease-aggregate's work for the
+ * destination, handover work by target.
+ */
+class PathTrace {
+  readonly records: number[] = [];
+  readonly aggregateWork: number[] = [];
+  readonly handoverWork = new Map<string, number[]>();
+  private readonly bus: Bus;
+  private constructor(bus: Bus) {
+    this.bus = bus;
+  }
+
+  static async start(lease: string, instanceName: string): Promise<PathTrace> {
+    const bus = await connectBus({ servers: cluster.natsUrl, name: 'bench-trace', log, mode: 'none' });
+    const trace = new PathTrace(bus);
+    bus.nc.subscribe(objectSubject({ kind: 'lease', namespace: NS, name: lease }), {
+      callback: () => {
+        trace.records.push(Date.now());
+      },
+    });
+    bus.nc.subscribe('work.lease-aggregate.>', {
+      callback: (_err, m) => {
+        if (keyOfPartitionedSubject('work.lease-aggregate', m.subject) === instanceName)
+          trace.aggregateWork.push(Date.now());
+      },
+    });
+    bus.nc.subscribe('work.handover.>', {
+      callback: (_err, m) => {
+        const key = keyOfPartitionedSubject('work.handover', m.subject);
+        if (key === undefined) return;
+        const target = unescapeToken(key);
+        trace.handoverWork.set(target, [...(trace.handoverWork.get(target) ?? []), Date.now()]);
+      },
+    });
+    await bus.nc.flush();
+    return trace;
+  }
+
+  /** The first time after `since` (ms) in `times`. */
+  static firstAfter(times: readonly number[] | undefined, since: number): number | undefined {
+    return times?.find((t) => t >= since);
+  }
+
+  close(): Promise<void> {
+    return this.bus.close();
+  }
+}
 
 const log = pino({ level: 'warn' });
 const cluster: LocalCluster = await startLocalCluster({ log });
@@ -305,6 +365,29 @@ async function untilPatched(
   );
 }
 
+const READS = new Set(['get', 'list', 'watch']);
+
+/**
+ * Until the workers have written nothing for QUIET_MS: the Events and status writes of the
+ * setup (thousands, drained at the events client's pace) or of a batch's repin must not be what
+ * a batch's report competes with. Each measurement is one report, on a machine otherwise at rest.
+ */
+async function quiet(): Promise<void> {
+  const QUIET_MS = 1_000;
+  await waitFor(
+    'the workers quiet',
+    async () => {
+      const last = (await audit.all()).findLast(
+        (e) => e.userAgent?.startsWith('switchyard/') && !READS.has(e.verb ?? ''),
+      );
+      return last === undefined || Date.now() - Date.parse(last.stageTimestamp) >= QUIET_MS
+        ? true
+        : undefined;
+    },
+    { timeoutMs: 600_000, intervalMs: 200 },
+  );
+}
+
 /** The baseline's targets start where switchyard's do: pointed at the first instance. */
 async function pointAt(targets: string[], instanceName: string): Promise<void> {
   const caBundle = await trustBundle(instanceName);
@@ -335,10 +418,20 @@ async function trustBundle(instanceName: string): Promise<string> {
   return secret.data?.['ca.crt'] ?? '';
 }
 
-/** ms from the Lease write that reported each target to that target's patch, apiserver times. */
-async function latenciesOf(batch: string[], lease: string, since: string): Promise<number[]> {
+/**
+ * ms from the Lease write that reported each target to that target's patch, apiserver times;
+ * and, for switchyard, to the destination's served status written by lease-aggregate (after it
+ * published the batch's handover work): the first stage of the path.
+ */
+async function latenciesOf(
+  batch: string[],
+  lease: string,
+  since: string,
+  instanceName?: string,
+): Promise<{ patch: number[]; aggregated?: number; leaseWriteMs: number; patchAtMs: Map<string, number> }> {
   const patches = await untilPatched(`batch patched`, batch, 60_000, since);
-  const leaseWrite = (await audit.all()).find(
+  const events = await audit.all();
+  const leaseWrite = events.find(
     (e) =>
       e.stage === 'ResponseComplete' &&
       e.objectRef?.resource === 'leases' &&
@@ -348,19 +441,55 @@ async function latenciesOf(batch: string[], lease: string, since: string): Promi
   );
   if (!leaseWrite) throw new Error(`no audit record of the write of ${lease}`);
   const at = Date.parse(leaseWrite.stageTimestamp);
-  return batch.map((t) => {
-    const first = patches.filter((e) => e.objectRef?.name === t).sort(byStage)[0];
-    return Date.parse(first?.stageTimestamp ?? '') - at;
-  });
+  const aggregated = events.find(
+    (e) =>
+      e.stage === 'ResponseComplete' &&
+      e.objectRef?.resource === 'conversionwebhookservers' &&
+      e.objectRef.name === instanceName &&
+      e.objectRef.subresource === 'status' &&
+      e.userAgent?.startsWith('switchyard/lease-aggregate') &&
+      e.stageTimestamp > leaseWrite.stageTimestamp,
+  );
+  const patchAtMs = new Map(
+    batch.map((t) => {
+      const first = patches.filter((e) => e.objectRef?.name === t).sort(byStage)[0];
+      return [t, Date.parse(first?.stageTimestamp ?? '')];
+    }),
+  );
+  return {
+    patch: [...patchAtMs.values()].map((ms) => ms - at),
+    ...(aggregated && { aggregated: Date.parse(aggregated.stageTimestamp) - at }),
+    leaseWriteMs: at,
+    patchAtMs,
+  };
 }
 
 function byStage(a: AuditEvent, b: AuditEvent): number {
   return a.stageTimestamp.localeCompare(b.stageTimestamp);
 }
 
-async function switchyardLatency(targets: string[], destination: ServedLeasePublisher): Promise<number[]> {
-  const out: number[] = [];
+interface SwitchyardLatency {
+  patch: number[];
+  /** Lease write → lease-aggregate's status write, one per batch. */
+  aggregated: number[];
+  /** ms spent in each hop of the path, as the bench sees the bus (HOPS). */
+  hops: Record<Hop, number[]>;
+  /** CPU seconds over the batches' reports and moves, as in the throughput table. */
+  cpu: Cpu;
+}
+
+async function switchyardLatency(
+  targets: string[],
+  destination: ServedLeasePublisher,
+): Promise<SwitchyardLatency> {
+  const out: SwitchyardLatency = {
+    patch: [],
+    aggregated: [],
+    hops: Object.fromEntries(HOPS.map((h) => [h, []])) as unknown as Record<Hop, number[]>,
+    cpu: {},
+  };
   const reported: string[] = [];
+  const trace = await PathTrace.start(destination.name, 'lat-b');
   for (let i = 0; i < LAT_BATCHES; i++) {
     const batch = targets.slice(i * LAT_BATCH, (i + 1) * LAT_BATCH);
     await inParallel(batch, 8, (t) =>
@@ -390,12 +519,43 @@ async function switchyardLatency(targets: string[], destination: ServedLeasePubl
       },
       { timeoutMs: 60_000, intervalMs: 100 },
     );
+    await quiet();
+    progress(`switchyard batch ${i + 1}/${LAT_BATCHES}: waiting, reporting`);
     const since = new Date().toISOString();
     reported.push(...batch);
+    const cpuBefore = cpuSeconds();
     await destination.publish(reported);
-    out.push(...(await latenciesOf(batch, destination.name, since)));
+    const latencies = await latenciesOf(batch, destination.name, since, 'lat-b');
+    addCpu(out.cpu, cpuBefore, cpuSeconds());
+    out.patch.push(...latencies.patch);
+    if (latencies.aggregated !== undefined) out.aggregated.push(latencies.aggregated);
+    addHops(out.hops, trace, latencies, Date.parse(since));
   }
+  await trace.close();
   return out;
+}
+
+function addHops(
+  hops: Record<Hop, number[]>,
+  trace: PathTrace,
+  latencies: { leaseWriteMs: number; patchAtMs: Map<string, number> },
+  sinceMs: number,
+): void {
+  const record = PathTrace.firstAfter(trace.records, sinceMs);
+  const work = record && PathTrace.firstAfter(trace.aggregateWork, record);
+  if (record === undefined || work === undefined) return;
+  hops[HOPS[0]].push(record - latencies.leaseWriteMs);
+  hops[HOPS[1]].push(work - record);
+  for (const [target, patchedAt] of latencies.patchAtMs) {
+    const handover = PathTrace.firstAfter(trace.handoverWork.get(target), work);
+    if (handover === undefined) continue;
+    hops[HOPS[2]].push(handover - work);
+    hops[HOPS[3]].push(patchedAt - handover);
+  }
+}
+
+function addCpu(into: Cpu, before: Cpu, after: Cpu): void {
+  for (const k of CPU_COLUMNS) into[k] = (into[k] ?? 0) + (after[k] ?? 0) - (before[k] ?? 0);
 }
 
 /** A watch on the destination's Lease that patches each newly reported target: nothing else. */
@@ -424,10 +584,11 @@ async function baselineLatency(targets: string[], destination: ServedLeasePublis
   try {
     for (let i = 0; i < LAT_BATCHES; i++) {
       const batch = targets.slice(i * LAT_BATCH, (i + 1) * LAT_BATCH);
+      await quiet();
       const since = new Date().toISOString();
       reported.push(...batch);
       await destination.publish(reported);
-      out.push(...(await latenciesOf(batch, destination.name, since)));
+      out.push(...(await latenciesOf(batch, destination.name, since)).patch);
     }
   } finally {
     watch.abort();
@@ -524,7 +685,7 @@ function percentile(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] ?? Number.NaN;
 }
 
-function report(ours: number[], baseline: number[], runs: ThroughputRun[]): void {
+function report(ours: SwitchyardLatency, baseline: number[], runs: ThroughputRun[]): void {
   const row = (name: string, xs: number[]) =>
     `| ${name} | ${xs.length} | ${percentile(xs, 50).toFixed(0)} | ${percentile(xs, 90).toFixed(0)} | ${percentile(xs, 99).toFixed(0)} | ${Math.max(...xs).toFixed(0)} |`;
   const lines = [
@@ -532,8 +693,17 @@ function report(ours: number[], baseline: number[], runs: ThroughputRun[]): void
     `Handover latency, last report → patch (ms, apiserver audit times; batches of ${LAT_BATCH}):`,
     '| path | samples | p50 | p90 | p99 | max |',
     '|---|---|---|---|---|---|',
-    row('switchyard (watch → bus → lease-aggregate → handover → patch)', ours),
+    row('switchyard (watch → bus → lease-aggregate → handover → patch)', ours.patch),
+    row('… of which: Lease write → lease-aggregate status write (per batch)', ours.aggregated),
     row('baseline (one watch → decode → patch, in-process)', baseline),
+    '',
+    'Each hop of the path (ms; bus times as a subscriber in the bench sees them):',
+    '| hop | samples | p50 | p90 | p99 | max |',
+    '|---|---|---|---|---|---|',
+    ...HOPS.map((h) => row(h, ours.hops[h])),
+    '',
+    `CPU seconds over switchyard's ${LAT_BATCHES} reports and moves: ` +
+      CPU_COLUMNS.map((k) => `${k} ${(ours.cpu[k] ?? 0).toFixed(1)}`).join(', '),
     '',
     `Assign + handover throughput, ${THROUGHPUT_CONFIGS} configs moving between pool members ` +
       '(CPU seconds over the run; a worker column sums its replicas):',

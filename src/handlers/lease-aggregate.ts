@@ -110,13 +110,16 @@ export function leaseAggregateHandler(deps: LeaseAggregateDeps): Handler<WorkIte
     });
     if (decision.changed) {
       const targets = handoverTargets(waitingTargets(expectation, name), decision.changedTargets);
-      for (const target of targets) {
-        await deps.js.publish(
-          handoverWorkSubject(target, deps.handoverPartitions),
-          encodeMessage(handoverWorkSchema, { key: target, seq: item.seq }),
-          { msgID: workMsgId(HANDOVER, item.seq, target) },
-        );
-      }
+      // All at once: a report often releases many targets, and each handover waits on its own.
+      await Promise.all(
+        targets.map((target) =>
+          deps.js.publish(
+            handoverWorkSubject(target, deps.handoverPartitions),
+            encodeMessage(handoverWorkSchema, { key: target, seq: item.seq }),
+            { msgID: workMsgId(HANDOVER, item.seq, target) },
+          ),
+        ),
+      );
       await deps.writer.applyStatus(
         WEBHOOK_SERVERS,
         { apiVersion: API_VERSION, kind: WEBHOOK_SERVER_KIND, metadata: { name }, status: decision.status },
