@@ -7,9 +7,11 @@
 //    reports a target, to the patch of that target's spec.conversion (both apiserver times, from
 //    its audit log). LAT_BATCHES batches of LAT_BATCH pinned configs are repinned from one
 //    instance to another; once all of a batch wait (HandoverPending), one Lease write reports
-//    them. Baseline in the same run: the fewest steps that can do it, a watch on that Lease in
-//    this process that decodes the served set and patches each newly reported target at once (no
-//    bus, no view, no gate, no status): what the apiserver and one watch cost by themselves.
+//    them. Baseline in the same run, its batches alternating with switchyard's: the fewest steps
+//    that can do it, a watch on that Lease in this process that decodes the served set and
+//    patches each newly reported target at once (no bus, no view, no gate, no status): what the
+//    apiserver and one watch cost by themselves. Each report is made with the workers at rest
+//    (no write for a second: not the setup's Events, not the batch's repin).
 // 2. Assign + handover throughput: THROUGHPUT_CONFIGS unpinned configs all move from one pool
 //    member to the other (two instance writes: the other member joins the pool, the first
 //    leaves), the destination reporting every target already. From the first instance write to
@@ -181,8 +183,10 @@ try {
   await pointAt(baseTargets, 'base-a');
 
   progress(`latency: ${LAT_BATCHES} batches of ${LAT_BATCH}, switchyard and the baseline`);
-  const ours = await switchyardLatency(latTargets, lb);
-  const baseline = await baselineLatency(baseTargets, bl);
+  const { ours, baseline } = await latency(
+    { targets: latTargets, destination: lb },
+    { targets: baseTargets, destination: bl },
+  );
 
   const runs: ThroughputRun[] = [];
   let from = 'tput-a';
@@ -365,8 +369,6 @@ async function untilPatched(
   );
 }
 
-const READS = new Set(['get', 'list', 'watch']);
-
 /**
  * Until the workers have written nothing for QUIET_MS: the Events and status writes of the
  * setup (thousands, drained at the events client's pace) or of a batch's repin must not be what
@@ -374,6 +376,7 @@ const READS = new Set(['get', 'list', 'watch']);
  */
 async function quiet(): Promise<void> {
   const QUIET_MS = 1_000;
+  const READS = new Set(['get', 'list', 'watch']);
   await waitFor(
     'the workers quiet',
     async () => {
@@ -478,61 +481,83 @@ interface SwitchyardLatency {
   cpu: Cpu;
 }
 
-async function switchyardLatency(
-  targets: string[],
-  destination: ServedLeasePublisher,
-): Promise<SwitchyardLatency> {
+/**
+ * Switchyard's batches and the baseline's, alternating: each pair meets the machine in the same
+ * state (a slower minute of a shared machine slows both), and each batch starts at rest.
+ */
+async function latency(
+  ours: { targets: string[]; destination: ServedLeasePublisher },
+  base: { targets: string[]; destination: ServedLeasePublisher },
+): Promise<{ ours: SwitchyardLatency; baseline: number[] }> {
   const out: SwitchyardLatency = {
     patch: [],
     aggregated: [],
     hops: Object.fromEntries(HOPS.map((h) => [h, []])) as unknown as Record<Hop, number[]>,
     cpu: {},
   };
-  const reported: string[] = [];
-  const trace = await PathTrace.start(destination.name, 'lat-b');
-  for (let i = 0; i < LAT_BATCHES; i++) {
-    const batch = targets.slice(i * LAT_BATCH, (i + 1) * LAT_BATCH);
-    await inParallel(batch, 8, (t) =>
-      mergePatch('crdconversionconfigs', configName(t), { spec: { webhookServerRef: { name: 'lat-b' } } }),
-    );
-    await waitFor(
-      'the batch waiting for its destination',
-      async () => {
-        const r = (await custom.listClusterCustomObject({
-          group: GROUP,
-          version: VERSION,
-          plural: 'crdconversionconfigs',
-        })) as {
-          items: {
-            metadata: { name: string };
-            status?: { conditions?: { type: string; reason: string }[] };
-          }[];
-        };
-        const waiting = new Set(
-          r.items
-            .filter((c) =>
-              c.status?.conditions?.some((x) => x.type === 'HandoverReady' && x.reason === 'HandoverPending'),
-            )
-            .map((c) => c.metadata.name),
-        );
-        return batch.every((t) => waiting.has(configName(t))) ? true : undefined;
-      },
-      { timeoutMs: 60_000, intervalMs: 100 },
-    );
-    await quiet();
-    progress(`switchyard batch ${i + 1}/${LAT_BATCHES}: waiting, reporting`);
-    const since = new Date().toISOString();
-    reported.push(...batch);
-    const cpuBefore = cpuSeconds();
-    await destination.publish(reported);
-    const latencies = await latenciesOf(batch, destination.name, since, 'lat-b');
-    addCpu(out.cpu, cpuBefore, cpuSeconds());
-    out.patch.push(...latencies.patch);
-    if (latencies.aggregated !== undefined) out.aggregated.push(latencies.aggregated);
-    addHops(out.hops, trace, latencies, Date.parse(since));
+  const baseline: number[] = [];
+  const trace = await PathTrace.start(ours.destination.name, 'lat-b');
+  const watch = await baselineWatch(base.targets);
+  try {
+    for (let i = 0; i < LAT_BATCHES; i++) {
+      progress(`latency batch ${i + 1}/${LAT_BATCHES}`);
+      await switchyardBatch(out, trace, ours.destination, ours.targets.slice(0, (i + 1) * LAT_BATCH), i);
+      baseline.push(
+        ...(await baselineBatch(base.destination, base.targets.slice(0, (i + 1) * LAT_BATCH), i)),
+      );
+    }
+  } finally {
+    watch.abort();
+    await trace.close();
   }
-  await trace.close();
-  return out;
+  return { ours: out, baseline };
+}
+
+/** Batch `i`: repinned, waiting (HandoverPending), then reported with the ones before it. */
+async function switchyardBatch(
+  out: SwitchyardLatency,
+  trace: PathTrace,
+  destination: ServedLeasePublisher,
+  reported: string[],
+  i: number,
+): Promise<void> {
+  const batch = reported.slice(i * LAT_BATCH);
+  await inParallel(batch, 8, (t) =>
+    mergePatch('crdconversionconfigs', configName(t), { spec: { webhookServerRef: { name: 'lat-b' } } }),
+  );
+  await waitFor(
+    'the batch waiting for its destination',
+    async () => {
+      const r = (await custom.listClusterCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: 'crdconversionconfigs',
+      })) as {
+        items: {
+          metadata: { name: string };
+          status?: { conditions?: { type: string; reason: string }[] };
+        }[];
+      };
+      const waiting = new Set(
+        r.items
+          .filter((c) =>
+            c.status?.conditions?.some((x) => x.type === 'HandoverReady' && x.reason === 'HandoverPending'),
+          )
+          .map((c) => c.metadata.name),
+      );
+      return batch.every((t) => waiting.has(configName(t))) ? true : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 100 },
+  );
+  await quiet();
+  const since = new Date().toISOString();
+  const cpuBefore = cpuSeconds();
+  await destination.publish(reported);
+  const latencies = await latenciesOf(batch, destination.name, since, 'lat-b');
+  addCpu(out.cpu, cpuBefore, cpuSeconds());
+  out.patch.push(...latencies.patch);
+  if (latencies.aggregated !== undefined) out.aggregated.push(latencies.aggregated);
+  addHops(out.hops, trace, latencies, Date.parse(since));
 }
 
 function addHops(
@@ -558,12 +583,12 @@ function addCpu(into: Cpu, before: Cpu, after: Cpu): void {
   for (const k of CPU_COLUMNS) into[k] = (into[k] ?? 0) + (after[k] ?? 0) - (before[k] ?? 0);
 }
 
-/** A watch on the destination's Lease that patches each newly reported target: nothing else. */
-async function baselineLatency(targets: string[], destination: ServedLeasePublisher): Promise<number[]> {
+/** A watch on the baseline destination's Lease that patches each newly reported target: nothing else. */
+async function baselineWatch(targets: string[]): Promise<AbortController> {
   const caBundle = await trustBundle('base-b');
   const patched = new Set<string>();
   const wanted = new Set(targets);
-  const watch = await new Watch(admin).watch(
+  return new Watch(admin).watch(
     `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`,
     { fieldSelector: `metadata.name=${servedLeaseName('base-b-1')}` },
     (_phase, lease: { metadata?: { annotations?: Record<string, string> } }) => {
@@ -579,21 +604,17 @@ async function baselineLatency(targets: string[], destination: ServedLeasePublis
     },
     () => undefined,
   );
-  const out: number[] = [];
-  const reported: string[] = [];
-  try {
-    for (let i = 0; i < LAT_BATCHES; i++) {
-      const batch = targets.slice(i * LAT_BATCH, (i + 1) * LAT_BATCH);
-      await quiet();
-      const since = new Date().toISOString();
-      reported.push(...batch);
-      await destination.publish(reported);
-      out.push(...(await latenciesOf(batch, destination.name, since)).patch);
-    }
-  } finally {
-    watch.abort();
-  }
-  return out;
+}
+
+async function baselineBatch(
+  destination: ServedLeasePublisher,
+  reported: string[],
+  i: number,
+): Promise<number[]> {
+  await quiet();
+  const since = new Date().toISOString();
+  await destination.publish(reported);
+  return (await latenciesOf(reported.slice(i * LAT_BATCH), destination.name, since)).patch;
 }
 
 type Cpu = Record<string, number>;

@@ -126,5 +126,12 @@ export const handoverWorkSchema = workItemSchema.extend({
   from: z.string().min(1).optional(),
   /** The instance the target resolves to now (assign only). */
   to: z.string().min(1).optional(),
+  /**
+   * The destination's trust bundle may differ from the one the target publishes (the instances
+   * handler, on a CA rotation or a foreign caBundle): read it, even for a target that already
+   * names the destination. Without it the handover keeps a bundle the target already publishes
+   * for its destination's Service, and reads the bundle only for a move.
+   */
+  trust: z.literal(true).optional(),
 });
 export type HandoverWork = z.infer<typeof handoverWorkSchema>;

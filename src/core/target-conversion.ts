@@ -61,6 +61,21 @@ export function liveConversionOf(target: unknown): LiveConversion | undefined {
   return (target as { spec?: { conversion?: LiveConversion } } | undefined)?.spec?.conversion;
 }
 
+/**
+ * The caBundle a target already publishes for the instance's Service, when the handover may keep
+ * it instead of reading the instance's trust bundle: the live conversion names that Service (by
+ * name and namespace) and carries a bundle. Undefined when the bundle must be read: a move, a
+ * first apply, a Service in another namespace, none published yet. A bundle that went stale (a
+ * CA rotation, a hand edit) is the instances handler's to notice: it compares every target naming
+ * its Service with the serving Secret and wakes the handover to read it (`HandoverWork.trust`).
+ */
+export function keptCaBundleOf(live: unknown, instance: string, namespace: string): string | undefined {
+  const clientConfig = liveConversionOf(live)?.webhook?.clientConfig;
+  const service = clientConfig?.service;
+  if (service?.name !== webhookServiceName(instance) || service.namespace !== namespace) return undefined;
+  return clientConfig?.caBundle || undefined;
+}
+
 /** The Service a target's conversion webhook names; undefined when it names none (strategy None, or a URL). */
 export function conversionServiceOf(target: unknown): string | undefined {
   return liveConversionOf(target)?.webhook?.clientConfig?.service?.name;

@@ -120,8 +120,14 @@ interface Write {
 }
 
 // The bundle is boxed: a default parameter would turn an explicit undefined back into CA.
-async function run(objects: Entry[], nowMs = T0, bundle: { value: string | undefined } = { value: CA }) {
+async function run(
+  objects: Entry[],
+  nowMs = T0,
+  bundle: { value: string | undefined } = { value: CA },
+  work: { trust?: true } = {},
+) {
   const writes: Write[] = [];
+  let bundleReads = 0;
   const record =
     (what: Write['what']) =>
     async (ref: { resource: string }, body: unknown, opts?: { resourceVersion?: string }) => {
@@ -144,17 +150,19 @@ async function run(objects: Entry[], nowMs = T0, bundle: { value: string | undef
     },
     view: fakeView(objects, T0),
     writer: { apply: record('target'), applyStatus: record('status') },
-    trustBundle: async () =>
-      bundle.value === undefined
+    trustBundle: async () => {
+      bundleReads++;
+      return bundle.value === undefined
         ? { kind: 'unavailable', why: 'no Secret' }
-        : { kind: 'found', caBundle: bundle.value },
+        : { kind: 'found', caBundle: bundle.value };
+    },
     clock,
     policy: { unreportedGraceMs: GRACE_MS, stallAfterMs: 600_000 },
     defaultNamespace: 'switchyard-system',
   });
-  const outcome = await handle({ key: TARGET, seq: 3 }, ctx);
+  const outcome = await handle({ key: TARGET, seq: 3, ...work }, ctx);
   const status = writes.find((w) => w.what === 'status')?.body.status;
-  return { outcome, writes, status, events, reason: status?.conditions?.[0]?.reason };
+  return { outcome, writes, status, events, bundleReads, reason: status?.conditions?.[0]?.reason };
 }
 
 const targetWrites = (writes: Write[]) => writes.filter((w) => w.what === 'target');
@@ -349,6 +357,26 @@ describe('the handover handler', () => {
     });
     expect(targetWrites(noBundle.writes), 'a caBundle-less conversion fails TLS').toEqual([]);
     expect(noBundle.outcome?.kind).toBe('recheck');
+  });
+
+  it('reads the trust bundle for a move, keeps the one a target publishes for its destination, and reads it again when told to', async () => {
+    const fleet = [instance('a'), config('a'), readyPods('a', ['a1'])];
+    const move = await run([...fleet, crd()]);
+    expect(move.bundleReads).toBe(1);
+    expect(targetWrites(move.writes)).toHaveLength(1);
+    const kept = await run([...fleet, crd('a-webhook-server')], T0, { value: 'Um90YXRlZA==' });
+    expect(kept.bundleReads, 'the target already names a and trusts a bundle for it').toBe(0);
+    expect(targetWrites(kept.writes)).toEqual([]);
+    const rotated = await run(
+      [...fleet, crd('a-webhook-server')],
+      T0,
+      { value: 'Um90YXRlZA==' },
+      { trust: true },
+    );
+    expect(rotated.bundleReads).toBe(1);
+    expect(targetWrites(rotated.writes).map((w) => w.body.spec?.conversion)).toMatchObject([
+      { webhook: { clientConfig: { caBundle: 'Um90YXRlZA==' } } },
+    ]);
   });
 
   it('an XRD target takes the same path, patched on compositeresourcedefinitions', async () => {

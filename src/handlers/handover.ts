@@ -46,6 +46,7 @@ import {
   conversionServiceOf,
   conversionUpToDate,
   desiredConversion,
+  keptCaBundleOf,
   liveConversionOf,
 } from '../core/target-conversion.ts';
 import { handoverWaitEvent, repointEvent } from '../core/transition-events.ts';
@@ -187,15 +188,20 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
     const related = { apiVersion: targetKind.resource.apiVersion, kind: targetKind.kind, name: item.key };
     let repointed = false;
     if (decision.action === 'patch') {
-      const bundle = await deps.trustBundle(destination, namespace, ctx.signal);
-      if (bundle.kind === 'unavailable') {
-        ctx.log.info(
-          { target: item.key, destination, why: bundle.why },
-          'no trust bundle of the destination yet',
-        );
-        return recheckAfter(TRUST_BUNDLE_RETRY_MS, `no trust bundle of ${destination} yet: ${bundle.why}`);
+      // One read of the destination's Secret per move, not per decision: most decisions find the
+      // target already moved (its own patch and status write wake it again).
+      let caBundle = item.trust ? undefined : keptCaBundleOf(live, destination, namespace);
+      if (caBundle === undefined) {
+        const bundle = await deps.trustBundle(destination, namespace, ctx.signal);
+        if (bundle.kind === 'unavailable') {
+          ctx.log.info(
+            { target: item.key, destination, why: bundle.why },
+            'no trust bundle of the destination yet',
+          );
+          return recheckAfter(TRUST_BUNDLE_RETRY_MS, `no trust bundle of ${destination} yet: ${bundle.why}`);
+        }
+        caBundle = bundle.caBundle;
       }
-      const caBundle = bundle.caBundle;
       const desired = desiredConversion({
         target: item.key,
         instance: destination,

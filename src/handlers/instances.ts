@@ -214,8 +214,9 @@ async function wakeHandoverOfUntrusting(
   for (const target of targets)
     await deps.handover.js.publish(
       handoverWorkSubject(target, deps.handover.partitions),
-      encodeMessage(handoverWorkSchema, { key: target, seq: ctx.seq }),
-      { msgID: workMsgId(HANDOVER, ctx.seq, target) },
+      encodeMessage(handoverWorkSchema, { key: target, seq: ctx.seq, trust: true }),
+      // Its own id: plain work for the target caused by the same record must not shadow it.
+      { msgID: workMsgId(`${HANDOVER}-trust`, ctx.seq, target) },
     );
   if (targets.length > 0)
     ctx.log.info({ targets: targets.length }, 'targets woken to trust the current bundle');
