@@ -137,6 +137,8 @@ export type TrustBundleReader = (
   instance: string,
   namespace: string,
   signal: AbortSignal,
+  /** `fresh`: a bundle read earlier will not do (the work says the bundle may have changed). */
+  opts?: { fresh?: boolean },
 ) => Promise<TrustBundle>;
 
 export type TrustBundle = { kind: 'found'; caBundle: string } | { kind: 'unavailable'; why: string };
@@ -192,7 +194,7 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
       // target already moved (its own patch and status write wake it again).
       let caBundle = item.trust ? undefined : keptCaBundleOf(live, destination, namespace);
       if (caBundle === undefined) {
-        const bundle = await deps.trustBundle(destination, namespace, ctx.signal);
+        const bundle = await deps.trustBundle(destination, namespace, ctx.signal, { fresh: item.trust });
         if (bundle.kind === 'unavailable') {
           ctx.log.info(
             { target: item.key, destination, why: bundle.why },

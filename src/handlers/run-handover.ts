@@ -5,7 +5,7 @@ import { systemClock } from '../runtime/clock.ts';
 import { HANDOVER, HANDOVER_VIEW_KINDS, handoverConsumers, handoverHandler } from './handover.ts';
 import { operatorNamespace } from './operator-namespace.ts';
 import { runHandlerProcess } from './run-handler.ts';
-import { trustBundleReader } from './trust-bundle.ts';
+import { reusedTrustBundles, trustBundleReader } from './trust-bundle.ts';
 
 /**
  * `switchyard handover`: replicas may run side by side; any one may be killed at any moment
@@ -21,7 +21,7 @@ export function runHandover(argv: string[]): Promise<void> {
       handoverHandler({
         view,
         writer,
-        trustBundle: trustBundleReader(clients.writes),
+        trustBundle: reusedTrustBundles(trustBundleReader(clients.writes), systemClock.monotonic),
         clock: systemClock,
         events: clients.events.recorder,
         policy: handoverPolicyOf(config.handover),

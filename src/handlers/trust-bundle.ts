@@ -21,6 +21,48 @@ import type { TrustBundle, TrustBundleReader } from './handover.ts';
 const SECRETS = { apiVersion: 'v1', resource: 'secrets', namespaced: true } as const;
 const TRUST_BUNDLE_KEY = 'ca.crt';
 
+/**
+ * How long a bundle read for one move serves the next moves to the same instance. A report often
+ * releases many targets towards one instance at once: one read, not one per target. Short
+ * against the CA change's trust overlap (core/instances/serving-cert.ts, 10 minutes): a move
+ * that carries a bundle read just before a change is noticed by the instances handler once it
+ * lands, and read again (`trust` work always reads), long before the leaf moves to the new CA.
+ */
+export const TRUST_BUNDLE_REUSE_MS = 10_000;
+
+/**
+ * `read`, reused for TRUST_BUNDLE_REUSE_MS per instance, one request at a time per instance (a
+ * burst of moves waits for one read). Only a found bundle is kept: a missing one is looked for
+ * again. `fresh` reads anew whatever is kept, and keeps the answer.
+ */
+export function reusedTrustBundles(
+  read: TrustBundleReader,
+  monotonic: () => number,
+  reuseMs = TRUST_BUNDLE_REUSE_MS,
+): TrustBundleReader {
+  const kept = new Map<string, { bundle: TrustBundle; readAt: number }>();
+  const reading = new Map<string, Promise<TrustBundle>>();
+  return async (instance, namespace, signal, opts) => {
+    const key = `${namespace}/${instance}`;
+    const found = kept.get(key);
+    if (!opts?.fresh && found && monotonic() - found.readAt < reuseMs) return found.bundle;
+    const inFlight = reading.get(key);
+    if (!opts?.fresh && inFlight) return inFlight;
+    const readAt = monotonic();
+    const request = read(instance, namespace, signal).then((bundle) => {
+      if (bundle.kind === 'found') kept.set(key, { bundle, readAt });
+      else kept.delete(key);
+      return bundle;
+    });
+    reading.set(key, request);
+    try {
+      return await request;
+    } finally {
+      if (reading.get(key) === request) reading.delete(key);
+    }
+  };
+}
+
 export function trustBundleReader(writes: WritesClient): TrustBundleReader {
   return async (instance, namespace, signal): Promise<TrustBundle> => {
     const name = servingCertSecretName(instance);

@@ -117,7 +117,7 @@ describe('decideCertificates: the serving certificate', () => {
   });
 
   describe('across a CA change', () => {
-    const newCa = ca('ca2', 0);
+    const newCa = ca('ca2', 1);
     const oldCa = ca('ca1', 8 * 365 + 3);
     const rotating = (published: string[][]) =>
       input({
@@ -166,6 +166,22 @@ describe('decideCertificates: the serving certificate', () => {
 
     it('moves at once when no target names the instance', () => {
       expect(decideCertificates(rotating([])).leaf).toEqual({ action: 'issue', reason: 'NewCaTrusted' });
+    });
+
+    it('waits until the new CA has been in the bundle for the overlap, and says when to look again', () => {
+      // A target on its way to the instance names it only once its patch lands, maybe with the
+      // bundle read before the change: the overlap gives the instances handler time to see it.
+      const created = NOW - 60_000;
+      const fresh = cert('ca2', created - DEFAULT_CERTIFICATE_POLICY.backdateMs, 3650, { isCa: true });
+      const d = decideCertificates({ ...rotating([['ca2', 'ca1']]), ca: { cert: fresh, keyMatches: true } });
+      expect(d.leaf).toEqual({ action: 'wait', reason: 'NewCaNotYetTrusted' });
+      expect(d.recheckAtMs).toBe(created + DEFAULT_CERTIFICATE_POLICY.trustOverlapMs);
+      const later = decideCertificates({
+        ...rotating([['ca2', 'ca1']]),
+        ca: { cert: fresh, keyMatches: true },
+        nowMs: created + DEFAULT_CERTIFICATE_POLICY.trustOverlapMs,
+      });
+      expect(later.leaf).toEqual({ action: 'issue', reason: 'NewCaTrusted' });
     });
   });
 

@@ -20,7 +20,12 @@
 //   * Overlap, so no conversion fails across a CA change: the new CA is added to the bundle in
 //     front of the old one (still valid old CAs stay until they expire), and the leaf moves to
 //     the new CA only once every target that names the instance publishes a bundle holding it.
-//     Until then the old leaf keeps serving: clients trust both.
+//     Until then the old leaf keeps serving: clients trust both. And not before the new CA has
+//     been in the bundle for `trustOverlapMs` (10 minutes), counted from its creation: a target
+//     moving to the instance while the CA changes does not name the instance yet, so the check
+//     above cannot count it, and its patch may carry the bundle read before the change. Once it
+//     lands, the instances handler sees a target that does not trust the new CA and wakes the
+//     handover to read the bundle again, well within the overlap.
 //   * notBefore is backdated 5 minutes so an apiserver whose clock lags a little accepts a
 //     fresh certificate; a leaf never outlives its CA.
 import type { CertificateFacts } from './certificate-facts.ts';
@@ -33,6 +38,8 @@ export interface CertificatePolicy {
   /** Fraction of the leaf's life after which it is renewed. */
   leafRenewAt: number;
   backdateMs: number;
+  /** How long a new CA is in the bundle, at least, before the leaf moves to it. */
+  trustOverlapMs: number;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -43,6 +50,7 @@ export const DEFAULT_CERTIFICATE_POLICY: Readonly<CertificatePolicy> = Object.fr
   leafValidityMs: 365 * DAY_MS,
   leafRenewAt: 2 / 3,
   backdateMs: 5 * 60 * 1000,
+  trustOverlapMs: 10 * 60 * 1000,
 });
 
 /** The CA as read from its Secret; undefined when the Secret is missing or unreadable. */
@@ -146,7 +154,7 @@ function decideLeaf(
       return { action: 'issue', reason: 'UntrustedIssuer' };
     // Even a leaf past its renewal point waits (it is still valid): one from the new CA would
     // fail every conversion of a target that does not trust that CA yet.
-    if (!trustedEverywhere(ca.fingerprint, input.publishedBundles))
+    if (!trustedEverywhere(ca.fingerprint, input.publishedBundles) || input.nowMs < trustedFrom(ca, policy))
       return { action: 'wait', reason: 'NewCaNotYetTrusted' };
     return { action: 'issue', reason: 'NewCaTrusted' };
   }
@@ -175,6 +183,11 @@ export function bundlePem(bundle: readonly CertificateFacts[]): string {
   return bundle.map((c) => c.pem).join('');
 }
 
+/** When the leaf may move to `ca`: its creation (notBefore is backdated) plus the overlap. */
+function trustedFrom(ca: CertificateFacts, policy: Readonly<CertificatePolicy>): number {
+  return ca.notBeforeMs + policy.backdateMs + policy.trustOverlapMs;
+}
+
 function renewalPoint(cert: CertificateFacts, fraction: number): number {
   return cert.notBeforeMs + Math.floor((cert.notAfterMs - cert.notBeforeMs) * fraction);
 }
@@ -187,6 +200,8 @@ function recheckAt(
 ): number | undefined {
   const points = [renewalPoint(ca, policy.caRenewAt), ...bundle.slice(1).map((c) => c.notAfterMs)];
   if (input.leaf !== undefined) points.push(renewalPoint(input.leaf.cert, policy.leafRenewAt));
+  if (input.leaf !== undefined && input.leaf.issuerFingerprint !== ca.fingerprint)
+    points.push(trustedFrom(ca, policy));
   const future = points.filter((t) => t > input.nowMs);
   return future.length === 0 ? undefined : Math.min(...future);
 }
