@@ -377,9 +377,13 @@ describe('the instances handler', () => {
       } as V1CustomResourceDefinition,
     });
     try {
-      await waitFor('handover work for the target, told to read the trust bundle', () => (woken.includes(target) ? true : undefined), {
-        timeoutMs: 30_000,
-      });
+      await waitFor(
+        'handover work for the target, told to read the trust bundle',
+        () => (woken.includes(target) ? true : undefined),
+        {
+          timeoutMs: 30_000,
+        },
+      );
     } finally {
       sub.unsubscribe();
       await crdApi.deleteCustomResourceDefinition({ name: target });

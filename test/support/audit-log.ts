@@ -8,7 +8,13 @@ export interface AuditEvent {
   requestURI: string;
   userAgent?: string;
   user: { username: string };
-  objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string; subresource?: string };
+  objectRef?: {
+    resource?: string;
+    namespace?: string;
+    name?: string;
+    apiGroup?: string;
+    subresource?: string;
+  };
   responseStatus?: { code?: number };
   requestReceivedTimestamp: string;
   /** When the stage was reached (for ResponseComplete: the response was sent), microseconds. */
