@@ -8,14 +8,12 @@ import { conversionConfigSchema } from '../api/conversion-config.ts';
 import { type WebhookServer, webhookServerSchema } from '../api/webhook-server.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { ObjectView } from '../bus/view.ts';
-import type { InstanceLike } from '../core/assignment.ts';
 import {
   type ExpectationView,
   type ExpectedSetCache,
   expectedSets,
   instanceLikeOf,
   sameExpectation,
-  type ViewConfig,
   viewConfigOf,
 } from '../core/expected-set.ts';
 import type { LeaseFacts } from '../core/instance-aggregate.ts';
@@ -193,25 +191,24 @@ function sameLists(a: Lists, b: Lists): boolean {
 const EXPECTATION_KINDS = ['crdconfig', 'xrdconfig', 'webhookserver', 'crd', 'xrd'] as const;
 const EXPECTATION = {};
 
-/** Per recorded object, what the expectation reads of it (undefined: it does not parse). */
-const configFacts = new WeakMap<RecordedObject, ViewConfig | undefined>();
-const instanceFacts = new WeakMap<RecordedObject, InstanceLike | undefined>();
-
-function configFactsOf(object: RecordedObject): ViewConfig | undefined {
-  if (!configFacts.has(object)) {
-    const parsed = parseRecorded(conversionConfigSchema, object);
-    configFacts.set(object, parsed.success ? viewConfigOf(parsed.data) : undefined);
-  }
-  return configFacts.get(object);
+/** `derive(parsed)` once per recorded object; undefined when it does not parse with `schema`. */
+function factsPerRecord<S, F>(
+  schema: ZodType<S>,
+  derive: (parsed: S) => F,
+): (object: RecordedObject) => F | undefined {
+  const facts = new WeakMap<RecordedObject, F | undefined>();
+  return (object) => {
+    if (!facts.has(object)) {
+      const parsed = parseRecorded(schema, object);
+      facts.set(object, parsed.success ? derive(parsed.data) : undefined);
+    }
+    return facts.get(object);
+  };
 }
 
-function instanceFactsOf(object: RecordedObject): InstanceLike | undefined {
-  if (!instanceFacts.has(object)) {
-    const parsed = parseRecorded(webhookServerSchema, object);
-    instanceFacts.set(object, parsed.success ? instanceLikeOf(parsed.data) : undefined);
-  }
-  return instanceFacts.get(object);
-}
+/** What the expectation reads of a config and of an instance. */
+const configFactsOf = factsPerRecord(conversionConfigSchema, viewConfigOf);
+const instanceFactsOf = factsPerRecord(webhookServerSchema, instanceLikeOf);
 
 /**
  * The expectation view (`core/expected-set.ts`) from the recorded configs, instances and
