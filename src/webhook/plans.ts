@@ -1,0 +1,155 @@
+// What a webhook-server replica holds: a compiled plan for every target it must be able to
+// convert, and why it holds none for the others (BRIEF §4, §6). No I/O: the replica feeds it the
+// world it learns from the bus (configs, instances, targets) and asks it per request.
+//
+// Held while the resolver assigns the target to this replica's instance, or the live target's
+// spec.conversion still names the instance's Service (`shouldHoldPlan`, the same rule the
+// expected set is computed with): the losing side of a move keeps serving until the repoint
+// lands. A target that does not exist, or that two configs claim, is held nowhere.
+//
+// One bad config never takes a working plan away: a config that stops compiling keeps serving
+// its last good plan, and the failure is reported (`failures`) until a fix compiles. A plan is
+// compiled again only when what it is compiled from changes (the config's rules, the target's
+// versions and schemas), never for a status write.
+import { type ConversionConfig, targetNameOf } from '../api/conversion-config.ts';
+import { assignSubjects, fleetOf, type InstanceLike, subjectOf } from '../core/assignment.ts';
+import { shouldHoldPlan } from '../core/handover.ts';
+import { conversionServiceOf } from '../core/target-conversion.ts';
+import { type ConversionSpec, compile, type TargetVersion } from '../engine/compile.ts';
+import { formatDiagnostic, isError } from '../engine/diagnostics.ts';
+import type { Router } from '../engine/plan.ts';
+import { targetVersions } from '../engine/target-versions.ts';
+
+/** What the replica learned from the bus: parsed configs, the resolver's view of instances, live targets by name. */
+export interface PlanWorld {
+  configs: readonly ConversionConfig[];
+  instances: readonly InstanceLike[];
+  targets: ReadonlyMap<string, unknown>;
+}
+
+/** A request's answer to "can you convert this target": the plan, or why not (the Failure message). */
+export type PlanLookup = { kind: 'plan'; router: Router; group: string } | { kind: 'none'; why: string };
+
+interface Held {
+  router: Router;
+  group: string;
+  /** What the plan was compiled from; a change compiles again. */
+  source: string;
+}
+
+/** What one `sync` changed: the targets that gained or lost a plan (the Lease republishes on either). */
+export interface PlanSync {
+  added: string[];
+  removed: string[];
+  /** Targets whose config does not compile now, with the diagnostics (a held one keeps its last good plan). */
+  failed: string[];
+}
+
+export class HeldPlans {
+  private readonly instance: string;
+  private readonly plans = new Map<string, Held>();
+  private readonly failing = new Map<string, { source: string; errors: string[] }>();
+  private readonly notHeld = new Map<string, string>();
+
+  constructor(instance: string) {
+    this.instance = instance;
+  }
+
+  /** Brings the plans in line with `world`; compiles only what changed. */
+  sync(world: PlanWorld): PlanSync {
+    const before = new Set(this.plans.keys());
+    const wanted = this.wantedTargets(world);
+    for (const target of [...this.plans.keys()]) if (!wanted.has(target)) this.plans.delete(target);
+    for (const target of [...this.failing.keys()]) if (!wanted.has(target)) this.failing.delete(target);
+    const failed: string[] = [];
+    for (const [target, { config, live }] of wanted) {
+      if (!this.compileIfChanged(target, config, live)) failed.push(target);
+    }
+    const after = new Set(this.plans.keys());
+    return {
+      added: [...after].filter((t) => !before.has(t)).sort(),
+      removed: [...before].filter((t) => !after.has(t)).sort(),
+      failed: failed.sort(),
+    };
+  }
+
+  lookup(target: string): PlanLookup {
+    const held = this.plans.get(target);
+    if (held) return { kind: 'plan', router: held.router, group: held.group };
+    const failure = this.failing.get(target);
+    if (failure) return { kind: 'none', why: `its config does not compile: ${failure.errors.join('; ')}` };
+    return { kind: 'none', why: this.notHeld.get(target) ?? 'no config converts it' };
+  }
+
+  /** The targets with a compiled plan: what the replica's Lease reports. */
+  servable(): ReadonlySet<string> {
+    return new Set(this.plans.keys());
+  }
+
+  /** Targets whose config does not compile now, with the diagnostics; held ones still serve their last good plan. */
+  failures(): ReadonlyMap<string, readonly string[]> {
+    return new Map([...this.failing].map(([t, f]) => [t, f.errors]));
+  }
+
+  private wantedTargets(world: PlanWorld): Map<string, { config: ConversionConfig; live: unknown }> {
+    this.notHeld.clear();
+    const resolutions = assignSubjects(world.configs.map(subjectOf), fleetOf(world.instances));
+    const wanted = new Map<string, { config: ConversionConfig; live: unknown }>();
+    for (const config of world.configs) {
+      const target = targetNameOf(config);
+      const resolution = resolutions.get(target);
+      if (resolution && !resolution.ok && resolution.reason === 'DuplicateTarget') {
+        this.notHeld.set(target, resolution.message);
+        continue;
+      }
+      const live = world.targets.get(target);
+      if (live === undefined) {
+        this.notHeld.set(target, `the target ${target} does not exist`);
+        continue;
+      }
+      const assigned = resolution?.ok ? resolution.instance : undefined;
+      if (!shouldHoldPlan(this.instance, assigned, conversionServiceOf(live))) {
+        this.notHeld.set(
+          target,
+          `it is assigned to ${assigned ?? 'no instance'} and its conversion does not name ${this.instance}`,
+        );
+        continue;
+      }
+      wanted.set(target, { config, live });
+    }
+    return wanted;
+  }
+
+  /** False when the config does not compile now (a plan compiled before, if any, stays). */
+  private compileIfChanged(target: string, config: ConversionConfig, live: unknown): boolean {
+    const versions = targetVersions(live);
+    const source = compiledFrom(config.spec, versions);
+    if (this.plans.get(target)?.source === source) {
+      this.failing.delete(target);
+      return true;
+    }
+    if (this.failing.get(target)?.source === source) return false;
+    const result = compile(config.spec, versions);
+    if (!result.ok) {
+      this.failing.set(target, {
+        source,
+        errors: result.diagnostics.filter(isError).map(formatDiagnostic),
+      });
+      return false;
+    }
+    this.failing.delete(target);
+    this.plans.set(target, { router: result.router, group: groupOf(live), source });
+    return true;
+  }
+}
+
+/** Everything a compile reads, as one comparable string. */
+function compiledFrom(spec: ConversionSpec, versions: readonly TargetVersion[]): string {
+  const { hubVersion, spokes, unmappedFieldPolicy, unmappedFieldReason } = spec;
+  return JSON.stringify([hubVersion, spokes, unmappedFieldPolicy, unmappedFieldReason, versions]);
+}
+
+function groupOf(live: unknown): string {
+  const group = (live as { spec?: { group?: unknown } }).spec?.group;
+  return typeof group === 'string' ? group : '';
+}
