@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { readBody, sendJson, sendText } from '../runtime/http-body.ts';
 import type { CertificatePair } from '../runtime/serving-certificate.ts';
 import { type ClusterReader, describeReadError } from './cluster-read.ts';
 import {
@@ -93,28 +94,35 @@ export class AdmissionServer {
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'https://admission').pathname;
-    if (path === '/healthz') return text(res, 200, 'ok');
-    if (path === '/readyz') return this.serving ? text(res, 200, 'ok') : text(res, 503, 'shutting down');
+    if (path === '/healthz') return sendText(res, 200, 'ok');
+    if (path === '/readyz')
+      return this.serving ? sendText(res, 200, 'ok') : sendText(res, 503, 'shutting down');
     if (path !== ADMISSION_PATH)
-      return text(res, 404, `no such path ${path}; reviews go to ${ADMISSION_PATH}`);
-    if (req.method !== 'POST') return text(res, 405, `${ADMISSION_PATH} takes POST`);
+      return sendText(res, 404, `no such path ${path}; reviews go to ${ADMISSION_PATH}`);
+    if (req.method !== 'POST') return sendText(res, 405, `${ADMISSION_PATH} takes POST`);
     try {
       await this.admit(req, res);
     } catch (err) {
       this.log.error({ err }, 'admission request failed');
-      if (!res.headersSent) text(res, 500, 'internal error');
+      if (!res.headersSent) sendText(res, 500, 'internal error');
     }
   }
 
   private async admit(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readJson(req, this.maxReviewBytes);
-    if (!body.ok) return text(res, body.error.status, body.error.message);
-    const parsed = parseReview(body.value);
+    const body = await readBody(req, this.maxReviewBytes, 'review');
+    if (!body.ok) return sendText(res, body.status, body.message);
+    let value: unknown;
+    try {
+      value = JSON.parse(body.bytes.toString('utf8'));
+    } catch {
+      return sendText(res, 400, 'request body is not JSON');
+    }
+    const parsed = parseReview(value);
     if (!parsed.ok) {
       const { uid, message } = parsed.error;
       this.log.warn({ uid, message }, 'malformed AdmissionReview');
-      if (uid === undefined) return text(res, 400, message);
-      return json(res, reviewOf(deny(uid, badRequest(message))));
+      if (uid === undefined) return sendText(res, 400, message);
+      return sendJson(res, reviewOf(deny(uid, badRequest(message))));
     }
     const started = performance.now();
     const response = await this.decide(parsed.value);
@@ -122,7 +130,7 @@ export class AdmissionServer {
       { ...describe(parsed.value), allowed: response.allowed, ms: Math.round(performance.now() - started) },
       response.allowed ? 'admitted' : `denied: ${response.status?.message}`,
     );
-    json(res, reviewOf(response));
+    sendJson(res, reviewOf(response));
   }
 
   private async decide(request: AdmissionRequest): Promise<AdmissionResponse> {
@@ -146,42 +154,6 @@ function describe(request: AdmissionRequest) {
   return { uid: request.uid, operation: request.operation, kind: request.kind.kind, name };
 }
 
-type Body = { ok: true; value: unknown } | { ok: false; error: { status: number; message: string } };
-
-/**
- * The body as JSON, read up to `maxBytes`. Past the limit it stops reading (paused, not
- * destroyed, so the 413 can still be written; the connection closes after it).
- */
-function readJson(req: IncomingMessage, maxBytes: number): Promise<Body> {
-  const tooLarge: Body = {
-    ok: false,
-    error: { status: 413, message: `review larger than ${maxBytes} bytes` },
-  };
-  if (Number(req.headers['content-length'] ?? 0) > maxBytes) return Promise.resolve(tooLarge);
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= maxBytes) chunks.push(chunk);
-      else {
-        req.removeAllListeners('data').pause();
-        resolve(tooLarge);
-      }
-    });
-    req.on('error', () =>
-      resolve({ ok: false, error: { status: 400, message: 'request body not received' } }),
-    );
-    req.on('end', () => {
-      try {
-        resolve({ ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-      } catch {
-        resolve({ ok: false, error: { status: 400, message: 'request body is not JSON' } });
-      }
-    });
-  });
-}
-
 async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
@@ -192,14 +164,4 @@ async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-function text(res: ServerResponse, status: number, body: string): void {
-  // A body left unread (too large) would otherwise keep the connection busy: close it.
-  if (status >= 400) res.setHeader('connection', 'close');
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' }).end(`${body}\n`);
-}
-
-function json(res: ServerResponse, value: unknown): void {
-  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(value));
 }
