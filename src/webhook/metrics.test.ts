@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { WebhookMetrics } from './metrics.ts';
+
+describe('the webhook-server metrics', () => {
+  it('renders reviews, latency, plans and Lease publishes in the Prometheus text format', async () => {
+    const m = new WebhookMetrics();
+    m.review('gizmos.x.io', 'v2', 'success', 0.002, 10);
+    m.review('gizmos.x.io', 'v2', 'failure', 0.001);
+    m.plans(3, 1);
+    m.leasePublished('set', 118);
+    const { contentType, body } = await m.render();
+    expect(contentType).toMatch(/^text\/plain/);
+    expect(body).toContain(
+      'switchyard_webhook_conversion_reviews_total{target="gizmos.x.io",to_version="v2",result="success"} 1',
+    );
+    expect(body).toContain('switchyard_webhook_converted_objects_total{target="gizmos.x.io"} 10');
+    expect(body).toContain('switchyard_webhook_conversion_review_seconds_count{result="failure"} 1');
+    expect(body).toContain('switchyard_webhook_plans_held 3');
+    expect(body).toContain('switchyard_webhook_compile_failures 1');
+    expect(body).toContain('switchyard_webhook_lease_publishes_total{kind="set"} 1');
+    expect(body).toContain('switchyard_webhook_lease_served_set_bytes 118');
+  });
+
+  it('keeps one registry per replica', async () => {
+    const a = new WebhookMetrics();
+    const b = new WebhookMetrics();
+    a.plans(5, 0);
+    expect((await b.render()).body).toContain('switchyard_webhook_plans_held 0');
+  });
+});

@@ -1,0 +1,75 @@
+// The webhook-server's Prometheus metrics (issue 12): what it converted and how fast, what it
+// holds, what it publishes. prom-client keeps the registry and the text format; each replica has
+// its own registry (tests run several in one process).
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+export type ReviewResult = 'success' | 'failure' | 'rejected';
+
+export class WebhookMetrics {
+  readonly registry = new Registry();
+  private readonly reviews = new Counter({
+    name: 'switchyard_webhook_conversion_reviews_total',
+    help: 'ConversionReviews answered, by target, desired version and result (rejected: not a readable review).',
+    labelNames: ['target', 'to_version', 'result'] as const,
+    registers: [this.registry],
+  });
+  private readonly objects = new Counter({
+    name: 'switchyard_webhook_converted_objects_total',
+    help: 'Objects converted in successful reviews, by target.',
+    labelNames: ['target'] as const,
+    registers: [this.registry],
+  });
+  private readonly latency = new Histogram({
+    name: 'switchyard_webhook_conversion_review_seconds',
+    help: 'Time from the request body read to the answer written, by result.',
+    labelNames: ['result'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+  private readonly plansHeld = new Gauge({
+    name: 'switchyard_webhook_plans_held',
+    help: 'Targets this replica holds a compiled plan for (what its Lease reports).',
+    registers: [this.registry],
+  });
+  private readonly compileFailures = new Gauge({
+    name: 'switchyard_webhook_compile_failures',
+    help: 'Targets whose config does not compile now (a held one serves its last good plan).',
+    registers: [this.registry],
+  });
+  private readonly leasePublishes = new Counter({
+    name: 'switchyard_webhook_lease_publishes_total',
+    help: 'Writes of this replica’s served-set Lease, by kind (set: the served set changed; renew: a heartbeat).',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  private readonly leaseBytes = new Gauge({
+    name: 'switchyard_webhook_lease_served_set_bytes',
+    help: 'Size of the served-set annotation last written.',
+    registers: [this.registry],
+  });
+
+  constructor(opts: { processMetrics?: boolean } = {}) {
+    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  review(target: string, toVersion: string, result: ReviewResult, seconds: number, objects = 0): void {
+    this.reviews.inc({ target, to_version: toVersion, result });
+    this.latency.observe({ result }, seconds);
+    if (result === 'success') this.objects.inc({ target }, objects);
+  }
+
+  plans(held: number, failing: number): void {
+    this.plansHeld.set(held);
+    this.compileFailures.set(failing);
+  }
+
+  leasePublished(kind: 'set' | 'renew', bytes: number): void {
+    this.leasePublishes.inc({ kind });
+    this.leaseBytes.set(bytes);
+  }
+
+  /** The Prometheus text exposition, and its content type. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
