@@ -99,7 +99,7 @@ export class ObjectView {
   /**
    * The live objects of a kind. The same array while no object of the kind is recorded or
    * removed, so a reader can tell "nothing of this kind changed" by reference
-   * (handlers/view-reads.ts derivedFromView) instead of by walking every object.
+   * (views/view-reads.ts derivedFromView) instead of by walking every object.
    */
   list(kind: string): readonly RecordedObject[] {
     let list = this.lists.get(kind);

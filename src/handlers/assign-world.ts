@@ -10,7 +10,7 @@ import { CRD_CONFIG_KIND, XRD_CONFIG_KIND } from '../api/conversion-config.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { type ConfigSubject, type InstanceLike, sameInstanceLike } from '../core/assignment.ts';
-import { derivedFromView } from './view-reads.ts';
+import { derivedFromView } from '../views/view-reads.ts';
 import type { ObjectWorkKey } from './work-keys.ts';
 
 /** The concern's name: its work subjects, field manager (`switchyard-assign`) and logs. */

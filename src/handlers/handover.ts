@@ -62,7 +62,7 @@ import {
   readInstance,
   readInstanceLeases,
   readReadyPods,
-} from './view-reads.ts';
+} from '../views/view-reads.ts';
 
 export const HANDOVER = 'handover';
 

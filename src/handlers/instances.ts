@@ -38,12 +38,12 @@ import { conversionServiceOf, liveConversionOf } from '../core/target-conversion
 import { isNamespaceNotFound } from '../kube/errors.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
+import { readInstance } from '../views/view-reads.ts';
 import { CONFIG_KINDS, configSubjectOf, INSTANCE_KIND, instanceOf } from './assign-world.ts';
 import { HANDOVER } from './handover.ts';
 import { ensureCertificates } from './instance-certificates.ts';
 import type { SecretReader } from './instance-secrets.ts';
 import { WEBHOOK_SERVERS } from './lease-aggregate.ts';
-import { readInstance } from './view-reads.ts';
 import { handoverWorkSubject, workMsgId } from './work-keys.ts';
 
 export const INSTANCES = 'instances';

@@ -23,14 +23,14 @@ import type { ObjectView } from '../bus/view.ts';
 import { decideInstanceAggregate, handoverTargets, waitingTargets } from '../core/instance-aggregate.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
-import { HANDOVER } from './handover.ts';
 import {
   readExpectationView,
   readExpectedSets,
   readInstance,
   readInstanceLeases,
   readReadyPods,
-} from './view-reads.ts';
+} from '../views/view-reads.ts';
+import { HANDOVER } from './handover.ts';
 import { handoverWorkSubject, workMsgId } from './work-keys.ts';
 
 export const LEASE_AGGREGATE = 'lease-aggregate';

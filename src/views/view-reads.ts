@@ -1,7 +1,8 @@
 // Reading the plain data the core decisions take off an ObjectView: the recorded objects are
 // untyped, so each read validates with the resource's schema and skips what does not parse (a
 // record another writer put there, or one recorded without its content) instead of guessing.
-// Shared by every handler that needs an instance's replicas or the expectation view.
+// Shared by the handlers and the webhook-server replicas: both read the same configs, instances,
+// targets and Leases off the same records, so both compute the same expected sets.
 import { type ZodType, z } from 'zod';
 import { SERVED_SET_ANNOTATION, WEBHOOK_SERVER_LABEL, webhookServiceName } from '../api/constants.ts';
 import { conversionConfigSchema } from '../api/conversion-config.ts';
