@@ -34,6 +34,7 @@ export class ObjectView {
   private readonly lists = new Map<string, readonly RecordedObject[]>();
   private readonly renewals = new Map<string, string>();
   private readonly waiters: SeqWaiter[] = [];
+  private readonly changeListeners = new Set<(kind: string) => void>();
   private readonly followers: LatestFollower[] = [];
   private appliedSeq = 0;
   private readonly kinds: ReadonlySet<string>;
@@ -71,6 +72,16 @@ export class ObjectView {
 
   get sequence(): number {
     return this.appliedSeq;
+  }
+
+  /**
+   * Calls `listener` with the kind of every object recorded or removed from now on, as the view
+   * applies it (not for heartbeats). For a process that acts on the view itself rather than on
+   * work items (a webhook-server replica); returns the unsubscribe.
+   */
+  onChange(listener: (kind: string) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
   }
 
   /** Resolves once every record up to stream sequence `seq` has been applied. */
@@ -141,7 +152,10 @@ export class ObjectView {
     const key = parseObjectSubject(m.subject);
     if (key && this.kinds.has(key.kind)) {
       const decoded = decodeMessage(objectEventSchema, m.data);
-      if (decoded.ok) this.store(key, decoded.value);
+      if (decoded.ok) {
+        this.store(key, decoded.value);
+        for (const listener of this.changeListeners) listener(key.kind);
+      }
       // The recorder validated it on the way in; a record that fails here was
       // written by something else. Skip it, keep following.
       else

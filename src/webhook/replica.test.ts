@@ -1,0 +1,177 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { API_VERSION } from '../api/constants.ts';
+import type { RecordedObject } from '../bus/messages.ts';
+import type { ObjectKey } from '../bus/subjects.ts';
+import type { ExpectedSet } from '../core/served-set-codec.ts';
+import { WebhookMetrics } from './metrics.ts';
+import { Replica, type ReplicaView } from './replica.ts';
+
+/** A view whose objects the test replaces, telling listeners as ObjectView does. */
+function mutableView() {
+  const objects = new Map<string, Map<string, RecordedObject>>();
+  const listeners = new Set<(kind: string) => void>();
+  const lists = new Map<string, readonly RecordedObject[]>();
+  const view: ReplicaView = {
+    list: (kind) => {
+      let list = lists.get(kind);
+      if (!list) {
+        list = [...(objects.get(kind)?.values() ?? [])];
+        lists.set(kind, list);
+      }
+      return list;
+    },
+    record: (key: ObjectKey) => {
+      const object = objects.get(key.kind)?.get(key.name);
+      return object && { op: 'upsert', object, observedBy: 'watch', observedAt: '2030-01-01T00:00:00Z' };
+    },
+    renewTime: () => undefined,
+    onChange: (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+  const put = (kind: string, object: RecordedObject) => {
+    const byName = objects.get(kind) ?? new Map<string, RecordedObject>();
+    byName.set(object.metadata.name, object);
+    objects.set(kind, byName);
+    lists.delete(kind);
+    for (const l of listeners) l(kind);
+  };
+  return { view, put };
+}
+
+const meta = (name: string) => ({ name, uid: `u-${name}`, resourceVersion: String(Math.random()) });
+
+function crd(name: string) {
+  const version = (v: string, field: string, storage: boolean) => ({
+    name: v,
+    served: true,
+    storage,
+    schema: {
+      openAPIV3Schema: {
+        type: 'object',
+        properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } },
+      },
+    },
+  });
+  return {
+    metadata: meta(name),
+    spec: { group: 'x.io', versions: [version('v2', 'size', true), version('v1', 'replicas', false)] },
+  } as RecordedObject;
+}
+
+function config(name: string, target: string, pin: string, status: object = {}) {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'CRDConversionConfig',
+    metadata: meta(name),
+    spec: {
+      targetCRD: { name: target },
+      hubVersion: 'v2',
+      spokes: [
+        {
+          version: 'v1',
+          rules: [
+            { strategy: 'FieldRename', fieldRename: { hubPath: 'spec.size', spokePath: 'spec.replicas' } },
+          ],
+        },
+      ],
+      webhookServerRef: { name: pin },
+    },
+    status,
+  } as RecordedObject;
+}
+
+const instance = (name: string) =>
+  ({
+    apiVersion: API_VERSION,
+    kind: 'ConversionWebhookServer',
+    metadata: meta(name),
+    spec: {},
+  }) as RecordedObject;
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+function replicaOf(view: ReplicaView) {
+  const published: { served: string[]; expected: ExpectedSet }[] = [];
+  const metrics = new WebhookMetrics();
+  const replica = new Replica({
+    view,
+    instance: 'a',
+    sink: { publish: (served, expected) => published.push({ served: [...served].sort(), expected }) },
+    metrics,
+    log: pino({ level: 'silent' }),
+  });
+  return { replica, published, metrics };
+}
+
+describe('a webhook-server replica', () => {
+  it('is ready after its first sync and publishes what it holds', () => {
+    const { view, put } = mutableView();
+    put('webhookserver', instance('a'));
+    put('crd', crd('gizmos.x.io'));
+    put('crdconfig', config('g', 'gizmos.x.io', 'a'));
+    const { replica, published } = replicaOf(view);
+    expect(replica.ready).toBe(false);
+    replica.start();
+    expect(replica.ready).toBe(true);
+    expect(published.map((p) => p.served)).toEqual([['gizmos.x.io']]);
+    expect([...(published[0]?.expected.names ?? [])]).toEqual(['gizmos.x.io']);
+    expect(replica.lookup('gizmos.x.io').kind).toBe('plan');
+  });
+
+  it('republishes once for changes arriving together, and not for a status write', async () => {
+    const { view, put } = mutableView();
+    put('webhookserver', instance('a'));
+    put('crd', crd('gizmos.x.io'));
+    put('crd', crd('widgets.x.io'));
+    put('crdconfig', config('g', 'gizmos.x.io', 'a'));
+    const { replica, published } = replicaOf(view);
+    replica.start();
+    put('crdconfig', config('w', 'widgets.x.io', 'a'));
+    put('crdconfig', config('g', 'gizmos.x.io', 'a', { phase: 'Applied' }));
+    await settle();
+    expect(published.map((p) => p.served)).toEqual([['gizmos.x.io'], ['gizmos.x.io', 'widgets.x.io']]);
+    put('crdconfig', config('w', 'widgets.x.io', 'a', { phase: 'Applied' }));
+    await settle();
+    expect(published, 'a status write changes nothing it publishes').toHaveLength(2);
+  });
+
+  it('republishes when the expected set changes even if what it serves does not', async () => {
+    const { view, put } = mutableView();
+    put('webhookserver', instance('a'));
+    put('webhookserver', instance('b'));
+    put('crd', crd('gizmos.x.io'));
+    put('crd', crd('other.x.io'));
+    put('crdconfig', config('g', 'gizmos.x.io', 'a'));
+    put('crdconfig', config('o', 'other.x.io', 'b'));
+    const { replica, published } = replicaOf(view);
+    replica.start();
+    // other.x.io is repinned from b to a: a now expects it and holds it.
+    put('crdconfig', config('o', 'other.x.io', 'a'));
+    await settle();
+    expect(published.at(-1)?.served).toEqual(['gizmos.x.io', 'other.x.io']);
+    expect([...(published.at(-1)?.expected.names ?? [])].sort()).toEqual(['gizmos.x.io', 'other.x.io']);
+  });
+
+  it('reports a config that does not compile in its metrics and keeps the others', async () => {
+    const { view, put } = mutableView();
+    put('webhookserver', instance('a'));
+    put('crd', crd('gizmos.x.io'));
+    put('crd', crd('bad.x.io'));
+    put('crdconfig', config('g', 'gizmos.x.io', 'a'));
+    const broken = config('b', 'bad.x.io', 'a') as { spec: { hubVersion: string } } & RecordedObject;
+    broken.spec.hubVersion = 'v9';
+    put('crdconfig', broken);
+    const { replica, metrics } = replicaOf(view);
+    replica.start();
+    expect(replica.describe()).toMatchObject({
+      servable: ['gizmos.x.io'],
+      failures: { 'bad.x.io': [expect.any(String)] },
+    });
+    const body = (await metrics.render()).body;
+    expect(body).toContain('switchyard_webhook_plans_held 1');
+    expect(body).toContain('switchyard_webhook_compile_failures 1');
+  });
+});
