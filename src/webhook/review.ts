@@ -1,0 +1,347 @@
+// The webhook-server's ConversionReview layer: a request body in, the ConversionReview to answer
+// with out. Pure, like src/admission/review.ts: the server reads the body and finds the
+// target's plan, this module decides, so every answer is unit-tested and the same on any replica.
+//
+// It never throws and never crashes the process, whatever arrives. The apiserver is not the only
+// client that can reach the port, and a conversion webhook that dies takes every read of the
+// target with it. So:
+//
+// * Depth is measured on the text, by a scan without recursion, before anything walks the
+//   value. V8's JSON.parse is iterative and accepts any depth, but JSON.stringify (the answer)
+//   and the engine's deepCopy recurse and throw RangeError past a few thousand levels.
+// * A body whose uid can be read is answered with a Failure review for that uid, so kubectl shows
+//   the reason; only a body with no readable uid gets a plain 400 (as admission does).
+// * Each object's conversion runs inside try/catch: an engine bug or a RangeError fails the
+//   review with the object's name instead of escaping.
+//
+// The review fails as a whole when any object fails: the apiserver accepts all objects converted
+// or none. The message names the first object that failed (`kind namespace/name`), the versions
+// and the reason, and how many others failed too, because it is what the user reads in kubectl.
+import { z } from 'zod';
+import { webhookPath } from '../api/constants.ts';
+import { convert, formatConversionError } from '../engine/convert.ts';
+import { isJsonObject } from '../engine/json.ts';
+import type { Router } from '../engine/plan.ts';
+
+export const CONVERSION_REVIEW_V1 = 'apiextensions.k8s.io/v1';
+/** Sent instead of v1 only when a target lists v1beta1 first in `conversionReviewVersions`. */
+export const CONVERSION_REVIEW_V1BETA1 = 'apiextensions.k8s.io/v1beta1';
+export type ConversionReviewVersion = typeof CONVERSION_REVIEW_V1 | typeof CONVERSION_REVIEW_V1BETA1;
+const REVIEW_VERSIONS: readonly string[] = [CONVERSION_REVIEW_V1, CONVERSION_REVIEW_V1BETA1];
+
+export interface ReviewLimits {
+  /** Deepest nesting of arrays and objects in the whole review (the review itself is level 1). */
+  maxDepth: number;
+  /** Most objects one review may carry. */
+  maxObjects: number;
+}
+
+export const DEFAULT_REVIEW_LIMITS: ReviewLimits = {
+  // Measured on Node 24 with the default stack: JSON.stringify throws RangeError past ~4,450
+  // levels, the engine's deepCopy past ~4,680. 1,000 keeps a 4× margin for the server's frames
+  // beneath, while real objects nest a few dozen levels at most (the review adds 3 above each
+  // object: review, request, objects).
+  maxDepth: 1_000,
+  // The apiserver converts a whole list response in one review, so this must stay above the
+  // largest unpaginated list of one kind; it bounds the work of a review of tiny objects, which
+  // the server's byte limit alone does not.
+  maxObjects: 100_000,
+};
+
+export interface ConversionRequest {
+  uid: string;
+  desiredAPIVersion: string;
+  objects: unknown[];
+}
+
+export interface ConversionReview {
+  apiVersion: ConversionReviewVersion;
+  kind: 'ConversionReview';
+  request: ConversionRequest;
+}
+
+export type ConversionResponse =
+  | { uid: string; result: { status: 'Success' }; convertedObjects: unknown[] }
+  | { uid: string; result: { status: 'Failure'; message: string } };
+
+export interface ConversionReviewOut {
+  apiVersion: ConversionReviewVersion;
+  kind: 'ConversionReview';
+  response: ConversionResponse;
+}
+
+/**
+ * A body that is not a review to convert. With a readable uid the server answers HTTP 200 with
+ * `answer`, a Failure for that uid (the apiserver shows its message); without one, HTTP
+ * `status` with `message` as text.
+ */
+export type MalformedConversionReview =
+  | { uid: undefined; status: 400; message: string }
+  | { uid: string; message: string; answer: ConversionReviewOut };
+
+export type ParsedConversionReview =
+  | { ok: true; value: ConversionReview }
+  | { ok: false; error: MalformedConversionReview };
+
+/** What the replica holds for the target the review was sent to (`/convert/<target>`). */
+export type PlanLookup = { kind: 'plan'; router: Router; group: string } | { kind: 'none'; why: string };
+
+const conversionRequestSchema = z.looseObject({
+  uid: z.string().min(1),
+  desiredAPIVersion: z.string().min(1),
+  objects: z.array(z.unknown()),
+});
+
+const conversionReviewSchema = z.looseObject({
+  apiVersion: z.enum([CONVERSION_REVIEW_V1, CONVERSION_REVIEW_V1BETA1]),
+  kind: z.literal('ConversionReview'),
+  request: conversionRequestSchema,
+});
+
+// --- reading the request
+
+/** Reads a ConversionReview body (v1 or v1beta1). Never throws. */
+export function parseConversionReview(
+  body: string | Buffer,
+  limits: ReviewLimits = DEFAULT_REVIEW_LIMITS,
+): ParsedConversionReview {
+  try {
+    return parseText(typeof body === 'string' ? body : body.toString('utf8'), limits);
+  } catch (err) {
+    // Nothing above is expected to throw; if it does, the body is still only a bad request.
+    return {
+      ok: false,
+      error: { uid: undefined, status: 400, message: `unreadable request: ${errorText(err)}` },
+    };
+  }
+}
+
+function parseText(text: string, limits: ReviewLimits): ParsedConversionReview {
+  const depth = jsonNesting(text);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    return {
+      ok: false,
+      error: { uid: undefined, status: 400, message: `request body is not JSON: ${errorText(err)}` },
+    };
+  }
+  // Only shallow reads happen before this check: the value is not walked until it passes.
+  if (depth > limits.maxDepth)
+    return malformed(
+      value,
+      `the ConversionReview nests ${depth} levels deep, more than the ${limits.maxDepth} this server converts`,
+    );
+  const parsed = conversionReviewSchema.safeParse(value);
+  if (!parsed.success)
+    return malformed(
+      value,
+      `not an ${CONVERSION_REVIEW_V1} (or v1beta1) ConversionReview request: ${z.prettifyError(parsed.error)}`,
+    );
+  const { apiVersion, request } = parsed.data;
+  if (request.objects.length > limits.maxObjects)
+    return malformed(
+      value,
+      `the ConversionReview carries ${request.objects.length} objects, more than the ${limits.maxObjects} this server converts in one review`,
+    );
+  return {
+    ok: true,
+    value: {
+      apiVersion,
+      kind: 'ConversionReview',
+      request: { uid: request.uid, desiredAPIVersion: request.desiredAPIVersion, objects: request.objects },
+    },
+  };
+}
+
+function malformed(value: unknown, message: string): ParsedConversionReview {
+  const uid = readableUid(value);
+  if (uid === undefined) return { ok: false, error: { uid, status: 400, message } };
+  return { ok: false, error: { uid, message, answer: failureReview(answerVersion(value), uid, message) } };
+}
+
+function readableUid(value: unknown): string | undefined {
+  const request = isJsonObject(value) ? value.request : undefined;
+  const uid = isJsonObject(request) ? request.uid : undefined;
+  return typeof uid === 'string' && uid !== '' ? uid : undefined;
+}
+
+/** The request's apiVersion when it is one we answer in, else v1. */
+function answerVersion(value: unknown): ConversionReviewVersion {
+  const apiVersion = isJsonObject(value) ? value.apiVersion : undefined;
+  return typeof apiVersion === 'string' && REVIEW_VERSIONS.includes(apiVersion)
+    ? (apiVersion as ConversionReviewVersion)
+    : CONVERSION_REVIEW_V1;
+}
+
+/**
+ * The deepest nesting of arrays and objects in a JSON text (a scalar is 0, `{}` is 1), by one
+ * scan without recursion: brackets inside strings do not count. On text that is not JSON the
+ * number means nothing, but the scan still ends and never throws.
+ */
+export function jsonNesting(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      depth++;
+      if (depth > deepest) deepest = depth;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
+  }
+  return deepest;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
+// --- answering
+
+export function successReview(
+  apiVersion: ConversionReviewVersion,
+  uid: string,
+  convertedObjects: unknown[],
+): ConversionReviewOut {
+  return {
+    apiVersion,
+    kind: 'ConversionReview',
+    response: { uid, result: { status: 'Success' }, convertedObjects },
+  };
+}
+
+/** A review that converts nothing; the apiserver shows `message` to the user. */
+export function failureReview(
+  apiVersion: ConversionReviewVersion,
+  uid: string,
+  message: string,
+): ConversionReviewOut {
+  return { apiVersion, kind: 'ConversionReview', response: { uid, result: { status: 'Failure', message } } };
+}
+
+/**
+ * Converts every object of the review to its desiredAPIVersion with the target's plan. Success
+ * only when every object converted; otherwise a Failure naming the first that did not. Never
+ * throws.
+ */
+export function answerConversionReview(
+  review: ConversionReview,
+  target: string,
+  plan: PlanLookup,
+): ConversionReviewOut {
+  const { apiVersion } = review;
+  const { uid } = review.request;
+  try {
+    const answer = convertAll(review.request, target, plan);
+    return answer.ok
+      ? successReview(apiVersion, uid, answer.value)
+      : failureReview(apiVersion, uid, answer.error);
+  } catch (err) {
+    return failureReview(apiVersion, uid, `converting for ${target} failed unexpectedly: ${errorText(err)}`);
+  }
+}
+
+type Converted = { ok: true; value: unknown[] } | { ok: false; error: string };
+
+function convertAll(request: ConversionRequest, target: string, plan: PlanLookup): Converted {
+  if (plan.kind === 'none')
+    return { ok: false, error: `this replica holds no conversion plan for ${target}: ${plan.why}` };
+  const desired = splitApiVersion(request.desiredAPIVersion);
+  if (desired?.group !== plan.group)
+    return {
+      ok: false,
+      error: `desiredAPIVersion ${request.desiredAPIVersion} is not a version of ${plan.group}, the group ${webhookPath(target)} converts`,
+    };
+  const { objects } = request;
+  const converted: unknown[] = new Array(objects.length);
+  let firstFailure: string | undefined;
+  let failures = 0;
+  for (let i = 0; i < objects.length; i++) {
+    const one = convertOne(plan, target, objects[i], i, desired.version);
+    if (one.ok) converted[i] = one.value;
+    else {
+      failures++;
+      firstFailure ??= one.error;
+    }
+  }
+  if (firstFailure === undefined) return { ok: true, value: converted };
+  const others = failures - 1;
+  return {
+    ok: false,
+    error:
+      others === 0
+        ? firstFailure
+        : `${firstFailure} (and ${others} more of the ${objects.length} objects failed to convert)`,
+  };
+}
+
+type ConvertedOne = { ok: true; value: unknown } | { ok: false; error: string };
+
+function convertOne(
+  plan: { router: Router; group: string },
+  target: string,
+  object: unknown,
+  index: number,
+  to: string,
+): ConvertedOne {
+  if (!isJsonObject(object))
+    return { ok: false, error: `converting objects[${index}] to ${to}: it is not a JSON object` };
+  const who = describeObject(object);
+  const { apiVersion } = object;
+  if (typeof apiVersion !== 'string')
+    return { ok: false, error: `converting ${who} to ${to}: apiVersion is missing or not a string` };
+  const from = splitApiVersion(apiVersion);
+  if (from === undefined)
+    return {
+      ok: false,
+      error: `converting ${who} to ${to}: apiVersion ${apiVersion} is not <group>/<version>`,
+    };
+  if (from.group !== plan.group)
+    return {
+      ok: false,
+      error: `converting ${who} from ${apiVersion} to ${to}: ${from.group} is not the group ${webhookPath(target)} converts (${plan.group})`,
+    };
+  try {
+    const result = convert(plan.router, object, from.version, to);
+    return result.ok
+      ? { ok: true, value: result.object }
+      : { ok: false, error: formatConversionError(result.error, from.version, to) };
+  } catch (err) {
+    return {
+      ok: false,
+      error: `converting ${who} from ${from.version} to ${to}: the conversion failed unexpectedly (${errorText(err)})`,
+    };
+  }
+}
+
+/** `group/version`, as the engine reads it: the last slash splits, and both parts are non-empty. */
+function splitApiVersion(apiVersion: string): { group: string; version: string } | undefined {
+  const slash = apiVersion.lastIndexOf('/');
+  if (slash <= 0 || slash === apiVersion.length - 1) return undefined;
+  return { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
+}
+
+/** `kind namespace/name`, as far as the object tells (the engine's own errors say it alike). */
+function describeObject(object: Record<string, unknown>): string {
+  const kind = typeof object.kind === 'string' ? object.kind : 'object';
+  const metadata = isJsonObject(object.metadata) ? object.metadata : {};
+  const name = typeof metadata.name === 'string' ? metadata.name : '(unnamed)';
+  return typeof metadata.namespace === 'string' ? `${kind} ${metadata.namespace}/${name}` : `${kind} ${name}`;
+}
+
+function errorText(err: unknown): string {
+  try {
+    return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  } catch {
+    return 'an error that cannot be printed';
+  }
+}
