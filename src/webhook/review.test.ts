@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { compile } from '../engine/compile.ts';
 import type { Router } from '../engine/plan.ts';
 import { enumOf, GROUP, int, obj, object, root, spec, str, versions } from '../engine/test-support.ts';
+import type { PlanLookup } from './plans.ts';
 import {
   answerConversionReview,
   CONVERSION_REVIEW_V1,
@@ -11,7 +12,6 @@ import {
   type ConversionReviewOut,
   DEFAULT_REVIEW_LIMITS,
   jsonNesting,
-  type PlanLookup,
   parseConversionReview,
   type ReviewLimits,
 } from './review.ts';

@@ -21,7 +21,7 @@ import { z } from 'zod';
 import { webhookPath } from '../api/constants.ts';
 import { convert, formatConversionError } from '../engine/convert.ts';
 import { isJsonObject } from '../engine/json.ts';
-import type { Router } from '../engine/plan.ts';
+import type { PlanLookup } from './plans.ts';
 
 export const CONVERSION_REVIEW_V1 = 'apiextensions.k8s.io/v1';
 /** Sent instead of v1 only when a target lists v1beta1 first in `conversionReviewVersions`. */
@@ -82,9 +82,6 @@ export type MalformedConversionReview =
 export type ParsedConversionReview =
   | { ok: true; value: ConversionReview }
   | { ok: false; error: MalformedConversionReview };
-
-/** What the replica holds for the target the review was sent to (`/convert/<target>`). */
-export type PlanLookup = { kind: 'plan'; router: Router; group: string } | { kind: 'none'; why: string };
 
 const conversionRequestSchema = z.looseObject({
   uid: z.string().min(1),
@@ -287,7 +284,7 @@ function convertAll(request: ConversionRequest, target: string, plan: PlanLookup
 type ConvertedOne = { ok: true; value: unknown } | { ok: false; error: string };
 
 function convertOne(
-  plan: { router: Router; group: string },
+  plan: Extract<PlanLookup, { kind: 'plan' }>,
   target: string,
   object: unknown,
   index: number,

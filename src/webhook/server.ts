@@ -1,0 +1,158 @@
+// The webhook-server's HTTPS server: thin. The kube-apiserver POSTs a ConversionReview to
+// `/convert/<target>`; review.ts reads it and answers with the replica's plan for that target.
+//
+// Every failure has a clear answer rather than a hung or reset connection: a body too large is
+// a 413, one that is not a review a 400, a review that cannot be converted a Failure review for
+// its uid (the apiserver shows the message in the user's error). A body that arrives slower
+// than the apiserver would wait is cut by the server's request timeout. /readyz answers 200
+// only once the replica has synced and compiled, and 503 from the moment shutdown starts.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { LIVENESS_PATH, READINESS_PATH } from '../api/constants.ts';
+import { readBody, sendJson, sendText } from '../runtime/http-body.ts';
+import type { CertificatePair } from '../runtime/serving-certificate.ts';
+import type { WebhookMetrics } from './metrics.ts';
+import type { PlanLookup } from './plans.ts';
+import { answerConversionReview, parseConversionReview } from './review.ts';
+
+const CONVERT_PREFIX = '/convert/';
+export const METRICS_PATH = '/metrics';
+export const DEBUG_PLANS_PATH = '/debug/plans';
+
+/**
+ * The apiserver sends a whole list response in one review: objects of at most the 1.5 MiB etcd
+ * stores each, many of them. 64 MiB bounds the memory one request may take.
+ */
+export const MAX_REVIEW_BYTES = 64 * 1024 * 1024;
+
+/** The apiserver waits at most 30 s for a conversion webhook; a slower body is not worth a socket. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/** What the server asks of the replica. */
+export interface PlanSource {
+  readonly ready: boolean;
+  lookup(target: string): PlanLookup;
+  describe(): unknown;
+}
+
+export interface WebhookServerOptions {
+  certificate: CertificatePair;
+  replica: PlanSource;
+  metrics: WebhookMetrics;
+  log: Logger;
+  maxReviewBytes?: number;
+}
+
+export class ConversionWebhookServer {
+  private readonly server: Server;
+  private readonly replica: PlanSource;
+  private readonly metrics: WebhookMetrics;
+  private readonly log: Logger;
+  private readonly maxReviewBytes: number;
+  private serving = false;
+
+  constructor(options: WebhookServerOptions) {
+    this.replica = options.replica;
+    this.metrics = options.metrics;
+    this.log = options.log;
+    this.maxReviewBytes = options.maxReviewBytes ?? MAX_REVIEW_BYTES;
+    this.server = createServer(
+      { ...options.certificate, requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS },
+      (req, res) => void this.route(req, res),
+    );
+  }
+
+  async listen(port: number, host?: string): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => resolve());
+    });
+    this.serving = true;
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** Serves a rotated certificate to every new connection. */
+  setCertificate(pair: CertificatePair): void {
+    this.server.setSecureContext(pair);
+  }
+
+  /** Turns /readyz to 503 at once, then waits for the reviews in flight. */
+  async close(): Promise<void> {
+    this.serving = false;
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'https://webhook').pathname;
+    try {
+      if (path === LIVENESS_PATH) return sendText(res, 200, 'ok');
+      if (path === READINESS_PATH) return this.readiness(res);
+      if (path === METRICS_PATH) return await this.renderMetrics(res);
+      if (path === DEBUG_PLANS_PATH) return sendJson(res, this.replica.describe());
+      if (!path.startsWith(CONVERT_PREFIX))
+        return sendText(res, 404, `no such path ${path}; reviews go to ${CONVERT_PREFIX}<target>`);
+      if (req.method !== 'POST') return sendText(res, 405, `${path} takes POST`);
+      await this.convert(req, res, decodeURIComponent(path.slice(CONVERT_PREFIX.length)));
+    } catch (err) {
+      this.log.error({ err, path }, 'request failed');
+      if (!res.headersSent) sendText(res, 500, 'internal error');
+    }
+  }
+
+  private readiness(res: ServerResponse): void {
+    if (!this.serving) return sendText(res, 503, 'shutting down');
+    if (!this.replica.ready) return sendText(res, 503, 'not synced yet: the plans are being compiled');
+    sendText(res, 200, 'ok');
+  }
+
+  private async renderMetrics(res: ServerResponse): Promise<void> {
+    const { contentType, body } = await this.metrics.render();
+    res.writeHead(200, { 'content-type': contentType }).end(body);
+  }
+
+  private async convert(req: IncomingMessage, res: ServerResponse, target: string): Promise<void> {
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    const body = await readBody(req, this.maxReviewBytes, 'ConversionReview');
+    if (!body.ok) {
+      this.metrics.review(target, '', 'rejected', seconds());
+      return sendText(res, body.status, body.message);
+    }
+    const parsed = parseConversionReview(body.bytes);
+    if (!parsed.ok) {
+      const { error } = parsed;
+      this.log.warn({ target, uid: error.uid, message: error.message }, 'malformed ConversionReview');
+      this.metrics.review(target, '', 'rejected', seconds());
+      if (error.uid === undefined) return sendText(res, error.status, error.message);
+      return sendJson(res, error.answer);
+    }
+    const review = parsed.value;
+    const answer = answerConversionReview(review, target, this.replica.lookup(target));
+    const toVersion = review.request.desiredAPIVersion.split('/').pop() ?? '';
+    const ok = answer.response.result.status === 'Success';
+    this.metrics.review(
+      target,
+      toVersion,
+      ok ? 'success' : 'failure',
+      seconds(),
+      review.request.objects.length,
+    );
+    if (!ok)
+      this.log.info(
+        {
+          target,
+          uid: review.request.uid,
+          to: review.request.desiredAPIVersion,
+          reason: failureMessage(answer),
+        },
+        'conversion failed',
+      );
+    sendJson(res, answer);
+  }
+}
+
+function failureMessage(answer: { response: { result: { status: string; message?: string } } }): string {
+  return answer.response.result.message ?? '';
+}
