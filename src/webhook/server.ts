@@ -102,9 +102,9 @@ export class ConversionWebhookServer {
   }
 
   private readiness(res: ServerResponse): void {
-    if (!this.serving) return sendText(res, 503, 'shutting down');
-    if (!this.replica.ready) return sendText(res, 503, 'not synced yet: the plans are being compiled');
-    sendText(res, 200, 'ok');
+    if (!this.serving) sendText(res, 503, 'shutting down');
+    else if (!this.replica.ready) sendText(res, 503, 'not synced yet: the plans are being compiled');
+    else sendText(res, 200, 'ok');
   }
 
   private async renderMetrics(res: ServerResponse): Promise<void> {
