@@ -10,7 +10,11 @@ import {
 } from '@kubernetes/client-node';
 import { GROUP, VERSION } from '../../src/api/constants.ts';
 import { webhookServerSchema } from '../../src/api/webhook-server.ts';
-import { renderInstance } from '../../src/core/instances/render.ts';
+import {
+  type RenderedInstance,
+  renderInstance,
+  type ServiceAccountRef,
+} from '../../src/core/instances/render.ts';
 import { HANDOVER_SERVICE_ACCOUNT } from '../../src/handlers/operator-namespace.ts';
 import { isConflict } from '../../src/kube/errors.ts';
 import type { LocalClusterInfo } from '../../src/local-cluster/cluster.ts';
@@ -88,13 +92,8 @@ function ignoreExists(err: unknown): void {
 /** The handover's ServiceAccount as deploy/rbac/handover.yaml creates it. */
 export const HANDOVER_ACCOUNT = { name: HANDOVER_SERVICE_ACCOUNT, namespace: RBAC_NAMESPACE } as const;
 
-/**
- * What the instances handler renders for the handover to read an instance's trust bundle (a
- * Role with `get` on its serving Secret, bound to the handover's ServiceAccount), for tests that
- * play the data plane without that handler: rendered by the same pure function, so the grant
- * these tests run under is the product's.
- */
-export async function grantTrustBundleRead(admin: KubeConfig, instance: string): Promise<void> {
+/** An instance as stored, rendered by the instances handler's pure function (with this file's settings). */
+async function renderStoredInstance(admin: KubeConfig, instance: string): Promise<RenderedInstance> {
   const read = await admin.makeApiClient(CustomObjectsApi).getClusterCustomObject({
     group: GROUP,
     version: VERSION,
@@ -107,7 +106,62 @@ export async function grantTrustBundleRead(admin: KubeConfig, instance: string):
     handoverServiceAccount: HANDOVER_ACCOUNT,
   });
   if (!rendered.ok) throw new Error(rendered.error);
+  return rendered.value;
+}
+
+/**
+ * What the instances handler renders for the handover to read an instance's trust bundle (a
+ * Role with `get` on its serving Secret, bound to the handover's ServiceAccount), for tests that
+ * play the data plane without that handler: rendered by the same pure function, so the grant
+ * these tests run under is the product's.
+ */
+export async function grantTrustBundleRead(admin: KubeConfig, instance: string): Promise<void> {
+  const rendered = await renderStoredInstance(admin, instance);
   const objects = admin.makeApiClient(KubernetesObjectApi);
-  for (const o of [rendered.value.trustBundleRole, rendered.value.trustBundleRoleBinding])
+  for (const o of [rendered.trustBundleRole, rendered.trustBundleRoleBinding])
     await objects.create(o as KubernetesObject).catch(ignoreExists);
+}
+
+/**
+ * What the instances handler renders for an instance's replicas to publish their served-set
+ * Leases: the ServiceAccount, and the Role with get/create/update/patch on leases in the
+ * instance's namespace bound to it. Rendered by the same pure function, so a test that writes as
+ * a replica runs under exactly the product's grant. The objects are owned by the instance and
+ * live in its namespace: deleting either removes them.
+ */
+export async function grantLeaseWriter(admin: KubeConfig, instance: string): Promise<ServiceAccountRef> {
+  const rendered = await renderStoredInstance(admin, instance);
+  const objects = admin.makeApiClient(KubernetesObjectApi);
+  for (const o of [rendered.serviceAccount, rendered.role, rendered.roleBinding])
+    if (o) await objects.create(o as KubernetesObject).catch(ignoreExists);
+  return { name: rendered.names.serviceAccount, namespace: rendered.names.namespace };
+}
+
+/** The user name the apiserver gives a ServiceAccount (audit log, RBAC). */
+export function serviceAccountUser(account: ServiceAccountRef): string {
+  return `system:serviceaccount:${account.namespace}:${account.name}`;
+}
+
+/**
+ * A kubeconfig with a token of `account` bound to `pod`, as a kubelet projects into a replica
+ * (the Pod must run as that account); the apiserver stops accepting it once the Pod is gone.
+ */
+export async function podIdentity(
+  cluster: LocalClusterInfo,
+  admin: KubeConfig,
+  account: ServiceAccountRef,
+  pod: { name: string; uid: string },
+): Promise<KubeConfig> {
+  const token = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
+    name: account.name,
+    namespace: account.namespace,
+    body: {
+      spec: {
+        audiences: [],
+        expirationSeconds: 3600,
+        boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.name, uid: pod.uid },
+      },
+    },
+  });
+  return kubeConfigFromToken(cluster.endpoint, serviceAccountUser(account), token.status?.token ?? '');
 }
