@@ -6,6 +6,7 @@ import { runHandover } from '../handlers/run-handover.ts';
 import { runInstances } from '../handlers/run-instances.ts';
 import { runLeaseAggregate } from '../handlers/run-lease-aggregate.ts';
 import { runWatchers } from '../watchers/run.ts';
+import { runWebhookServer } from '../webhook/run.ts';
 import { runAssign } from './assign.ts';
 import { runBus } from './bus.ts';
 import { runDemo } from './demo.ts';
@@ -22,6 +23,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   handover: runHandover,
   'config-status': runConfigStatus,
   instances: runInstances,
+  'webhook-server': runWebhookServer,
 };
 
 async function main(argv: string[]): Promise<void> {

@@ -7,7 +7,7 @@ describe('the webhook-server metrics', () => {
     m.review('gizmos.x.io', 'v2', 'success', 0.002, 10);
     m.review('gizmos.x.io', 'v2', 'failure', 0.001);
     m.plans(3, 1);
-    m.leasePublished('set', 118);
+    m.observeLease(() => ({ publishes: 2, renewals: 5, lastEncodedBytes: 118 }));
     const { contentType, body } = await m.render();
     expect(contentType).toMatch(/^text\/plain/);
     expect(body).toContain(
@@ -17,7 +17,8 @@ describe('the webhook-server metrics', () => {
     expect(body).toContain('switchyard_webhook_conversion_review_seconds_count{result="failure"} 1');
     expect(body).toContain('switchyard_webhook_plans_held 3');
     expect(body).toContain('switchyard_webhook_compile_failures 1');
-    expect(body).toContain('switchyard_webhook_lease_publishes_total{kind="set"} 1');
+    expect(body).toContain('switchyard_webhook_lease_publishes_total{kind="set"} 2');
+    expect(body).toContain('switchyard_webhook_lease_publishes_total{kind="renew"} 5');
     expect(body).toContain('switchyard_webhook_lease_served_set_bytes 118');
   });
 

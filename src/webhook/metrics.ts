@@ -5,6 +5,12 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 
 export type ReviewResult = 'success' | 'failure' | 'rejected';
 
+export interface LeaseStats {
+  publishes: number;
+  renewals: number;
+  lastEncodedBytes: number;
+}
+
 export class WebhookMetrics {
   readonly registry = new Registry();
   private readonly reviews = new Counter({
@@ -36,20 +42,32 @@ export class WebhookMetrics {
     help: 'Targets whose config does not compile now (a held one serves its last good plan).',
     registers: [this.registry],
   });
-  private readonly leasePublishes = new Counter({
-    name: 'switchyard_webhook_lease_publishes_total',
-    help: 'Writes of this replica’s served-set Lease, by kind (set: the served set changed; renew: a heartbeat).',
-    labelNames: ['kind'] as const,
-    registers: [this.registry],
-  });
-  private readonly leaseBytes = new Gauge({
-    name: 'switchyard_webhook_lease_served_set_bytes',
-    help: 'Size of the served-set annotation last written.',
-    registers: [this.registry],
-  });
+  /** The Lease publisher counts its own writes; the metrics read them at each scrape. */
+  private leaseStats: () => LeaseStats = () => ({ publishes: 0, renewals: 0, lastEncodedBytes: 0 });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+    const metrics = this;
+    new Counter({
+      name: 'switchyard_webhook_lease_publishes_total',
+      help: 'Writes of this replica’s served-set Lease, by kind (set: the whole Lease, on a change or a recovery; renew: a heartbeat).',
+      labelNames: ['kind'] as const,
+      registers: [this.registry],
+      collect() {
+        const stats = metrics.leaseStats();
+        this.reset();
+        this.inc({ kind: 'set' }, stats.publishes);
+        this.inc({ kind: 'renew' }, stats.renewals);
+      },
+    });
+    new Gauge({
+      name: 'switchyard_webhook_lease_served_set_bytes',
+      help: 'Size of the served-set annotation last written.',
+      registers: [this.registry],
+      collect() {
+        this.set(metrics.leaseStats().lastEncodedBytes);
+      },
+    });
   }
 
   review(target: string, toVersion: string, result: ReviewResult, seconds: number, objects = 0): void {
@@ -63,9 +81,9 @@ export class WebhookMetrics {
     this.compileFailures.set(failing);
   }
 
-  leasePublished(kind: 'set' | 'renew', bytes: number): void {
-    this.leasePublishes.inc({ kind });
-    this.leaseBytes.set(bytes);
+  /** Where the Lease figures come from (LeasePublisher.stats). */
+  observeLease(stats: () => LeaseStats): void {
+    this.leaseStats = stats;
   }
 
   /** The Prometheus text exposition, and its content type. */
