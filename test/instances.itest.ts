@@ -2,8 +2,9 @@
 // instances, their Deployments, configs and targets, the router turns each record into work,
 // and the handler (acting as the ServiceAccount of deploy/rbac/instances.yaml) renders the
 // instance into its namespace, issues its certificates, keeps its finalizer and reports its
-// Deployment. The local node agent tries to run the replicas, whose `webhook-server`
-// subcommand does not exist yet: they fail, and the status says so (0 ready, Available False).
+// Deployment. The local node agent runs the replicas (`switchyard webhook-server`), given a bus
+// address nothing listens on: they never become ready, and the status says so (0 ready,
+// Available False); the data plane itself is tested in test/webhook-server.itest.ts.
 import {
   ApiextensionsV1Api,
   AuthorizationV1Api,
@@ -151,7 +152,8 @@ beforeAll(async () => {
         settings: {
           defaultNamespace: 'unused',
           image: { repository: 'switchyard', tag: 'dev' },
-          env: { SWITCHYARD_NATS_URL: cluster.info.natsUrl },
+          // Unreachable on purpose: replicas that cannot read the bus never become ready.
+          env: { SWITCHYARD_NATS_URL: 'nats://127.0.0.1:1' },
           handoverServiceAccount: HANDOVER_ACCOUNT,
         },
       }),

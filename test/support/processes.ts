@@ -14,8 +14,10 @@ export function switchyardProcess(opts: {
   kubeconfig?: string | undefined;
   logFile: string;
   log: Logger;
+  /** More environment, as a Pod's spec gives it (the downward API's POD_NAME, …). */
+  env?: Record<string, string>;
 }): ManagedProcess {
-  const env: NodeJS.ProcessEnv = { ...process.env, SWITCHYARD_LOG_LEVEL: 'info' };
+  const env: NodeJS.ProcessEnv = { ...process.env, SWITCHYARD_LOG_LEVEL: 'info', ...opts.env };
   if (opts.kubeconfig) env.KUBECONFIG = opts.kubeconfig;
   else delete env.KUBECONFIG;
   return new ManagedProcess(

@@ -1,0 +1,301 @@
+// A webhook-server replica as a process, the way a Pod runs it: `switchyard webhook-server
+// --instance --port --tls-dir`, POD_NAME / POD_NAMESPACE / POD_UID from the downward API, a
+// ServiceAccount token bound to its Pod under the Role the instances handler renders. It learns
+// configs, instances and targets from the bus (a `switchyard watch` process records them), so
+// nothing here hands it a plan. Asserted: /readyz only after the sync; a ConversionReview for
+// the target it holds comes back converted, one for a target it does not hold fails closed
+// with the reason; its Lease reports exactly what it serves and follows configs that come and
+// go; a rotated certificate is served without a restart; on SIGTERM the
+// Lease is withdrawn (an empty set) before the process exits.
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
+import { ApiextensionsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { Agent, fetch } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_VERSION, GROUP, SERVED_SET_ANNOTATION, servedLeaseName, VERSION } from '../src/api/constants.ts';
+import { decodeServedSet, expectedSetOf } from '../src/core/served-set-codec.ts';
+import { freePort } from '../src/local-cluster/free-port.ts';
+import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
+import {
+  type CertificateAuthority,
+  createCertificateAuthority,
+  issueCertificate,
+} from '../src/local-cluster/pki.ts';
+import { waitFor } from '../src/local-cluster/wait.ts';
+import { type OwnBus, startOwnBus } from './support/bus.ts';
+import { committedCrds, ensureCrd, gizmoCrd } from './support/crds.ts';
+import { grantLeaseWriter, podIdentity } from './support/identities.ts';
+import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
+import { switchyardProcess } from './support/processes.ts';
+
+const cluster = useLocalCluster();
+const admin = cluster.kubeConfig('admin');
+const core = admin.makeApiClient(CoreV1Api);
+const custom = admin.makeApiClient(CustomObjectsApi);
+const crdApi = admin.makeApiClient(ApiextensionsV1Api);
+const leases = admin.makeApiClient(CoordinationV1Api);
+const log = pino({ level: 'warn' });
+const suffix = Math.random().toString(36).slice(2, 7);
+const INSTANCE = `ws-${suffix}`;
+const TARGET = `gizmos.ws${suffix}.bench.switchyard.dev`;
+const OTHER = `gizmos.wso${suffix}.bench.switchyard.dev`;
+const GROUP_OF_TARGET = TARGET.split('.').slice(1).join('.');
+/** No Node of this name exists: the local node agent leaves the Pod object alone. */
+const NO_KUBELET_NODE = 'webhook-server-itest-no-kubelet';
+
+let bus: OwnBus;
+let dir: string;
+let namespace = '';
+let ca: CertificateAuthority;
+let port = 0;
+let pod = { name: '', uid: '' };
+const processes: ManagedProcess[] = [];
+let server: ManagedProcess;
+
+function config(name: string, target: string, spokePath = 'spec.replicas') {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'CRDConversionConfig',
+    metadata: { name },
+    spec: {
+      targetCRD: { name: target },
+      hubVersion: 'v2',
+      spokes: [
+        {
+          version: 'v1',
+          rules: [{ strategy: 'FieldRename', fieldRename: { hubPath: 'spec.size', spokePath } }],
+        },
+      ],
+      webhookServerRef: { name: INSTANCE },
+    },
+  };
+}
+
+async function issueServing(name: string): Promise<void> {
+  const issued = await issueCertificate(ca, dir, name, { commonName: 'webhook', ipAddresses: ['127.0.0.1'] });
+  await writeFile(join(dir, 'tls', 'tls.crt'), issued.certPem);
+  await writeFile(join(dir, 'tls', 'tls.key'), issued.keyPem);
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'webhook-server-itest-'));
+  await mkdir(join(dir, 'tls'));
+  ca = await createCertificateAuthority(dir, 'ca');
+  await issueServing('serving-1');
+  for (const crd of await committedCrds()) await ensureCrd(admin, crd);
+  namespace = await createNamespace(admin, 'webhook-server');
+  for (const t of [TARGET, OTHER]) await crdApi.createCustomResourceDefinition({ body: gizmoCrd(t) });
+  await custom.createClusterCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: 'conversionwebhookservers',
+    body: {
+      apiVersion: API_VERSION,
+      kind: 'ConversionWebhookServer',
+      metadata: { name: INSTANCE },
+      spec: { namespace },
+    },
+  });
+  await custom.createClusterCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: 'crdconversionconfigs',
+    body: config(`ws-${suffix}`, TARGET),
+  });
+  const account = await grantLeaseWriter(admin, INSTANCE);
+  const created = await core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: { name: `${INSTANCE}-0` },
+      spec: {
+        nodeName: NO_KUBELET_NODE,
+        serviceAccountName: account.name,
+        automountServiceAccountToken: false,
+        containers: [{ name: 'webhook-server', image: 'switchyard:dev' }],
+      },
+    },
+  });
+  pod = { name: created.metadata?.name ?? '', uid: created.metadata?.uid ?? '' };
+  const identity = join(dir, 'replica.kubeconfig');
+  await writeFile(identity, (await podIdentity(cluster.info, admin, account, pod)).exportConfig());
+  bus = await startOwnBus();
+  processes.push(
+    switchyardProcess({
+      name: 'watch',
+      args: ['watch'],
+      natsUrl: bus.server.url,
+      kubeconfig: cluster.info.kubeConfigs.admin,
+      logFile: join(cluster.info.dir, 'logs', 'webhook-server-watch.log'),
+      log,
+    }),
+  );
+  port = await freePort();
+  server = switchyardProcess({
+    name: 'webhook-server',
+    args: ['webhook-server', `--instance=${INSTANCE}`, `--port=${port}`, `--tls-dir=${join(dir, 'tls')}`],
+    natsUrl: bus.server.url,
+    kubeconfig: identity,
+    logFile: join(cluster.info.dir, 'logs', 'webhook-server-replica.log'),
+    log,
+    env: { POD_NAME: pod.name, POD_NAMESPACE: namespace, POD_UID: pod.uid },
+  });
+  processes.push(server);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(processes.map((p) => p.stop(5_000)));
+  await bus?.stop();
+  for (const name of [`ws-${suffix}`, `wso-${suffix}`])
+    await custom
+      .deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'crdconversionconfigs', name })
+      .catch(() => undefined);
+  await custom
+    .deleteClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'conversionwebhookservers',
+      name: INSTANCE,
+    })
+    .catch(() => undefined);
+  for (const t of [TARGET, OTHER])
+    await crdApi.deleteCustomResourceDefinition({ name: t }).catch(() => undefined);
+  if (namespace) {
+    await core
+      .deleteNamespacedPod({ namespace, name: pod.name, gracePeriodSeconds: 0 })
+      .catch(() => undefined);
+    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  }
+  await rm(dir, { recursive: true, force: true });
+});
+
+const base = () => `https://127.0.0.1:${port}`;
+const trusting = () => new Agent({ connect: { ca: ca.certPem }, pipelining: 0 });
+
+async function call(path: string, body?: unknown) {
+  const res = await fetch(`${base()}${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+    headers: { 'content-type': 'application/json' },
+    dispatcher: trusting(),
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+const review = (target: string, uid: string) => ({
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'ConversionReview',
+  request: {
+    uid,
+    desiredAPIVersion: `${target.split('.').slice(1).join('.')}/v2`,
+    objects: [
+      {
+        apiVersion: `${target.split('.').slice(1).join('.')}/v1`,
+        kind: 'Gizmo',
+        metadata: { name: 'g1', namespace: 'default' },
+        spec: { replicas: 4 },
+      },
+    ],
+  },
+});
+
+async function servedByLease(): Promise<string[] | undefined> {
+  const lease = await leases
+    .readNamespacedLease({ namespace, name: servedLeaseName(pod.name) })
+    .catch(() => undefined);
+  const value = lease?.metadata?.annotations?.[SERVED_SET_ANNOTATION];
+  if (value === undefined) return undefined;
+  const decoded = decodeServedSet(value, expectedSetOf([]));
+  return decoded.kind === 'set' ? [...decoded.served].sort() : undefined;
+}
+
+describe('a webhook-server replica as a process', () => {
+  it('becomes ready once synced, and converts the target it holds with the plan it compiled', {
+    timeout: 90_000,
+  }, async () => {
+    await waitFor(
+      'the replica ready',
+      async () => ((await call('/readyz').catch(() => ({ status: 0 }))).status === 200 ? true : undefined),
+      { timeoutMs: 60_000 },
+    );
+    const answer = JSON.parse((await call(`/convert/${TARGET}`, review(TARGET, 'u-1'))).text);
+    expect(answer.response).toMatchObject({
+      uid: 'u-1',
+      result: { status: 'Success' },
+      convertedObjects: [{ apiVersion: `${GROUP_OF_TARGET}/v2`, spec: { size: 4 } }],
+    });
+    expect(answer.response.convertedObjects[0].spec.replicas).toBeUndefined();
+  });
+
+  it('fails closed, with the reason, for a target it holds no plan for', async () => {
+    const answer = JSON.parse((await call(`/convert/${OTHER}`, review(OTHER, 'u-2'))).text);
+    expect(answer.response).toMatchObject({ uid: 'u-2', result: { status: 'Failure' } });
+    expect(answer.response.result.message).toContain(OTHER);
+    expect(answer.response.convertedObjects).toBeUndefined();
+  });
+
+  it('publishes what it serves in its own Lease, owned by its Pod, and follows configs that come and go', {
+    timeout: 60_000,
+  }, async () => {
+    expect(await waitFor('the Lease', servedByLease, { timeoutMs: 20_000 })).toEqual([TARGET]);
+    const lease = await leases.readNamespacedLease({ namespace, name: servedLeaseName(pod.name) });
+    expect(lease.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Pod', name: pod.name, uid: pod.uid });
+    expect(lease.spec?.holderIdentity).toBe(pod.name);
+    // The config goes, another comes for the other CRD: the replica lets go of the first plan
+    // and holds the second, and its Lease says so.
+    await custom.deleteClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'crdconversionconfigs',
+      name: `ws-${suffix}`,
+    });
+    await custom.createClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'crdconversionconfigs',
+      body: config(`wso-${suffix}`, OTHER),
+    });
+    expect(
+      await waitFor('the Lease to follow', async () => {
+        const served = await servedByLease();
+        return served?.length === 1 && served[0] === OTHER ? served : undefined;
+      }),
+    ).toEqual([OTHER]);
+    const answer = JSON.parse((await call(`/convert/${TARGET}`, review(TARGET, 'u-3'))).text);
+    expect(answer.response.result.status, 'the plan went with its config').toBe('Failure');
+  });
+
+  it('serves a rotated certificate without a restart', { timeout: 60_000 }, async () => {
+    const before = await peerSerial();
+    await issueServing('serving-2');
+    const after = await waitFor(
+      'the new certificate served',
+      async () => {
+        const serial = await peerSerial();
+        return serial !== before ? serial : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
+    expect(after).not.toBe(before);
+    expect(server.pid).toBeDefined();
+  });
+
+  it('withdraws its report on SIGTERM before it exits', { timeout: 60_000 }, async () => {
+    await server.stop(20_000);
+    expect(await servedByLease()).toEqual([]);
+  });
+});
+
+/** The serial number of the certificate the replica presents now. */
+function peerSerial(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({ host: '127.0.0.1', port, ca: ca.certPem }, () => {
+      const serial = socket.getPeerCertificate().serialNumber;
+      socket.end();
+      resolve(serial);
+    });
+    socket.once('error', reject);
+  });
+}
