@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { pino } from 'pino';
 import { Agent, fetch } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -195,5 +196,44 @@ describe('the webhook-server', () => {
     expect(JSON.parse((await call(`${base}/debug/plans`)).text)).toEqual({ servable: [TARGET] });
     expect((await call(`${base}/convert/${TARGET}`)).status, 'GET on a review path').toBe(405);
     expect((await call(`${base}/elsewhere`)).status).toBe(404);
+  });
+});
+
+describe('the webhook-server under arbitrary bodies', () => {
+  it('answers every body with a review, a 400 or a 413, and keeps serving', { timeout: 60_000 }, async () => {
+    const base = await start(holding(), new WebhookMetrics(), 64 * 1024);
+    const dispatcher = agent();
+    const valid = JSON.parse(review([gizmo('a', 3)])) as Record<string, unknown>;
+    const bodies = fc.oneof(
+      fc.string({ maxLength: 2_000 }),
+      fc.json({ maxDepth: 6 }),
+      fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify({ ...valid, request: v })),
+      fc
+        .jsonValue({ maxDepth: 4 })
+        .map((v) =>
+          JSON.stringify({ ...valid, request: { uid: 'u-f', desiredAPIVersion: 'x.io/v2', objects: [v] } }),
+        ),
+      fc.integer({ min: 1, max: 200_000 }).map((depth) => `${'['.repeat(depth)}${']'.repeat(depth)}`),
+      fc.integer({ min: 60_000, max: 200_000 }).map((size) => 'x'.repeat(size)),
+    );
+    await fc.assert(
+      fc.asyncProperty(bodies, async (body) => {
+        const res = await fetch(`${base}/convert/${TARGET}`, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/json' },
+          dispatcher,
+        });
+        const text = await res.text();
+        expect([200, 400, 413]).toContain(res.status);
+        if (res.status === 200) {
+          const answer = JSON.parse(text);
+          expect(answer.kind).toBe('ConversionReview');
+          expect(['Success', 'Failure']).toContain(answer.response.result.status);
+        } else expect(text.trim().length).toBeGreaterThan(0);
+      }),
+      { numRuns: 300 },
+    );
+    expect((await call(`${base}/healthz`)).status).toBe(200);
   });
 });
