@@ -220,6 +220,16 @@ describe('a webhook-server replica as a process', () => {
       async () => ((await call('/readyz').catch(() => ({ status: 0 }))).status === 200 ? true : undefined),
       { timeoutMs: 60_000 },
     );
+    // Ready means synced with the bus; the watch process, started with it, may record the config
+    // a moment later. The replica's own account of what it holds says when it has it.
+    await waitFor(
+      'the plan held',
+      async () =>
+        (JSON.parse((await call('/debug/plans')).text) as { servable: string[] }).servable.includes(TARGET)
+          ? true
+          : undefined,
+      { timeoutMs: 30_000 },
+    );
     const answer = JSON.parse((await call(`/convert/${TARGET}`, review(TARGET, 'u-1'))).text);
     expect(answer.response).toMatchObject({
       uid: 'u-1',
