@@ -8,10 +8,9 @@
 // retry. Nothing here ever admits a write it could not check.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { readBody, sendJson, sendText } from '../runtime/http-body.ts';
+import { HttpsListener } from '../runtime/https-listener.ts';
 import type { CertificatePair } from '../runtime/serving-certificate.ts';
 import { type ClusterReader, describeReadError } from './cluster-read.ts';
 import {
@@ -54,49 +53,43 @@ export interface AdmissionServerOptions {
 }
 
 export class AdmissionServer {
-  private readonly server: Server;
+  private readonly https: HttpsListener;
   private readonly reader: ClusterReader;
   private readonly log: Logger;
   private readonly maxReviewBytes: number;
   private readonly readDeadlineMs: number;
-  private serving = false;
 
   constructor(options: AdmissionServerOptions) {
     this.reader = options.reader;
     this.log = options.log;
     this.maxReviewBytes = options.maxReviewBytes ?? MAX_REVIEW_BYTES;
     this.readDeadlineMs = options.readDeadlineMs ?? READ_DEADLINE_MS;
-    this.server = createServer(
-      { ...options.certificate, requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS },
+    this.https = new HttpsListener(
+      options.certificate,
       (req, res) => void this.route(req, res),
+      REQUEST_TIMEOUT_MS,
     );
   }
 
-  async listen(port: number, host?: string): Promise<number> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, host, () => resolve());
-    });
-    this.serving = true;
-    return (this.server.address() as AddressInfo).port;
+  listen(port: number, host?: string): Promise<number> {
+    return this.https.listen(port, host);
   }
 
   /** Serves a rotated certificate to every new connection. */
   setCertificate(pair: CertificatePair): void {
-    this.server.setSecureContext(pair);
+    this.https.setCertificate(pair);
   }
 
   /** Turns /readyz to 503 at once, then waits for the requests in flight. */
-  async close(): Promise<void> {
-    this.serving = false;
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  close(): Promise<void> {
+    return this.https.close();
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'https://admission').pathname;
     if (path === '/healthz') return sendText(res, 200, 'ok');
     if (path === '/readyz')
-      return this.serving ? sendText(res, 200, 'ok') : sendText(res, 503, 'shutting down');
+      return this.https.serving ? sendText(res, 200, 'ok') : sendText(res, 503, 'shutting down');
     if (path !== ADMISSION_PATH)
       return sendText(res, 404, `no such path ${path}; reviews go to ${ADMISSION_PATH}`);
     if (req.method !== 'POST') return sendText(res, 405, `${ADMISSION_PATH} takes POST`);

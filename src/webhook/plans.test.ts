@@ -1,62 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { API_VERSION } from '../api/constants.ts';
 import { type ConversionConfig, conversionConfigSchema } from '../api/conversion-config.ts';
 import type { InstanceLike } from '../core/assignment.ts';
 import { convert } from '../engine/convert.ts';
 import { HeldPlans, type PlanWorld } from './plans.ts';
+import { gizmoTarget, renameConfig } from './test-support.ts';
 
 const TARGET = 'gizmos.x.io';
 
-/** A target whose v2 (storage) says spec.size and v1 says spec.replicas; `service` is what its conversion names. */
 function gizmos(name = TARGET, service?: string, v1Field = 'replicas') {
-  const version = (v: string, field: string, storage: boolean) => ({
-    name: v,
-    served: true,
-    storage,
-    schema: {
-      openAPIV3Schema: {
-        type: 'object',
-        properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } },
-      },
-    },
-  });
-  return {
-    metadata: { name },
-    spec: {
-      group: name.split('.').slice(1).join('.'),
-      versions: [version('v2', 'size', true), version('v1', v1Field, false)],
-      conversion: service
-        ? { strategy: 'Webhook', webhook: { clientConfig: { service: { name: service, namespace: 'ns' } } } }
-        : { strategy: 'None' },
-    },
-  };
+  return gizmoTarget(name, { ...(service && { service }), v1Field });
 }
 
 function config(
   name: string,
   opts: { target?: string; pin?: string; spokePath?: string } = {},
 ): ConversionConfig {
-  return conversionConfigSchema.parse({
-    apiVersion: API_VERSION,
-    kind: 'CRDConversionConfig',
-    metadata: { name, uid: `u-${name}`, resourceVersion: '1' },
-    spec: {
-      targetCRD: { name: opts.target ?? TARGET },
-      hubVersion: 'v2',
-      spokes: [
-        {
-          version: 'v1',
-          rules: [
-            {
-              strategy: 'FieldRename',
-              fieldRename: { hubPath: 'spec.size', spokePath: opts.spokePath ?? 'spec.replicas' },
-            },
-          ],
-        },
-      ],
-      ...(opts.pin && { webhookServerRef: { name: opts.pin } }),
-    },
-  });
+  return conversionConfigSchema.parse(renameConfig(name, opts.target ?? TARGET, opts));
 }
 
 const instance = (name: string, spec: InstanceLike['spec'] = {}): InstanceLike => ({

@@ -6,6 +6,7 @@ import type { ObjectKey } from '../bus/subjects.ts';
 import type { ExpectedSet } from '../core/served-set-codec.ts';
 import { WebhookMetrics } from './metrics.ts';
 import { Replica, type ReplicaView } from './replica.ts';
+import { gizmoTarget, renameConfig } from './test-support.ts';
 
 /** A view whose objects the test replaces, telling listeners as ObjectView does. */
 function mutableView() {
@@ -43,45 +44,9 @@ function mutableView() {
 
 const meta = (name: string) => ({ name, uid: `u-${name}`, resourceVersion: String(Math.random()) });
 
-function crd(name: string) {
-  const version = (v: string, field: string, storage: boolean) => ({
-    name: v,
-    served: true,
-    storage,
-    schema: {
-      openAPIV3Schema: {
-        type: 'object',
-        properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } },
-      },
-    },
-  });
-  return {
-    metadata: meta(name),
-    spec: { group: 'x.io', versions: [version('v2', 'size', true), version('v1', 'replicas', false)] },
-  } as RecordedObject;
-}
-
-function config(name: string, target: string, pin: string, status: object = {}) {
-  return {
-    apiVersion: API_VERSION,
-    kind: 'CRDConversionConfig',
-    metadata: meta(name),
-    spec: {
-      targetCRD: { name: target },
-      hubVersion: 'v2',
-      spokes: [
-        {
-          version: 'v1',
-          rules: [
-            { strategy: 'FieldRename', fieldRename: { hubPath: 'spec.size', spokePath: 'spec.replicas' } },
-          ],
-        },
-      ],
-      webhookServerRef: { name: pin },
-    },
-    status,
-  } as RecordedObject;
-}
+const crd = (name: string) => gizmoTarget(name) as RecordedObject;
+const config = (name: string, target: string, pin: string, status: object = {}) =>
+  renameConfig(name, target, { pin, status }) as RecordedObject;
 
 const instance = (name: string) =>
   ({

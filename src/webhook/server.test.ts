@@ -5,7 +5,6 @@ import fc from 'fast-check';
 import { pino } from 'pino';
 import { Agent, fetch } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { API_VERSION } from '../api/constants.ts';
 import { conversionConfigSchema } from '../api/conversion-config.ts';
 import {
   type CertificateAuthority,
@@ -15,6 +14,7 @@ import {
 import { WebhookMetrics } from './metrics.ts';
 import { HeldPlans } from './plans.ts';
 import { ConversionWebhookServer, type PlanSource } from './server.ts';
+import { gizmoTarget, renameConfig } from './test-support.ts';
 
 const log = pino({ level: 'silent' });
 const TARGET = 'gizmos.x.io';
@@ -45,51 +45,10 @@ afterEach(async () => {
 /** A replica holding a FieldRename plan for gizmos.x.io (v2 spec.size ↔ v1 spec.replicas). */
 function holding(): PlanSource & { ready: boolean } {
   const plans = new HeldPlans('a');
-  const version = (v: string, field: string, storage: boolean) => ({
-    name: v,
-    served: true,
-    storage,
-    schema: {
-      openAPIV3Schema: {
-        type: 'object',
-        properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } },
-      },
-    },
-  });
   plans.sync({
-    configs: [
-      conversionConfigSchema.parse({
-        apiVersion: API_VERSION,
-        kind: 'CRDConversionConfig',
-        metadata: { name: 'g', uid: 'u', resourceVersion: '1' },
-        spec: {
-          targetCRD: { name: TARGET },
-          hubVersion: 'v2',
-          spokes: [
-            {
-              version: 'v1',
-              rules: [
-                {
-                  strategy: 'FieldRename',
-                  fieldRename: { hubPath: 'spec.size', spokePath: 'spec.replicas' },
-                },
-              ],
-            },
-          ],
-          webhookServerRef: { name: 'a' },
-        },
-      }),
-    ],
+    configs: [conversionConfigSchema.parse(renameConfig('g', TARGET, { pin: 'a' }))],
     instances: [{ metadata: { name: 'a' }, spec: {} }],
-    targets: new Map([
-      [
-        TARGET,
-        {
-          metadata: { name: TARGET },
-          spec: { group: 'x.io', versions: [version('v2', 'size', true), version('v1', 'replicas', false)] },
-        },
-      ],
-    ]),
+    targets: new Map([[TARGET, gizmoTarget(TARGET)]]),
   });
   return {
     ready: true,

@@ -7,11 +7,10 @@
 // than the apiserver would wait is cut by the server's request timeout. /readyz answers 200
 // only once the replica has synced and compiled, and 503 from the moment shutdown starts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { LIVENESS_PATH, READINESS_PATH } from '../api/constants.ts';
 import { readBody, sendJson, sendText } from '../runtime/http-body.ts';
+import { HttpsListener } from '../runtime/https-listener.ts';
 import type { CertificatePair } from '../runtime/serving-certificate.ts';
 import type { WebhookMetrics } from './metrics.ts';
 import type { PlanLookup } from './plans.ts';
@@ -46,42 +45,36 @@ export interface WebhookServerOptions {
 }
 
 export class ConversionWebhookServer {
-  private readonly server: Server;
+  private readonly https: HttpsListener;
   private readonly replica: PlanSource;
   private readonly metrics: WebhookMetrics;
   private readonly log: Logger;
   private readonly maxReviewBytes: number;
-  private serving = false;
 
   constructor(options: WebhookServerOptions) {
     this.replica = options.replica;
     this.metrics = options.metrics;
     this.log = options.log;
     this.maxReviewBytes = options.maxReviewBytes ?? MAX_REVIEW_BYTES;
-    this.server = createServer(
-      { ...options.certificate, requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS },
+    this.https = new HttpsListener(
+      options.certificate,
       (req, res) => void this.route(req, res),
+      REQUEST_TIMEOUT_MS,
     );
   }
 
-  async listen(port: number, host?: string): Promise<number> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, host, () => resolve());
-    });
-    this.serving = true;
-    return (this.server.address() as AddressInfo).port;
+  listen(port: number, host?: string): Promise<number> {
+    return this.https.listen(port, host);
   }
 
   /** Serves a rotated certificate to every new connection. */
   setCertificate(pair: CertificatePair): void {
-    this.server.setSecureContext(pair);
+    this.https.setCertificate(pair);
   }
 
-  /** Turns /readyz to 503 at once, then waits for the reviews in flight. */
-  async close(): Promise<void> {
-    this.serving = false;
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  /** Turns /readyz to 503 at once, then waits for the requests in flight. */
+  close(): Promise<void> {
+    return this.https.close();
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -102,7 +95,7 @@ export class ConversionWebhookServer {
   }
 
   private readiness(res: ServerResponse): void {
-    if (!this.serving) sendText(res, 503, 'shutting down');
+    if (!this.https.serving) sendText(res, 503, 'shutting down');
     else if (!this.replica.ready) sendText(res, 503, 'not synced yet: the plans are being compiled');
     else sendText(res, 200, 'ok');
   }
