@@ -78,11 +78,18 @@ function noPlan(router: Router, version: string): string {
 function groupOf(object: JsonObject, from: string): string | { problem: string } {
   const apiVersion = object.apiVersion;
   if (typeof apiVersion !== 'string') return { problem: 'apiVersion is missing' };
-  const slash = apiVersion.lastIndexOf('/');
-  if (slash <= 0 || apiVersion.slice(slash + 1) !== from) {
+  const split = splitApiVersion(apiVersion);
+  if (split === undefined || split.version !== from) {
     return { problem: `apiVersion ${apiVersion} is not version ${from} of a group` };
   }
-  return apiVersion.slice(0, slash);
+  return split.group;
+}
+
+/** `group/version`: the last slash splits, and both parts are non-empty. */
+export function splitApiVersion(apiVersion: string): { group: string; version: string } | undefined {
+  const slash = apiVersion.lastIndexOf('/');
+  if (slash <= 0 || slash === apiVersion.length - 1) return undefined;
+  return { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
 }
 
 type StepResult =
@@ -169,7 +176,8 @@ function failure(object: JsonObject, message: string, path?: string, ruleIndex?:
   return { ok: false, error };
 }
 
-function describeObject(object: JsonObject): string {
+/** `kind namespace/name`, as far as the object tells. */
+export function describeObject(object: JsonObject): string {
   const kind = typeof object.kind === 'string' ? object.kind : 'object';
   const metadata = isJsonObject(object.metadata) ? object.metadata : {};
   const name = typeof metadata.name === 'string' ? metadata.name : '(unnamed)';

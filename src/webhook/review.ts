@@ -19,7 +19,7 @@
 // and the reason, and how many others failed too, because it is what the user reads in kubectl.
 import { z } from 'zod';
 import { webhookPath } from '../api/constants.ts';
-import { convert, formatConversionError } from '../engine/convert.ts';
+import { convert, describeObject, formatConversionError, splitApiVersion } from '../engine/convert.ts';
 import { isJsonObject } from '../engine/json.ts';
 import type { PlanLookup } from './plans.ts';
 
@@ -318,21 +318,6 @@ function convertOne(
       error: `converting ${who} from ${from.version} to ${to}: the conversion failed unexpectedly (${errorText(err)})`,
     };
   }
-}
-
-/** `group/version`, as the engine reads it: the last slash splits, and both parts are non-empty. */
-function splitApiVersion(apiVersion: string): { group: string; version: string } | undefined {
-  const slash = apiVersion.lastIndexOf('/');
-  if (slash <= 0 || slash === apiVersion.length - 1) return undefined;
-  return { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
-}
-
-/** `kind namespace/name`, as far as the object tells (the engine's own errors say it alike). */
-function describeObject(object: Record<string, unknown>): string {
-  const kind = typeof object.kind === 'string' ? object.kind : 'object';
-  const metadata = isJsonObject(object.metadata) ? object.metadata : {};
-  const name = typeof metadata.name === 'string' ? metadata.name : '(unnamed)';
-  return typeof metadata.namespace === 'string' ? `${kind} ${metadata.namespace}/${name}` : `${kind} ${name}`;
 }
 
 function errorText(err: unknown): string {

@@ -9,6 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { LIVENESS_PATH, READINESS_PATH } from '../api/constants.ts';
+import { splitApiVersion } from '../engine/convert.ts';
 import { readBody, sendJson, sendText } from '../runtime/http-body.ts';
 import { HttpsListener } from '../runtime/https-listener.ts';
 import type { CertificatePair } from '../runtime/serving-certificate.ts';
@@ -123,7 +124,7 @@ export class ConversionWebhookServer {
     }
     const review = parsed.value;
     const answer = answerConversionReview(review, target, this.replica.lookup(target));
-    const toVersion = review.request.desiredAPIVersion.split('/').pop() ?? '';
+    const toVersion = splitApiVersion(review.request.desiredAPIVersion)?.version ?? '';
     const ok = answer.response.result.status === 'Success';
     this.metrics.review(
       target,

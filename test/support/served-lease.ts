@@ -12,6 +12,7 @@ import {
   WEBHOOK_SERVER_LABEL,
 } from '../../src/api/constants.ts';
 import { type ExpectedSet, encodeServedSet, expectedSetOf } from '../../src/core/served-set-codec.ts';
+import { microTime } from '../../src/webhook/lease-publisher.ts';
 
 export interface ServedLeaseOptions {
   kubeConfig: KubeConfig;
@@ -29,12 +30,7 @@ export interface ServedLeaseOptions {
   clockOffsetMs?: number;
 }
 
-/** Microsecond precision, as the apiserver stores a MicroTime. */
 const FIELD_MANAGER = 'served-lease-fixture';
-
-function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace('Z', '000Z');
-}
 
 export class ServedLeasePublisher {
   readonly name: string;
