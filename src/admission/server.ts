@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { readBody, sendJson, sendText } from '../runtime/http-body.ts';
-import { HttpsListener } from '../runtime/https-listener.ts';
+import { HttpsService } from '../runtime/https-service.ts';
 import type { CertificatePair } from '../runtime/serving-certificate.ts';
 import { type ClusterReader, describeReadError } from './cluster-read.ts';
 import {
@@ -52,44 +52,25 @@ export interface AdmissionServerOptions {
   readDeadlineMs?: number;
 }
 
-export class AdmissionServer {
-  private readonly https: HttpsListener;
+export class AdmissionServer extends HttpsService {
   private readonly reader: ClusterReader;
   private readonly log: Logger;
   private readonly maxReviewBytes: number;
   private readonly readDeadlineMs: number;
 
   constructor(options: AdmissionServerOptions) {
+    super(options.certificate, REQUEST_TIMEOUT_MS);
     this.reader = options.reader;
     this.log = options.log;
     this.maxReviewBytes = options.maxReviewBytes ?? MAX_REVIEW_BYTES;
     this.readDeadlineMs = options.readDeadlineMs ?? READ_DEADLINE_MS;
-    this.https = new HttpsListener(
-      options.certificate,
-      (req, res) => void this.route(req, res),
-      REQUEST_TIMEOUT_MS,
-    );
   }
 
-  listen(port: number, host?: string): Promise<number> {
-    return this.https.listen(port, host);
-  }
-
-  /** Serves a rotated certificate to every new connection. */
-  setCertificate(pair: CertificatePair): void {
-    this.https.setCertificate(pair);
-  }
-
-  /** Turns /readyz to 503 at once, then waits for the requests in flight. */
-  close(): Promise<void> {
-    return this.https.close();
-  }
-
-  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'https://admission').pathname;
     if (path === '/healthz') return sendText(res, 200, 'ok');
     if (path === '/readyz')
-      return this.https.serving ? sendText(res, 200, 'ok') : sendText(res, 503, 'shutting down');
+      return this.serving ? sendText(res, 200, 'ok') : sendText(res, 503, 'shutting down');
     if (path !== ADMISSION_PATH)
       return sendText(res, 404, `no such path ${path}; reviews go to ${ADMISSION_PATH}`);
     if (req.method !== 'POST') return sendText(res, 405, `${ADMISSION_PATH} takes POST`);

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { LIVENESS_PATH, READINESS_PATH } from '../api/constants.ts';
 import { splitApiVersion } from '../engine/convert.ts';
 import { readBody, sendJson, sendText } from '../runtime/http-body.ts';
-import { HttpsListener } from '../runtime/https-listener.ts';
+import { HttpsService } from '../runtime/https-service.ts';
 import type { CertificatePair } from '../runtime/serving-certificate.ts';
 import type { WebhookMetrics } from './metrics.ts';
 import type { PlanLookup } from './plans.ts';
@@ -45,40 +45,21 @@ export interface WebhookServerOptions {
   maxReviewBytes?: number;
 }
 
-export class ConversionWebhookServer {
-  private readonly https: HttpsListener;
+export class ConversionWebhookServer extends HttpsService {
   private readonly replica: PlanSource;
   private readonly metrics: WebhookMetrics;
   private readonly log: Logger;
   private readonly maxReviewBytes: number;
 
   constructor(options: WebhookServerOptions) {
+    super(options.certificate, REQUEST_TIMEOUT_MS);
     this.replica = options.replica;
     this.metrics = options.metrics;
     this.log = options.log;
     this.maxReviewBytes = options.maxReviewBytes ?? MAX_REVIEW_BYTES;
-    this.https = new HttpsListener(
-      options.certificate,
-      (req, res) => void this.route(req, res),
-      REQUEST_TIMEOUT_MS,
-    );
   }
 
-  listen(port: number, host?: string): Promise<number> {
-    return this.https.listen(port, host);
-  }
-
-  /** Serves a rotated certificate to every new connection. */
-  setCertificate(pair: CertificatePair): void {
-    this.https.setCertificate(pair);
-  }
-
-  /** Turns /readyz to 503 at once, then waits for the requests in flight. */
-  close(): Promise<void> {
-    return this.https.close();
-  }
-
-  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'https://webhook').pathname;
     try {
       if (path === LIVENESS_PATH) return sendText(res, 200, 'ok');
@@ -96,7 +77,7 @@ export class ConversionWebhookServer {
   }
 
   private readiness(res: ServerResponse): void {
-    if (!this.https.serving) sendText(res, 503, 'shutting down');
+    if (!this.serving) sendText(res, 503, 'shutting down');
     else if (!this.replica.ready) sendText(res, 503, 'not synced yet: the plans are being compiled');
     else sendText(res, 200, 'ok');
   }

@@ -1,29 +1,29 @@
-// What every HTTPS server of the project needs around its routes: limits on how long a request
+// What every HTTPS server of the project has around its routes: limits on how long a request
 // may take to arrive, a certificate that can be swapped for a rotated one without a restart,
-// and a serving flag that turns /readyz off the moment shutdown starts.
+// and a serving flag that turns /readyz off the moment shutdown starts. A server extends it and
+// writes only `route`.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { CertificatePair } from './serving-certificate.ts';
 
-export class HttpsListener {
+export abstract class HttpsService {
   private readonly server: Server;
   private open = false;
 
   /** `requestTimeoutMs` bounds the arrival of a request's headers and body. */
-  constructor(
-    certificate: CertificatePair,
-    handle: (req: IncomingMessage, res: ServerResponse) => void,
-    requestTimeoutMs: number,
-  ) {
+  constructor(certificate: CertificatePair, requestTimeoutMs: number) {
     this.server = createServer(
       { ...certificate, requestTimeout: requestTimeoutMs, headersTimeout: requestTimeoutMs },
-      handle,
+      (req, res) => void this.route(req, res),
     );
   }
 
+  /** Answers one request; never rejects with the response unsent. */
+  protected abstract route(req: IncomingMessage, res: ServerResponse): Promise<void>;
+
   /** True from `listen` until `close` starts. */
-  get serving(): boolean {
+  protected get serving(): boolean {
     return this.open;
   }
 
@@ -41,7 +41,7 @@ export class HttpsListener {
     this.server.setSecureContext(pair);
   }
 
-  /** Stops serving at once (`serving` is false), then waits for the requests in flight. */
+  /** Turns /readyz to 503 at once, then waits for the requests in flight. */
   async close(): Promise<void> {
     this.open = false;
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
