@@ -52,7 +52,7 @@ import { type LocalCluster, startLocalCluster } from '../src/local-cluster/clust
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type AuditEvent, auditLogFromNow } from '../test/support/audit-log.ts';
-import { committedCrds, ensureCrd, gizmoCrd } from '../test/support/crds.ts';
+import { committedCrds, ensureCrd, gizmoCrd, renameConfigSpec } from '../test/support/crds.ts';
 import { createReadyEndpointSlice, createServingSecret } from '../test/support/data-plane.ts';
 import { switchyardProcess } from '../test/support/processes.ts';
 import { ServedLeasePublisher } from '../test/support/served-lease.ts';
@@ -279,19 +279,7 @@ function createConfig(target: string, pin: string | undefined): Promise<unknown>
       apiVersion: API_VERSION,
       kind: 'CRDConversionConfig',
       metadata: { name: configName(target) },
-      spec: {
-        targetCRD: { name: target },
-        hubVersion: 'v2',
-        spokes: [
-          {
-            version: 'v1',
-            rules: [
-              { strategy: 'FieldRename', fieldRename: { hubPath: 'spec.size', spokePath: 'spec.replicas' } },
-            ],
-          },
-        ],
-        ...(pin && { webhookServerRef: { name: pin } }),
-      },
+      spec: renameConfigSpec(target, { pin }),
     },
   });
 }

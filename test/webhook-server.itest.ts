@@ -26,7 +26,7 @@ import {
 } from '../src/local-cluster/pki.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
-import { committedCrds, ensureCrd, gizmoCrd } from './support/crds.ts';
+import { committedCrds, ensureCrd, gizmoCrd, renameConfigSpec } from './support/crds.ts';
 import { grantLeaseWriter, podIdentity } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { switchyardProcess } from './support/processes.ts';
@@ -55,22 +55,12 @@ let pod = { name: '', uid: '' };
 const processes: ManagedProcess[] = [];
 let server: ManagedProcess;
 
-function config(name: string, target: string, spokePath = 'spec.replicas') {
+function config(name: string, target: string) {
   return {
     apiVersion: API_VERSION,
     kind: 'CRDConversionConfig',
     metadata: { name },
-    spec: {
-      targetCRD: { name: target },
-      hubVersion: 'v2',
-      spokes: [
-        {
-          version: 'v1',
-          rules: [{ strategy: 'FieldRename', fieldRename: { hubPath: 'spec.size', spokePath } }],
-        },
-      ],
-      webhookServerRef: { name: INSTANCE },
-    },
+    spec: renameConfigSpec(target, { pin: INSTANCE }),
   };
 }
 

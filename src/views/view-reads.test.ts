@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { renameConfigSpec } from '../../test/support/crds.ts';
 import { API_VERSION } from '../api/constants.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import { derivedFromView, parseRecorded, readExpectationView, readExpectedSets } from './view-reads.ts';
@@ -79,18 +80,7 @@ describe('the expectation read off a view', () => {
     apiVersion: API_VERSION,
     kind: 'CRDConversionConfig',
     metadata: { name, uid: `u-${name}`, resourceVersion: '1' },
-    spec: {
-      targetCRD: { name: target },
-      hubVersion: 'v2',
-      spokes: [
-        {
-          version: 'v1',
-          rules: [
-            { strategy: 'FieldRename', fieldRename: { hubPath: 'spec.size', spokePath: 'spec.replicas' } },
-          ],
-        },
-      ],
-    },
+    spec: renameConfigSpec(target),
     status,
   });
   const instance = (name: string, status: object = {}): RecordedObject => ({

@@ -1,26 +1,19 @@
-// Fixtures shared by the webhook-server's unit tests: a two-version target whose v2 (storage)
-// says spec.size and v1 says spec.replicas, and a config renaming one into the other, as the
-// records the bus would hold.
+// Fixtures shared by the webhook-server's unit tests: the gizmo target and its FieldRename
+// config (test/support/crds.ts) as the records the bus would hold.
+
+import { gizmoCrd, renameConfigSpec } from '../../test/support/crds.ts';
 import { API_VERSION } from '../api/constants.ts';
+
+const recorded = (name: string) => ({ name, uid: `u-${name}`, resourceVersion: String(Math.random()) });
 
 /** The target `name` (`<plural>.<group>`); `service` is what its conversion names, `v1Field` v1's field. */
 export function gizmoTarget(name: string, opts: { service?: string; v1Field?: string } = {}) {
-  const version = (v: string, field: string, storage: boolean) => ({
-    name: v,
-    served: true,
-    storage,
-    schema: {
-      openAPIV3Schema: {
-        type: 'object',
-        properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } },
-      },
-    },
-  });
+  const crd = gizmoCrd(name, opts);
   return {
-    metadata: { name, uid: `u-${name}`, resourceVersion: String(Math.random()) },
+    ...crd,
+    metadata: recorded(name),
     spec: {
-      group: name.split('.').slice(1).join('.'),
-      versions: [version('v2', 'size', true), version('v1', opts.v1Field ?? 'replicas', false)],
+      ...crd.spec,
       conversion: opts.service
         ? {
             strategy: 'Webhook',
@@ -31,7 +24,7 @@ export function gizmoTarget(name: string, opts: { service?: string; v1Field?: st
   };
 }
 
-/** A CRDConversionConfig of `target`, v1's spokePath renamed to v2's spec.size, pinned when `pin` is given. */
+/** A CRDConversionConfig of `target` as recorded, pinned when `pin` is given. */
 export function renameConfig(
   name: string,
   target: string,
@@ -40,23 +33,8 @@ export function renameConfig(
   return {
     apiVersion: API_VERSION,
     kind: 'CRDConversionConfig',
-    metadata: { name, uid: `u-${name}`, resourceVersion: String(Math.random()) },
-    spec: {
-      targetCRD: { name: target },
-      hubVersion: 'v2',
-      spokes: [
-        {
-          version: 'v1',
-          rules: [
-            {
-              strategy: 'FieldRename',
-              fieldRename: { hubPath: 'spec.size', spokePath: opts.spokePath ?? 'spec.replicas' },
-            },
-          ],
-        },
-      ],
-      ...(opts.pin && { webhookServerRef: { name: opts.pin } }),
-    },
+    metadata: recorded(name),
+    spec: renameConfigSpec(target, opts),
     ...(opts.status && { status: opts.status }),
   };
 }

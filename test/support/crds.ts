@@ -69,9 +69,9 @@ export function crdWithSpec(
 
 /**
  * A target CRD `<plural>.<group>` whose versions a FieldRename config compiles against: v2
- * (stored) has spec.size where v1 has spec.replicas.
+ * (stored) has spec.size where v1 has `v1Field` (spec.replicas unless told).
  */
-export function gizmoCrd(name: string): V1CustomResourceDefinition {
+export function gizmoCrd(name: string, opts: { v1Field?: string } = {}): V1CustomResourceDefinition {
   const version = (v: string, field: string, storage: boolean) => ({
     name: v,
     served: true,
@@ -90,7 +90,30 @@ export function gizmoCrd(name: string): V1CustomResourceDefinition {
       group: group.join('.'),
       scope: 'Namespaced',
       names: { plural: plural ?? '', singular: 'gizmo', kind: 'Gizmo' },
-      versions: [version('v2', 'size', true), version('v1', 'replicas', false)],
+      versions: [version('v2', 'size', true), version('v1', opts.v1Field ?? 'replicas', false)],
     },
+  };
+}
+
+/** The spec of a CRDConversionConfig of a gizmo target: v1's `spokePath` renamed to v2's spec.size. */
+export function renameConfigSpec(
+  target: string,
+  opts: { pin?: string | undefined; spokePath?: string } = {},
+) {
+  return {
+    targetCRD: { name: target },
+    hubVersion: 'v2',
+    spokes: [
+      {
+        version: 'v1',
+        rules: [
+          {
+            strategy: 'FieldRename',
+            fieldRename: { hubPath: 'spec.size', spokePath: opts.spokePath ?? 'spec.replicas' },
+          },
+        ],
+      },
+    ],
+    ...(opts.pin && { webhookServerRef: { name: opts.pin } }),
   };
 }
