@@ -122,8 +122,7 @@ export class HeldPlans {
 
   /** False when the config does not compile now (a plan compiled before, if any, stays). */
   private compileIfChanged(target: string, config: ConversionConfig, live: unknown): boolean {
-    const versions = targetVersions(live);
-    const source = compiledFrom(config.spec, versions);
+    const { source, versions } = compiledFrom(config.spec, live);
     if (this.plans.get(target)?.source === source) {
       this.failing.delete(target);
       return true;
@@ -143,10 +142,32 @@ export class HeldPlans {
   }
 }
 
-/** Everything a compile reads, as one comparable string. */
-function compiledFrom(spec: ConversionSpec, versions: readonly TargetVersion[]): string {
-  const { hubVersion, spokes, unmappedFieldPolicy, unmappedFieldReason } = spec;
-  return JSON.stringify([hubVersion, spokes, unmappedFieldPolicy, unmappedFieldReason, versions]);
+type Source = { source: string; versions: TargetVersion[] };
+const sources = new WeakMap<object, WeakMap<object, Source>>();
+
+/**
+ * Everything a compile reads, as one comparable string, with the target's versions. Once per
+ * (config spec, target record) pair: a record is replaced, never changed, so every sync after a
+ * write of one config serializes that one alone, not the whole fleet.
+ */
+function compiledFrom(spec: ConversionSpec, live: unknown): Source {
+  const target = live as object;
+  let bySpec = sources.get(target);
+  if (!bySpec) {
+    bySpec = new WeakMap();
+    sources.set(target, bySpec);
+  }
+  let found = bySpec.get(spec);
+  if (!found) {
+    const versions = targetVersions(live);
+    const { hubVersion, spokes, unmappedFieldPolicy, unmappedFieldReason } = spec;
+    found = {
+      source: JSON.stringify([hubVersion, spokes, unmappedFieldPolicy, unmappedFieldReason, versions]),
+      versions,
+    };
+    bySpec.set(spec, found);
+  }
+  return found;
 }
 
 function groupOf(live: unknown): string {
