@@ -31,28 +31,19 @@ import {
   webhookServiceName,
 } from '../src/api/constants.ts';
 import type { WebhookServerStatus } from '../src/api/webhook-server.ts';
-import { type WorkItem, workItemSchema } from '../src/bus/messages.ts';
-import { type Handler, type HandlerRuntime, startHandlerRuntime } from '../src/bus/runtime/index.ts';
-import { ObjectView } from '../src/bus/view.ts';
-import { defaultConfig } from '../src/config/schema.ts';
+import type { WorkItem } from '../src/bus/messages.ts';
+import type { Handler } from '../src/bus/runtime/index.ts';
 import { readCertificate, readCertificates } from '../src/core/instances/certificate-facts.ts';
 import { HANDOVER } from '../src/handlers/handover.ts';
-import { secretReader } from '../src/handlers/instance-secrets.ts';
-import {
-  INSTANCES,
-  INSTANCES_VIEW_KINDS,
-  instancesConsumers,
-  instancesHandler,
-} from '../src/handlers/instances.ts';
-import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
+import { INSTANCES } from '../src/handlers/instances.ts';
 import { isForbidden } from '../src/kube/errors.ts';
-import { fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
+import { fieldManagerFor } from '../src/kube/writer.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
-import { systemClock } from '../src/runtime/clock.ts';
 import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
 import { componentIdentity, componentUser, HANDOVER_ACCOUNT } from './support/identities.ts';
+import { startInstancesHandler } from './support/instances-handler.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { startRecordingAndRouting } from './support/watchers.ts';
 
@@ -73,8 +64,6 @@ const stoppers: Array<() => unknown> = [];
 const finished = new Map<string, number>();
 let namespace = '';
 let bus: OwnBus;
-let clients: KubeClients;
-let runtime: HandlerRuntime;
 
 const instanceApi = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers' };
 const configApi = { group: GROUP, version: VERSION, plural: 'crdconversionconfigs' };
@@ -126,45 +115,19 @@ beforeAll(async () => {
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
   namespace = await createNamespace(admin, 'instances-handler');
   stoppers.push(await startRecordingAndRouting(bus, { kubeConfig: admin, log, partitions: PARTITIONS }));
-  const view = new ObjectView(INSTANCES_VIEW_KINDS, log);
-  await view.start(bus.js);
-  stoppers.push(() => view.stop());
-  clients = createKubeClients({
-    kubeConfig: await componentIdentity(cluster.info, admin, INSTANCES),
-    component: 'instances-itest',
-    kubernetes: defaultConfig().kubernetes,
-  });
-  runtime = await startHandlerRuntime({
-    nc: bus.nc,
-    concern: INSTANCES,
-    log,
-    consumers: instancesConsumers(PARTITIONS),
-    schema: workItemSchema,
-    deadLetterSubject: `dlq.${INSTANCES}`,
-    handle: counting(
-      instancesHandler({
-        view,
-        writer: new KubeWriter(clients.writes, fieldManagerFor(INSTANCES)),
-        handover: { js: bus.js, partitions: PARTITIONS },
-        secrets: secretReader(clients.writes),
-        issuer: x509Issuer(),
-        clock: systemClock,
-        settings: {
-          defaultNamespace: 'unused',
-          image: { repository: 'switchyard', tag: 'dev' },
-          // Unreachable on purpose: replicas that cannot read the bus never become ready.
-          env: { SWITCHYARD_NATS_URL: 'nats://127.0.0.1:1' },
-          handoverServiceAccount: HANDOVER_ACCOUNT,
-        },
-      }),
-    ),
-  });
+  stoppers.push(
+    await startInstancesHandler(cluster.info, admin, bus, {
+      partitions: PARTITIONS,
+      log,
+      // Unreachable on purpose: replicas that cannot read the bus never become ready.
+      replicaEnv: { SWITCHYARD_NATS_URL: 'nats://127.0.0.1:1' },
+      wrap: counting,
+    }),
+  );
 });
 
 afterAll(async () => {
-  await runtime?.stop();
   for (const stop of stoppers.reverse()) await stop();
-  await clients?.close();
   await custom.deleteClusterCustomObject({ ...configApi, name: CONFIG }).catch(notFound);
   // Whatever a failed test left: no handler runs any more to release the finalizer.
   await custom

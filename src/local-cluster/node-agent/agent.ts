@@ -10,6 +10,7 @@ import {
   setHeaderOptions,
   type V1EndpointSlice,
   type V1Pod,
+  type V1Secret,
   type V1Service,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -43,6 +44,7 @@ export class NodeAgent {
   private readonly queues: SerialQueues;
   private pods!: Informer<V1Pod>;
   private services!: Informer<V1Service> & ObjectCache<V1Service>;
+  private secrets!: Informer<V1Secret> & ObjectCache<V1Secret>;
   private stopped = false;
 
   private readonly opts: NodeAgentOptions;
@@ -59,8 +61,13 @@ export class NodeAgent {
     this.services = makeInformer(this.opts.kubeConfig, '/api/v1/services', () =>
       this.core.listServiceForAllNamespaces(),
     );
+    this.secrets = makeInformer(this.opts.kubeConfig, '/api/v1/secrets', () =>
+      this.core.listSecretForAllNamespaces(),
+    );
     this.pods = makeInformer(this.opts.kubeConfig, '/api/v1/pods', () => this.core.listPodForAllNamespaces());
-    for (const informer of [this.services, this.pods] as Informer<V1Service | V1Pod>[]) {
+    for (const informer of [this.services, this.secrets, this.pods] as Informer<
+      V1Service | V1Secret | V1Pod
+    >[]) {
       informer.on('error', (err) => {
         if (this.stopped) return;
         this.opts.log.warn({ err }, 'informer stopped; restarting');
@@ -70,16 +77,20 @@ export class NodeAgent {
     const onService = (svc: V1Service) => void this.syncEndpoints(svc.metadata?.namespace ?? '');
     this.services.on('add', onService);
     this.services.on('update', onService);
+    const onSecret = (secret: V1Secret) => this.onSecret(secret);
+    this.secrets.on('add', onSecret);
+    this.secrets.on('update', onSecret);
     this.pods.on('add', (pod) => this.onPod(pod));
     this.pods.on('update', (pod) => this.onPod(pod));
     this.pods.on('delete', (pod) => this.onPodGone(pod));
     await this.services.start();
+    await this.secrets.start();
     await this.pods.start();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await Promise.allSettled([this.pods?.stop(), this.services?.stop()]);
+    await Promise.allSettled([this.pods?.stop(), this.services?.stop(), this.secrets?.stop()]);
     await Promise.all([...this.runners.values()].map((r) => r.stop(2_000)));
     this.runners.clear();
   }
@@ -151,6 +162,15 @@ export class NodeAgent {
     });
   }
 
+  /** Secret volumes follow their Secret, and a pod waiting for a Secret starts when it appears. */
+  private onSecret(secret: V1Secret): void {
+    const { name = '', namespace = '' } = secret.metadata ?? {};
+    for (const runner of this.runners.values()) {
+      if (runner.pod.metadata?.namespace !== namespace) continue;
+      this.queues.run(runner.uid, () => runner.secretChanged(name));
+    }
+  }
+
   private onPodGone(pod: V1Pod): void {
     const uid = pod.metadata?.uid ?? '';
     this.queues.run(uid, async () => {
@@ -188,6 +208,7 @@ export class NodeAgent {
       podDir: join(this.opts.dir, 'pods', `${namespace}_${name}_${uid.slice(0, 8)}`),
       nodeName: this.opts.nodeName,
       provisionCredentials: (p, dir) => this.provisionCredentials(p, dir),
+      secret: (ns, secretName) => this.secrets.get(secretName, ns),
       onChange: () => this.reportStatus(runner),
     });
     this.runners.set(uid, runner);

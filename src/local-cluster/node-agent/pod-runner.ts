@@ -7,12 +7,23 @@ import type {
   V1Pod,
   V1PodCondition,
   V1PodStatus,
+  V1Secret,
+  V1Volume,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { childEnv } from '../control-plane.ts';
 import { freePort } from '../free-port.ts';
 import { ManagedProcess } from '../managed-process.ts';
 import { containerEnv } from './pod-env.ts';
+import {
+  localMounts,
+  rewriteMountedPath,
+  secretNameOf,
+  secretVolumeFiles,
+  unmetVolume,
+  volumeDir,
+  writeAtomically,
+} from './pod-volumes.ts';
 import { runProbe } from './probe.ts';
 
 /** The project's own image: any repository whose last path segment is `switchyard`. */
@@ -58,6 +69,8 @@ export interface PodRunnerDeps {
   nodeName: string;
   /** Writes a kubeconfig for the pod's ServiceAccount and returns its path (undefined: no automount). */
   provisionCredentials(pod: V1Pod, podDir: string): Promise<string | undefined>;
+  /** The Secret as the agent last saw it in the pod's namespace (undefined: it does not exist). */
+  secret(namespace: string, name: string): V1Secret | undefined;
   /** Called whenever what the pod's status would say has changed. */
   onChange(): void;
 }
@@ -70,6 +83,9 @@ export class PodRunner {
   private readonly runs: ContainerRun[];
   private readonly startTime = new Date();
   private stopping = false;
+  /** Once every volume was set up and the containers were launched. */
+  private launched = false;
+  private kubeConfigPath: string | undefined;
   private probeTimers: NodeJS.Timeout[] = [];
 
   readonly pod: V1Pod;
@@ -109,15 +125,58 @@ export class PodRunner {
     for (const c of this.pod.spec?.containers ?? []) {
       for (const p of c.ports ?? []) this.hostPorts.set(p.containerPort, await freePort());
     }
-    let kubeConfigPath: string | undefined;
     try {
-      kubeConfigPath = await this.deps.provisionCredentials(this.pod, podDir);
+      this.kubeConfigPath = await this.deps.provisionCredentials(this.pod, podDir);
     } catch (err) {
       log.warn({ err }, 'could not provision ServiceAccount credentials; will retry on restart');
       this.markAllWaiting('CreateContainerConfigError', `service account token: ${(err as Error).message}`);
       return;
     }
-    for (const run of this.runs) this.launch(run, kubeConfigPath);
+    await this.startWhenMounted();
+  }
+
+  /** Kubelet's order: the containers start once every volume is set up (a Secret may come later). */
+  private async startWhenMounted(): Promise<void> {
+    if (this.launched || this.stopping) return;
+    const volumes = this.pod.spec?.volumes ?? [];
+    const unmet = volumes.map((v) => unmetVolume(v, this.secretOf(v))).find((why) => why !== undefined);
+    if (unmet !== undefined) {
+      this.markAllWaiting('ContainerCreating', unmet);
+      return;
+    }
+    try {
+      for (const volume of volumes) await this.writeVolume(volume);
+    } catch (err) {
+      this.markAllWaiting('CreateContainerConfigError', (err as Error).message);
+      return;
+    }
+    this.launched = true;
+    for (const run of this.runs) this.launch(run);
+  }
+
+  /** A Secret in the pod's namespace changed: start a pod that waited for it, or refresh its volume. */
+  async secretChanged(name: string): Promise<void> {
+    const using = (this.pod.spec?.volumes ?? []).filter((v) => secretNameOf(v) === name);
+    if (using.length === 0) return;
+    if (!this.launched) return this.startWhenMounted();
+    for (const volume of using) {
+      // A deleted Secret leaves the last content in place, as kubelet does.
+      if (this.secretOf(volume) === undefined) continue;
+      await this.writeVolume(volume).catch((err: unknown) =>
+        this.deps.log.warn({ err, volume: volume.name }, 'could not refresh a Secret volume'),
+      );
+    }
+  }
+
+  private secretOf(volume: V1Volume): V1Secret | undefined {
+    const name = secretNameOf(volume);
+    return name === undefined ? undefined : this.deps.secret(this.pod.metadata?.namespace ?? '', name);
+  }
+
+  private async writeVolume(volume: V1Volume): Promise<void> {
+    const dir = volumeDir(this.deps.podDir, volume.name);
+    if (volume.secret === undefined) await mkdir(dir, { recursive: true });
+    else await writeAtomically(dir, secretVolumeFiles(volume, this.secretOf(volume)));
   }
 
   private markAllWaiting(reason: string, message: string): void {
@@ -128,7 +187,7 @@ export class PodRunner {
     this.deps.onChange();
   }
 
-  private launch(run: ContainerRun, kubeConfigPath: string | undefined): void {
+  private launch(run: ContainerRun): void {
     const { log, podDir, projectRoot } = this.deps;
     const { container } = run;
     if (!isProjectImage(container.image)) {
@@ -140,13 +199,16 @@ export class PodRunner {
     let env: Record<string, string>;
     let commandLine: string[];
     try {
-      env = containerEnv(this.pod, container, {
+      const mounts = localMounts(this.pod, container, podDir);
+      const mounted = (value: string) => rewriteMountedPath(value, mounts);
+      const declared = containerEnv(this.pod, container, {
         podIP: '127.0.0.1',
         nodeName: this.deps.nodeName,
-        kubeConfigPath,
+        kubeConfigPath: this.kubeConfigPath,
         hostPorts: this.hostPorts,
       });
-      commandLine = containerCommandLine(container, projectRoot);
+      env = Object.fromEntries(Object.entries(declared).map(([k, v]) => [k, mounted(v)]));
+      commandLine = containerCommandLine(container, projectRoot).map(mounted);
     } catch (err) {
       run.waitingReason = 'CreateContainerConfigError';
       run.waitingMessage = (err as Error).message;
@@ -177,15 +239,10 @@ export class PodRunner {
     );
     this.deps.onChange();
     this.scheduleProbe(run, proc);
-    void proc.whenExited().then((code) => this.onExit(run, proc, code, kubeConfigPath));
+    void proc.whenExited().then((code) => this.onExit(run, proc, code));
   }
 
-  private onExit(
-    run: ContainerRun,
-    proc: ManagedProcess,
-    code: number | null,
-    kubeConfigPath?: string,
-  ): void {
+  private onExit(run: ContainerRun, proc: ManagedProcess, code: number | null): void {
     if (run.process !== proc) return;
     run.ready = false;
     if (this.stopping) return;
@@ -198,7 +255,7 @@ export class PodRunner {
     const delay = Math.min(MAX_RESTART_BACKOFF_MS, 1000 * 2 ** run.restartCount);
     run.restartCount++;
     setTimeout(() => {
-      if (!this.stopping) this.launch(run, kubeConfigPath);
+      if (!this.stopping) this.launch(run);
     }, delay).unref();
   }
 
@@ -226,7 +283,6 @@ export class PodRunner {
     this.probeTimers.push(setTimeout(tick, (probe.initialDelaySeconds ?? 0) * 1000).unref());
   }
 
-  /** Stops every container: SIGTERM, then SIGKILL after the grace period. */
   /**
    * Stops every container as kubelet does: the preStop sleep first (the
    * endpoints are already unpublished, so this is the time for callers to stop

@@ -12,6 +12,8 @@ export const nodeAgentClusterRole: V1ClusterRole = {
     { apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] },
     { apiGroups: [''], resources: ['pods/binding'], verbs: ['create'] },
     { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch'] },
+    // Secret volumes (a kubelet reads only its pods' Secrets; this stand-in watches them all).
+    { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] },
     { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'create', 'delete'] },
   ],

@@ -1,0 +1,413 @@
+// The data plane as the kube-apiserver uses it. The instances handler renders an instance of two
+// replicas; the local node agent runs them as Pods (`switchyard webhook-server`, its serving
+// Secret mounted, its ServiceAccount's token, the test's bus); the EndpointSlices it publishes
+// are how the apiserver reaches them through the Service. The test points two targets' CRDs at
+// that Service, as the handover would: one the instance holds a plan for (a pinned config), one
+// it does not (no config).
+//
+// Asserted through the real apiserver: objects created at either version are read, listed,
+// patched and watched at the other, converted; the unheld target fails with the replica's reason;
+// deleting a replica's Pod garbage-collects its Lease; a rotated serving certificate is served by
+// both replicas without a restart, and conversions go on.
+import { X509Certificate } from 'node:crypto';
+import { get as httpsGet } from 'node:https';
+import { connect as tlsConnect } from 'node:tls';
+import {
+  ApiextensionsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  Watch,
+} from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  API_VERSION,
+  GROUP,
+  servedLeaseName,
+  servingCaSecretName,
+  servingCertSecretName,
+  VERSION,
+  webhookServiceName,
+} from '../src/api/constants.ts';
+import { readCertificate } from '../src/core/instances/certificate-facts.ts';
+import { leafValidity, servingDnsNames } from '../src/core/instances/serving-cert.ts';
+import { desiredConversion } from '../src/core/target-conversion.ts';
+import { waitFor } from '../src/local-cluster/wait.ts';
+import { x509Issuer } from '../src/tls/x509-issuer.ts';
+import { type OwnBus, startOwnBus } from './support/bus.ts';
+import { committedCrds, ensureCrd, gizmoCrd, renameConfigSpec } from './support/crds.ts';
+import { startInstancesHandler } from './support/instances-handler.ts';
+import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
+import { startRecordingAndRouting } from './support/watchers.ts';
+
+const cluster = useLocalCluster();
+const admin = cluster.kubeConfig('admin');
+const custom = admin.makeApiClient(CustomObjectsApi);
+const core = admin.makeApiClient(CoreV1Api);
+const crdApi = admin.makeApiClient(ApiextensionsV1Api);
+const leases = admin.makeApiClient(CoordinationV1Api);
+const discovery = admin.makeApiClient(DiscoveryV1Api);
+const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'conversion-itest' });
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const PARTITIONS = 4;
+const run = Date.now().toString(36);
+const INSTANCE = `cv-${run}`;
+const SERVICE = webhookServiceName(INSTANCE);
+const TARGET = `gizmos.cv${run}.dataplane.switchyard.dev`;
+const UNHELD = `gizmos.cvu${run}.dataplane.switchyard.dev`;
+const CONFIG = `cv-${run}`;
+const stoppers: Array<() => Promise<unknown>> = [];
+let bus: OwnBus;
+let namespace = '';
+
+const instanceApi = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers' };
+const configApi = { group: GROUP, version: VERSION, plural: 'crdconversionconfigs' };
+const gizmos = (target: string, version: 'v1' | 'v2') => ({
+  group: target.split('.').slice(1).join('.'),
+  version,
+  namespace,
+  plural: 'gizmos',
+});
+
+interface Gizmo {
+  apiVersion: string;
+  metadata: { name: string; resourceVersion?: string };
+  spec: { size?: number; replicas?: number };
+}
+
+function notFound(err: unknown): undefined {
+  if ((err as { code?: number }).code === 404) return undefined;
+  throw err;
+}
+
+/** The instance's replicas, as the Deployment's selector finds them. */
+async function replicaPods() {
+  const pods = await core.listNamespacedPod({
+    namespace,
+    labelSelector: `app.kubernetes.io/instance=${INSTANCE}`,
+  });
+  return pods.items.filter((p) => !p.metadata?.deletionTimestamp);
+}
+
+async function twoReadyReplicas() {
+  return waitFor(
+    'two ready replicas',
+    async () => {
+      const pods = await replicaPods();
+      const ready = pods.filter((p) =>
+        p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+      );
+      return ready.length === 2 ? ready : undefined;
+    },
+    { timeoutMs: 90_000 },
+  );
+}
+
+/** The loopback ports the apiserver dials for the Service: one per ready replica. */
+async function servicePorts(): Promise<number[]> {
+  const slices = await discovery.listNamespacedEndpointSlice({
+    namespace,
+    labelSelector: `kubernetes.io/service-name=${SERVICE}`,
+  });
+  return slices.items.flatMap((s) =>
+    (s.endpoints ?? []).some((e) => e.conditions?.ready) ? (s.ports ?? []).map((p) => p.port ?? 0) : [],
+  );
+}
+
+/** The fingerprint of the certificate the replica behind `port` presents now. */
+function presentedFingerprint(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect(
+      { host: '127.0.0.1', port, servername: `${SERVICE}.${namespace}.svc`, rejectUnauthorized: false },
+      () => {
+        const fingerprint = socket.getPeerCertificate().fingerprint256;
+        socket.end();
+        resolve(fingerprint);
+      },
+    );
+    socket.once('error', reject);
+  });
+}
+
+/** Successful ConversionReviews for TARGET, as the replica behind `port` counts them. */
+async function successfulReviews(port: number): Promise<number> {
+  const text = await new Promise<string>((resolve, reject) => {
+    const req = httpsGet({ host: '127.0.0.1', port, path: '/metrics', rejectUnauthorized: false }, (res) => {
+      let body = '';
+      res.on('data', (chunk) => {
+        body += chunk;
+      });
+      res.on('end', () => resolve(body));
+    });
+    req.once('error', reject);
+  });
+  return text
+    .split('\n')
+    .filter(
+      (l) => l.startsWith('switchyard_webhook_conversion_reviews_total{') && l.includes(`target="${TARGET}"`),
+    )
+    .filter((l) => l.includes('result="success"'))
+    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+}
+
+const secretText = (data: Record<string, string> | undefined, key: string) =>
+  Buffer.from(data?.[key] ?? '', 'base64').toString('utf8');
+
+/** What the handover would write: the target's conversions go to the instance's Service. */
+async function pointAtInstance(target: string): Promise<void> {
+  const serving = await core.readNamespacedSecret({ name: servingCertSecretName(INSTANCE), namespace });
+  const conversion = desiredConversion({
+    target,
+    instance: INSTANCE,
+    namespace,
+    caBundle: serving.data?.['ca.crt'] ?? '',
+    conversionReviewVersions: ['v1'],
+  });
+  await crdApi.patchCustomResourceDefinition({ name: target, body: { spec: { conversion } } }, mergePatch);
+}
+
+async function getGizmo(target: string, version: 'v1' | 'v2', name: string): Promise<Gizmo> {
+  return (await custom.getNamespacedCustomObject({ ...gizmos(target, version), name })) as Gizmo;
+}
+
+beforeAll(async () => {
+  bus = await startOwnBus();
+  for (const crd of await committedCrds()) await ensureCrd(admin, crd);
+  namespace = await createNamespace(admin, 'conversion');
+  for (const target of [TARGET, UNHELD]) await ensureCrd(admin, gizmoCrd(target));
+  stoppers.push(await startRecordingAndRouting(bus, { kubeConfig: admin, log, partitions: PARTITIONS }));
+  stoppers.push(
+    await startInstancesHandler(cluster.info, admin, bus, {
+      partitions: PARTITIONS,
+      log,
+      replicaEnv: { SWITCHYARD_NATS_URL: bus.server.url, SWITCHYARD_LOG_LEVEL: 'info' },
+    }),
+  );
+  await custom.createClusterCustomObject({
+    ...configApi,
+    body: {
+      apiVersion: API_VERSION,
+      kind: 'CRDConversionConfig',
+      metadata: { name: CONFIG },
+      spec: renameConfigSpec(TARGET, { pin: INSTANCE }),
+    },
+  });
+  await custom.createClusterCustomObject({
+    ...instanceApi,
+    body: {
+      apiVersion: API_VERSION,
+      kind: 'ConversionWebhookServer',
+      metadata: { name: INSTANCE },
+      spec: { namespace, replicas: 2 },
+    },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  for (const target of [TARGET, UNHELD])
+    await crdApi.deleteCustomResourceDefinition({ name: target }).catch(notFound);
+  await custom.deleteClusterCustomObject({ ...configApi, name: CONFIG }).catch(notFound);
+  await custom.deleteClusterCustomObject({ ...instanceApi, name: INSTANCE }).catch(notFound);
+  await waitFor(
+    'the instance to be gone',
+    async () =>
+      (await custom.getClusterCustomObject({ ...instanceApi, name: INSTANCE }).catch(notFound)) === undefined
+        ? true
+        : undefined,
+    { timeoutMs: 30_000 },
+  ).catch(() => undefined);
+  for (const stop of stoppers.reverse()) await stop();
+  if (namespace) await core.deleteNamespace({ name: namespace }).catch(notFound);
+  await bus?.stop();
+}, 60_000);
+
+describe('conversions through the kube-apiserver, served by an instance of two replicas', () => {
+  it('starts both replicas from the rendered Deployment, each reporting what it serves in its Lease', {
+    timeout: 120_000,
+  }, async () => {
+    const pods = await twoReadyReplicas();
+    for (const pod of pods) {
+      const name = pod.metadata?.name ?? '';
+      const lease = await waitFor(`the Lease of ${name}`, () =>
+        leases.readNamespacedLease({ name: servedLeaseName(name), namespace }).catch(notFound),
+      );
+      expect(lease.spec?.holderIdentity).toBe(name);
+      expect(lease.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Pod', uid: pod.metadata?.uid });
+    }
+    expect(await servicePorts()).toHaveLength(2);
+    await pointAtInstance(TARGET);
+    await pointAtInstance(UNHELD);
+  });
+
+  it('converts objects created at either version when they are read at the other', {
+    timeout: 60_000,
+  }, async () => {
+    // The CRD's conversion takes effect in the apiserver shortly after the patch.
+    await waitFor(
+      'a create at v1 to be converted to storage',
+      async () =>
+        custom
+          .createNamespacedCustomObject({
+            ...gizmos(TARGET, 'v1'),
+            body: {
+              apiVersion: `${gizmos(TARGET, 'v1').group}/v1`,
+              kind: 'Gizmo',
+              metadata: { name: 'b' },
+              spec: { replicas: 4 },
+            },
+          })
+          .then(() => true)
+          .catch(() => undefined),
+      { timeoutMs: 30_000 },
+    );
+    await custom.createNamespacedCustomObject({
+      ...gizmos(TARGET, 'v2'),
+      body: {
+        apiVersion: `${gizmos(TARGET, 'v2').group}/v2`,
+        kind: 'Gizmo',
+        metadata: { name: 'a' },
+        spec: { size: 3 },
+      },
+    });
+    const a = await getGizmo(TARGET, 'v1', 'a');
+    expect(a.apiVersion).toBe(`${gizmos(TARGET, 'v1').group}/v1`);
+    expect(a.spec).toEqual({ replicas: 3 });
+    const b = await getGizmo(TARGET, 'v2', 'b');
+    expect(b.apiVersion).toBe(`${gizmos(TARGET, 'v2').group}/v2`);
+    expect(b.spec).toEqual({ size: 4 });
+  });
+
+  it('lists and patches at the non-storage version', { timeout: 30_000 }, async () => {
+    const list = (await custom.listNamespacedCustomObject(gizmos(TARGET, 'v1'))) as { items: Gizmo[] };
+    expect(list.items.map((g) => [g.metadata.name, g.spec])).toEqual([
+      ['a', { replicas: 3 }],
+      ['b', { replicas: 4 }],
+    ]);
+    await custom.patchNamespacedCustomObject(
+      { ...gizmos(TARGET, 'v1'), name: 'a', body: { spec: { replicas: 7 } } },
+      mergePatch,
+    );
+    expect((await getGizmo(TARGET, 'v2', 'a')).spec).toEqual({ size: 7 });
+    expect((await getGizmo(TARGET, 'v1', 'a')).spec).toEqual({ replicas: 7 });
+  });
+
+  it('spreads the reviews over both replicas behind the Service', { timeout: 30_000 }, async () => {
+    for (let i = 0; i < 20; i++) await getGizmo(TARGET, 'v1', 'a');
+    const ports = await servicePorts();
+    expect(ports).toHaveLength(2);
+    for (const port of ports) expect(await successfulReviews(port)).toBeGreaterThan(0);
+  });
+
+  it('delivers watch events at the version watched', { timeout: 30_000 }, async () => {
+    const { group } = gizmos(TARGET, 'v1');
+    const seen: Gizmo[] = [];
+    const request = await new Watch(admin).watch(
+      `/apis/${group}/v1/namespaces/${namespace}/gizmos`,
+      { fieldSelector: 'metadata.name=b' },
+      (type, object: Gizmo) => {
+        if (type === 'MODIFIED') seen.push(object);
+      },
+      () => undefined,
+    );
+    try {
+      // The watch is open once its initial ADDED arrived; a patch before that could be missed.
+      await new Promise((done) => setTimeout(done, 500));
+      await custom.patchNamespacedCustomObject(
+        { ...gizmos(TARGET, 'v2'), name: 'b', body: { spec: { size: 9 } } },
+        mergePatch,
+      );
+      const event = await waitFor('the MODIFIED event at v1', async () => seen[0]);
+      expect(event.apiVersion).toBe(`${group}/v1`);
+      expect(event.spec).toEqual({ replicas: 9 });
+    } finally {
+      request.abort();
+    }
+  });
+
+  it('fails a read of a target the replicas hold no plan for, with their reason', {
+    timeout: 30_000,
+  }, async () => {
+    await custom.createNamespacedCustomObject({
+      ...gizmos(UNHELD, 'v2'),
+      body: {
+        apiVersion: `${gizmos(UNHELD, 'v2').group}/v2`,
+        kind: 'Gizmo',
+        metadata: { name: 'x' },
+        spec: { size: 1 },
+      },
+    });
+    const failure = await getGizmo(UNHELD, 'v1', 'x').then(
+      () => undefined,
+      (err: { code?: number; body?: string }) => err,
+    );
+    expect(failure?.code).toBe(500);
+    expect(failure?.body).toContain(`this replica holds no conversion plan for ${UNHELD}`);
+    // The object itself is intact at its stored version.
+    expect((await getGizmo(UNHELD, 'v2', 'x')).spec).toEqual({ size: 1 });
+  });
+
+  it('serves a rotated certificate from both replicas without a restart', { timeout: 90_000 }, async () => {
+    const before = await twoReadyReplicas();
+    const ports = await servicePorts();
+    const caSecret = await core.readNamespacedSecret({ name: servingCaSecretName(INSTANCE), namespace });
+    const ca = {
+      certPem: secretText(caSecret.data, 'tls.crt'),
+      keyPem: secretText(caSecret.data, 'tls.key'),
+    };
+    const caFacts = readCertificate(ca.certPem);
+    if (caFacts === undefined) throw new Error('the instance CA Secret holds no certificate');
+    // A new leaf from the instance's own CA, as the instances handler issues one at renewal.
+    const rotated = await x509Issuer().issueServing({
+      ca,
+      dnsNames: servingDnsNames(SERVICE, namespace),
+      ...leafValidity(caFacts, Date.now()),
+    });
+    await core.patchNamespacedSecret(
+      {
+        name: servingCertSecretName(INSTANCE),
+        namespace,
+        body: {
+          data: {
+            'tls.crt': Buffer.from(rotated.certPem).toString('base64'),
+            'tls.key': Buffer.from(rotated.keyPem).toString('base64'),
+          },
+        },
+      },
+      mergePatch,
+    );
+    const expected = new X509Certificate(rotated.certPem).fingerprint256;
+    for (const port of ports)
+      await waitFor(
+        `the replica on ${port} to present the rotated certificate`,
+        async () => ((await presentedFingerprint(port)) === expected ? true : undefined),
+        { timeoutMs: 60_000 },
+      );
+    expect((await getGizmo(TARGET, 'v1', 'a')).spec).toEqual({ replicas: 7 });
+    const after = await replicaPods();
+    expect(after.map((p) => p.metadata?.uid).sort()).toEqual(before.map((p) => p.metadata?.uid).sort());
+    for (const pod of after) expect(pod.status?.containerStatuses?.[0]?.restartCount).toBe(0);
+  });
+
+  it('garbage-collects the Lease of a deleted replica Pod', { timeout: 90_000 }, async () => {
+    const [victim] = await twoReadyReplicas();
+    const name = victim?.metadata?.name ?? '';
+    await leases.readNamespacedLease({ name: servedLeaseName(name), namespace });
+    await core.deleteNamespacedPod({ name, namespace });
+    await waitFor(
+      `the Lease of ${name} to be collected`,
+      async () =>
+        (await leases.readNamespacedLease({ name: servedLeaseName(name), namespace }).catch(notFound)) ===
+        undefined
+          ? true
+          : undefined,
+      { timeoutMs: 60_000 },
+    );
+    // The Deployment's replacement serves, and reads at v1 go on.
+    await twoReadyReplicas();
+    expect((await getGizmo(TARGET, 'v1', 'b')).spec).toEqual({ replicas: 9 });
+  });
+});
