@@ -8,7 +8,7 @@
 // (description, example) and the numeric/length bounds: those are validation, a value that
 // satisfies one side's type satisfies the other's shape.
 import { isJsonObject } from './json.ts';
-import { joinPath, type Segments } from './paths.ts';
+import type { Segments } from './paths.ts';
 
 /** The keywords of an OpenAPI v3 structural schema the engine reads; others are ignored. */
 export interface TargetSchema {
@@ -37,7 +37,16 @@ const COMBINATORS = ['oneOf', 'anyOf', 'allOf', 'not'] as const;
 
 type Combinator = (typeof COMBINATORS)[number];
 
-function combinatorsOf(schema: TargetSchema): Combinator[] {
+const NO_COMBINATORS: readonly Combinator[] = [];
+
+function combinatorsOf(schema: TargetSchema): readonly Combinator[] {
+  if (
+    schema.oneOf === undefined &&
+    schema.anyOf === undefined &&
+    schema.allOf === undefined &&
+    schema.not === undefined
+  )
+    return NO_COMBINATORS;
   return COMBINATORS.filter((c) => schema[c] !== undefined);
 }
 
@@ -46,7 +55,8 @@ export interface SchemaNode {
   segments: Segments;
   /** A branch has named properties rules can address; a leaf is addressed only as a whole. */
   isLeaf: boolean;
-  signature: string;
+  /** The shape signature; computed when first read for a branch (most are never compared). */
+  readonly signature: string;
   schema: TargetSchema;
 }
 
@@ -58,44 +68,66 @@ export interface SchemaIndex {
 // Not flattened: the engine handles them itself (see paths.ts).
 const ROOT_FIELDS_OWNED_BY_ENGINE = new Set(['apiVersion', 'kind', 'metadata']);
 
+/**
+ * The first thing a webhook-server replica does for every target at start, so it is written for
+ * speed: paths grow from the parent's, and a branch's signature (the whole subtree as text) is
+ * built only if a rule compares it.
+ */
 export function indexSchema(root: TargetSchema): SchemaIndex {
   const nodes = new Map<string, SchemaNode>();
   const leaves: SchemaNode[] = [];
-  for (const [name, child] of Object.entries(root.properties ?? {})) {
-    if (!ROOT_FIELDS_OWNED_BY_ENGINE.has(name)) indexNode(child, [name], nodes, leaves);
+  for (const name of Object.keys(root.properties ?? {})) {
+    if (!ROOT_FIELDS_OWNED_BY_ENGINE.has(name))
+      indexNode(
+        (root.properties as Record<string, TargetSchema>)[name] as TargetSchema,
+        name,
+        [name],
+        nodes,
+        leaves,
+      );
   }
   return { nodes, leaves };
 }
 
+class Branch implements SchemaNode {
+  readonly isLeaf = false;
+  private computed: string | undefined;
+  readonly path: string;
+  readonly segments: Segments;
+  readonly schema: TargetSchema;
+
+  constructor(path: string, segments: Segments, schema: TargetSchema) {
+    this.path = path;
+    this.segments = segments;
+    this.schema = schema;
+  }
+
+  get signature(): string {
+    this.computed ??= shapeSignature(this.schema);
+    return this.computed;
+  }
+}
+
 function indexNode(
   schema: TargetSchema,
-  segments: string[],
+  path: string,
+  segments: Segments,
   nodes: Map<string, SchemaNode>,
   leaves: SchemaNode[],
-) {
-  const path = joinPath(segments);
+): void {
   // An object under a combinator is one opaque unit: its fields' validity depends on the
   // combinator, which the engine does not evaluate, so rules address it only as a whole.
   if (!hasNamedProperties(schema) || combinatorsOf(schema).length > 0) {
     const leaf: SchemaNode = { path, segments, isLeaf: true, signature: shapeSignature(schema), schema };
     nodes.set(path, leaf);
     leaves.push(leaf);
-    return leaf;
+    return;
   }
-  const parts: string[] = [];
+  nodes.set(path, new Branch(path, segments, schema));
   for (const name of Object.keys(schema.properties).sort()) {
-    const child = indexNode(schema.properties[name] as TargetSchema, [...segments, name], nodes, leaves);
-    parts.push(`${JSON.stringify(name)}:${child.signature}`);
+    const child = schema.properties[name] as TargetSchema;
+    indexNode(child, `${path}.${name}`, [...segments, name], nodes, leaves);
   }
-  const branch: SchemaNode = {
-    path,
-    segments,
-    isLeaf: false,
-    signature: `${flags(schema)}{${parts.join(',')}}`,
-    schema,
-  };
-  nodes.set(path, branch);
-  return branch;
 }
 
 function hasNamedProperties(

@@ -13,7 +13,7 @@ function gizmos(name = TARGET, service?: string, v1Field = 'replicas') {
 
 function config(
   name: string,
-  opts: { target?: string; pin?: string; spokePath?: string } = {},
+  opts: { target?: string; pin?: string; spokePath?: string; generation?: number } = {},
 ): ConversionConfig {
   return conversionConfigSchema.parse(renameConfig(name, opts.target ?? TARGET, opts));
 }
@@ -90,12 +90,14 @@ describe('the plans a replica holds', () => {
     const plans = new HeldPlans('a');
     plans.sync(world([config('w', { pin: 'a' })], [gizmos()]));
     const before = plans.lookup(TARGET);
-    const broken = plans.sync(world([config('w', { pin: 'a', spokePath: 'spec.nowhere' })], [gizmos()]));
+    const broken = plans.sync(
+      world([config('w', { pin: 'a', spokePath: 'spec.nowhere', generation: 2 })], [gizmos()]),
+    );
     expect(broken.failed).toEqual([TARGET]);
     expect(broken.removed, 'a bad edit must not take the working plan away').toEqual([]);
     expect(plans.lookup(TARGET)).toEqual(before);
     expect(plans.failures().get(TARGET)?.join(' ')).toContain('spec.nowhere');
-    const fixed = plans.sync(world([config('w', { pin: 'a' })], [gizmos()]));
+    const fixed = plans.sync(world([config('w', { pin: 'a', generation: 3 })], [gizmos()]));
     expect(fixed.failed).toEqual([]);
     expect(plans.failures().size).toBe(0);
   });
@@ -121,7 +123,10 @@ describe('the plans a replica holds', () => {
     plans.sync(world([withStatus], [gizmos(TARGET, 'a-webhook-server')]));
     expect(routerOf(), 'a status write and a repoint compile nothing').toBe(first);
     plans.sync(
-      world([config('w', { pin: 'a', spokePath: 'spec.count' })], [gizmos(TARGET, undefined, 'count')]),
+      world(
+        [config('w', { pin: 'a', spokePath: 'spec.count', generation: 2 })],
+        [gizmos(TARGET, undefined, 'count')],
+      ),
     );
     expect(routerOf()).not.toBe(first);
     expect(routerOf()).toBeDefined();

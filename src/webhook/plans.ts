@@ -9,13 +9,14 @@
 //
 // One bad config never takes a working plan away: a config that stops compiling keeps serving
 // its last good plan, and the failure is reported (`failures`) until a fix compiles. A plan is
-// compiled again only when what it is compiled from changes (the config's rules, the target's
-// versions and schemas), never for a status write.
+// compiled again only when what it is compiled from changes (the config's spec, the target's
+// versions), never for a status write.
+import { isDeepStrictEqual } from 'node:util';
 import { type ConversionConfig, targetNameOf } from '../api/conversion-config.ts';
 import { assignSubjects, fleetOf, type InstanceLike, subjectOf } from '../core/assignment.ts';
 import { shouldHoldPlan } from '../core/handover.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
-import { type ConversionSpec, compile, type TargetVersion } from '../engine/compile.ts';
+import { compile } from '../engine/compile.ts';
 import { formatDiagnostic, isError } from '../engine/diagnostics.ts';
 import type { Router } from '../engine/plan.ts';
 import { targetVersions } from '../engine/target-versions.ts';
@@ -30,11 +31,17 @@ export interface PlanWorld {
 /** A request's answer to "can you convert this target": the plan, or why not (the Failure message). */
 export type PlanLookup = { kind: 'plan'; router: Router; group: string } | { kind: 'none'; why: string };
 
-interface Held {
+/** What a plan was compiled from; a change compiles again (`sameSource`). */
+interface Source {
+  /** The config's uid and generation. */
+  config: string;
+  /** The live target's spec.versions, as last seen. */
+  versions: unknown;
+}
+
+interface Held extends Source {
   router: Router;
   group: string;
-  /** What the plan was compiled from; a change compiles again. */
-  source: string;
 }
 
 /** What one `sync` changed: the targets that gained or lost a plan (the Lease republishes on either). */
@@ -48,7 +55,7 @@ export interface PlanSync {
 export class HeldPlans {
   private readonly instance: string;
   private readonly plans = new Map<string, Held>();
-  private readonly failing = new Map<string, { source: string; errors: string[] }>();
+  private readonly failing = new Map<string, Source & { errors: string[] }>();
   private readonly notHeld = new Map<string, string>();
 
   constructor(instance: string) {
@@ -122,52 +129,55 @@ export class HeldPlans {
 
   /** False when the config does not compile now (a plan compiled before, if any, stays). */
   private compileIfChanged(target: string, config: ConversionConfig, live: unknown): boolean {
-    const { source, versions } = compiledFrom(config.spec, live);
-    if (this.plans.get(target)?.source === source) {
+    const source: Source = { config: configRevision(config), versions: versionsOf(live) };
+    const held = this.plans.get(target);
+    if (held && sameSource(held, source)) {
+      held.versions = source.versions;
       this.failing.delete(target);
       return true;
     }
-    if (this.failing.get(target)?.source === source) return false;
-    const result = compile(config.spec, versions);
+    const failure = this.failing.get(target);
+    if (failure && sameSource(failure, source)) {
+      failure.versions = source.versions;
+      return false;
+    }
+    const result = compile(config.spec, targetVersions(live));
     if (!result.ok) {
       this.failing.set(target, {
-        source,
+        ...source,
         errors: result.diagnostics.filter(isError).map(formatDiagnostic),
       });
       return false;
     }
     this.failing.delete(target);
-    this.plans.set(target, { router: result.router, group: groupOf(live), source });
+    this.plans.set(target, { ...source, router: result.router, group: groupOf(live) });
     return true;
   }
 }
 
-type Source = { source: string; versions: TargetVersion[] };
-const sources = new WeakMap<object, WeakMap<object, Source>>();
-
 /**
- * Everything a compile reads, as one comparable string, with the target's versions. Once per
- * (config spec, target record) pair: a record is replaced, never changed, so every sync after a
- * write of one config serializes that one alone, not the whole fleet.
+ * Whether a plan compiled from `a` still stands for `b`. The config by uid and generation, which
+ * the apiserver bumps on every change of its spec and never for status: the config's status
+ * writes, the common write, cost a string comparison. The target by its spec.versions, the
+ * only part a plan reads: the same array when the record did not change, otherwise compared by
+ * value (a repoint of spec.conversion, or a status write, compiles nothing).
  */
-function compiledFrom(spec: ConversionSpec, live: unknown): Source {
-  const target = live as object;
-  let bySpec = sources.get(target);
-  if (!bySpec) {
-    bySpec = new WeakMap();
-    sources.set(target, bySpec);
-  }
-  let found = bySpec.get(spec);
-  if (!found) {
-    const versions = targetVersions(live);
-    const { hubVersion, spokes, unmappedFieldPolicy, unmappedFieldReason } = spec;
-    found = {
-      source: JSON.stringify([hubVersion, spokes, unmappedFieldPolicy, unmappedFieldReason, versions]),
-      versions,
-    };
-    bySpec.set(spec, found);
-  }
-  return found;
+function sameSource(a: Source, b: Source): boolean {
+  return a.config === b.config && (a.versions === b.versions || isDeepStrictEqual(a.versions, b.versions));
+}
+
+/** Without a generation (never so for objects as the apiserver returns them), any write counts. */
+function configRevision(config: ConversionConfig): string {
+  const { uid, generation, resourceVersion } = config.metadata as {
+    uid?: string;
+    generation?: number;
+    resourceVersion?: string;
+  };
+  return typeof generation === 'number' ? `${uid}/g${generation}` : `${uid}/rv${resourceVersion}`;
+}
+
+function versionsOf(live: unknown): unknown {
+  return (live as { spec?: { versions?: unknown } }).spec?.versions;
 }
 
 function groupOf(live: unknown): string {

@@ -4,7 +4,13 @@
 import { gizmoCrd, renameConfigSpec } from '../../test/support/crds.ts';
 import { API_VERSION } from '../api/constants.ts';
 
-const recorded = (name: string) => ({ name, uid: `u-${name}`, resourceVersion: String(Math.random()) });
+/** As the apiserver returns an object: a new generation for every change of its spec. */
+const recorded = (name: string, generation = 1) => ({
+  name,
+  uid: `u-${name}`,
+  generation,
+  resourceVersion: String(Math.random()),
+});
 
 /** The target `name` (`<plural>.<group>`); `service` is what its conversion names, `v1Field` v1's field. */
 export function gizmoTarget(name: string, opts: { service?: string; v1Field?: string } = {}) {
@@ -28,12 +34,12 @@ export function gizmoTarget(name: string, opts: { service?: string; v1Field?: st
 export function renameConfig(
   name: string,
   target: string,
-  opts: { pin?: string; spokePath?: string; status?: object } = {},
+  opts: { pin?: string; spokePath?: string; status?: object; generation?: number } = {},
 ) {
   return {
     apiVersion: API_VERSION,
     kind: 'CRDConversionConfig',
-    metadata: recorded(name),
+    metadata: recorded(name, opts.generation),
     spec: renameConfigSpec(target, opts),
     ...(opts.status && { status: opts.status }),
   };

@@ -1,0 +1,65 @@
+// One webhook-server replica's start, as its own process (bench/webhook.ts runs it): read the
+// bus, compile everything the instance holds, be ready. Prints one JSON line: the time from the
+// view's start to ready (and its two phases), the heap held after gc against the same process
+// before the start, and the peak RSS.
+//
+//   node --expose-gc bench/webhook-replica.ts <nats url> <instance> <expected targets> replica|view
+//
+// `view` reads the bus and stops there: the heap the records alone take.
+import { jetstream } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { ObjectView } from '../src/bus/view.ts';
+import type { ExpectedSet } from '../src/core/served-set-codec.ts';
+import { WebhookMetrics } from '../src/webhook/metrics.ts';
+import { Replica } from '../src/webhook/replica.ts';
+import { REPLICA_VIEW_KINDS } from '../src/webhook/world.ts';
+
+const [url = '', instance = '', expected = '0', mode = 'replica'] = process.argv.slice(2);
+const log = pino({ level: 'warn' });
+
+function heapAfterGc(): number {
+  const collect = (globalThis as { gc?: () => void }).gc;
+  if (!collect) throw new Error('run with --expose-gc');
+  collect();
+  collect();
+  return process.memoryUsage().heapUsed;
+}
+
+const nc = await connect({ servers: url });
+const js = jetstream(nc);
+const metrics = new WebhookMetrics({ processMetrics: false });
+let published: { served: number; expected: ExpectedSet } | undefined;
+const sink = {
+  publish(served: ReadonlySet<string>, set: ExpectedSet) {
+    published = { served: served.size, expected: set };
+  },
+};
+const heapBefore = heapAfterGc();
+const view = new ObjectView([...REPLICA_VIEW_KINDS], log);
+const replica = new Replica({ view, instance, sink, metrics, log });
+
+const started = performance.now();
+await view.start(js);
+const viewMs = performance.now() - started;
+if (mode === 'replica') replica.start();
+const readyMs = performance.now() - started;
+
+const held = replica.describe().servable.length;
+if (held !== Number(expected) || replica.ready !== (mode === 'replica'))
+  throw new Error(`the replica holds ${held} plans, expected ${expected}`);
+const heapAfter = heapAfterGc();
+console.log(
+  JSON.stringify({
+    viewMs,
+    compileMs: readyMs - viewMs,
+    readyMs,
+    held,
+    published: published?.served,
+    heapBytes: heapAfter - heapBefore,
+    maxRssBytes: process.resourceUsage().maxRSS * 1024,
+  }),
+);
+replica.stop();
+view.stop();
+await nc.close();

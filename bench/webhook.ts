@@ -1,0 +1,353 @@
+// The webhook-server's benchmarks (issue 12), each beside its baseline in the same run:
+//
+//   review   ConversionReview throughput and p50/p99 latency with 1, 10 and 50 objects per
+//            review and the 10-rule plan of bench/fleet.ts, against a bare HTTPS server that
+//            parses the review and rewrites only apiVersion (bench/webhook-review-server.ts).
+//            Each server is its own process; the load comes from this one, alternating rounds.
+//   replica  start to ready and heap of a replica holding 1,000 targets of 50 leaves, as its
+//            own process (bench/webhook-replica.ts) reading a real JetStream bus; the same
+//            process with the view alone (no plans) splits the heap.
+//   lease    bytes written per heartbeat and per publish at 50,000 held targets, against the
+//            reference design's whole-Lease rewrite of its gzip+base64 list.
+//
+//   SWITCHYARD_BIN_NATS=… node bench/webhook.ts            (BENCH_PARTS=review,replica,lease)
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { gzipSync } from 'node:zlib';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { Pool } from 'undici';
+import { API_VERSION } from '../src/api/constants.ts';
+import { encodeMessage, type ObjectEvent, objectEventSchema } from '../src/bus/messages.ts';
+import { objectSubject } from '../src/bus/subjects.ts';
+import { DEFAULT_TOPOLOGY, ensureTopology } from '../src/bus/topology.ts';
+import { DEFAULT_BUDGET_BYTES, expectedSetOf } from '../src/core/served-set-codec.ts';
+import type { KubeWriter } from '../src/kube/writer.ts';
+import { NatsServer } from '../src/local-cluster/nats.ts';
+import { x509Issuer } from '../src/tls/x509-issuer.ts';
+import { LeasePublisher, servedLeaseBody } from '../src/webhook/lease-publisher.ts';
+import { configSpec, hubObject, target } from './fleet.ts';
+import { targetNames } from './target-names.ts';
+
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'review,replica,lease').split(','));
+const log = pino({ level: 'warn' });
+const here = import.meta.dirname;
+
+// ---------------------------------------------------------------------------------------------
+// review
+
+const REVIEW_SIZES = [1, 10, 50];
+const CONCURRENCY = Number(process.env.REVIEW_CONCURRENCY ?? 8);
+const ROUND_MS = Number(process.env.REVIEW_ROUND_MS ?? 3_000);
+const ROUNDS = Number(process.env.REVIEW_ROUNDS ?? 3);
+const TARGET = 'widgets0.example.org';
+
+interface LoadResult {
+  requests: number;
+  ms: number;
+  latencies: number[];
+}
+
+function reviewBody(objects: number): string {
+  return JSON.stringify({
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'ConversionReview',
+    request: {
+      uid: '00000000-0000-0000-0000-000000000001',
+      desiredAPIVersion: 'example.org/v2',
+      objects: Array.from({ length: objects }, (_, i) => hubObject(i)),
+    },
+  });
+}
+
+async function startServer(mode: 'switchyard' | 'floor', cert: { certPem: string; keyPem: string }) {
+  const child = spawn(process.execPath, [join(here, 'webhook-review-server.ts'), mode], {
+    env: { ...process.env, BENCH_CERT: cert.certPem, BENCH_KEY: cert.keyPem },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+    child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)));
+  });
+  const pool = new Pool(`https://127.0.0.1:${port}`, {
+    connections: CONCURRENCY,
+    connect: { rejectUnauthorized: false },
+  });
+  return { mode, child, pool };
+}
+
+/** CONCURRENCY clients, each posting the review as soon as its previous answer is read. */
+async function load(pool: Pool, body: string, objects: number, ms: number): Promise<LoadResult> {
+  const latencies: number[] = [];
+  const until = performance.now() + ms;
+  const started = performance.now();
+  const client = async () => {
+    while (performance.now() < until) {
+      const sent = performance.now();
+      const res = await pool.request({
+        method: 'POST',
+        path: `/convert/${TARGET}`,
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      const answer = (await res.body.json()) as { response?: { convertedObjects?: unknown[] } };
+      if (res.statusCode !== 200 || answer.response?.convertedObjects?.length !== objects)
+        throw new Error(`a review failed: ${res.statusCode} ${JSON.stringify(answer).slice(0, 300)}`);
+      latencies.push(performance.now() - sent);
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, client));
+  return { requests: latencies.length, ms: performance.now() - started, latencies };
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN;
+}
+
+function summary(results: readonly LoadResult[]) {
+  const requests = results.reduce((n, r) => n + r.requests, 0);
+  const ms = results.reduce((n, r) => n + r.ms, 0);
+  const sorted = results.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  return { rate: (requests * 1000) / ms, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) };
+}
+
+async function reviewBench(): Promise<void> {
+  const issuer = x509Issuer();
+  const now = Date.now();
+  const ca = await issuer.createCa({
+    commonName: 'bench',
+    notBeforeMs: now - 60_000,
+    notAfterMs: now + 3_600_000,
+  });
+  const cert = await issuer.issueServing({
+    ca,
+    dnsNames: ['localhost'],
+    notBeforeMs: now - 60_000,
+    notAfterMs: now + 3_600_000,
+  });
+  const servers = [await startServer('floor', cert), await startServer('switchyard', cert)];
+  console.log(
+    `\n## ConversionReview: ${CONCURRENCY} concurrent clients, ${ROUNDS} alternating rounds of ${ROUND_MS} ms per server and size\n`,
+  );
+  console.log('| objects per review | server | reviews/s | objects/s | p50 | p99 | vs floor (reviews/s) |');
+  console.log('|---|---|---|---|---|---|---|');
+  try {
+    for (const objects of REVIEW_SIZES) {
+      const body = reviewBody(objects);
+      const results = new Map<string, LoadResult[]>(servers.map((s) => [s.mode, []]));
+      for (const s of servers) await load(s.pool, body, objects, 1_000);
+      for (let round = 0; round < ROUNDS; round++)
+        for (const s of round % 2 === 0 ? servers : [...servers].reverse())
+          results.get(s.mode)?.push(await load(s.pool, body, objects, ROUND_MS));
+      const floor = summary(results.get('floor') ?? []);
+      for (const s of servers) {
+        const r = summary(results.get(s.mode) ?? []);
+        console.log(
+          `| ${objects} | ${s.mode === 'floor' ? 'floor: parse, rewrite apiVersion' : 'switchyard webhook-server'} | ${Math.round(r.rate).toLocaleString('en-US')} | ${Math.round(r.rate * objects).toLocaleString('en-US')} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms | ${(r.rate / floor.rate).toFixed(2)}× |`,
+        );
+      }
+    }
+  } finally {
+    for (const s of servers) {
+      await s.pool.close();
+      s.child.kill();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// replica
+
+const REPLICA_TARGETS = Number(process.env.REPLICA_TARGETS ?? 1_000);
+const REPLICA_RUNS = Number(process.env.REPLICA_RUNS ?? 3);
+const INSTANCE = 'bench';
+
+function recorded(kind: string, object: { metadata: { name: string } }, i: number) {
+  const full = {
+    ...object,
+    metadata: { ...object.metadata, uid: `uid-${kind}-${i}`, resourceVersion: String(1000 + i) },
+  };
+  const event: ObjectEvent = {
+    op: 'upsert',
+    object: full,
+    observedBy: 'list',
+    observedAt: new Date().toISOString(),
+  };
+  return {
+    subject: objectSubject({ kind, namespace: '', name: object.metadata.name }),
+    data: encodeMessage(objectEventSchema, event),
+  };
+}
+
+/** The records `switchyard watch` would hold: the instance, the targets, a pinned config each. */
+function fleetRecords(n: number) {
+  const instance = {
+    apiVersion: API_VERSION,
+    kind: 'ConversionWebhookServer',
+    metadata: { name: INSTANCE },
+    spec: { replicas: 1 },
+  };
+  const records = [recorded('webhookserver', instance, 0)];
+  for (let i = 0; i < n; i++) {
+    const crd = target(i);
+    records.push(recorded('crd', crd, i));
+    records.push(
+      recorded(
+        'crdconfig',
+        {
+          apiVersion: API_VERSION,
+          kind: 'CRDConversionConfig',
+          metadata: { name: `widgets${i}` },
+          spec: {
+            targetCRD: { name: crd.metadata.name },
+            webhookServerRef: { name: INSTANCE },
+            ...configSpec(i),
+          },
+        } as { metadata: { name: string } },
+        i,
+      ),
+    );
+  }
+  return records;
+}
+
+interface ReplicaRun {
+  viewMs: number;
+  compileMs: number;
+  readyMs: number;
+  heapBytes: number;
+  maxRssBytes: number;
+}
+
+async function runReplica(url: string, expected: number, mode: 'replica' | 'view'): Promise<ReplicaRun> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [
+      '--expose-gc',
+      ...(process.env.REPLICA_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+      join(here, 'webhook-replica.ts'),
+      url,
+      INSTANCE,
+      String(expected),
+      mode,
+    ],
+    { maxBuffer: 1 << 20 },
+  );
+  return JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as ReplicaRun;
+}
+
+async function replicaBench(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'switchyard-bench-'));
+  const server = await NatsServer.start(dir, log);
+  try {
+    const nc = await connect({ servers: server.url });
+    await ensureTopology(await jetstreamManager(nc), DEFAULT_TOPOLOGY);
+    const js = jetstream(nc);
+    const records = fleetRecords(REPLICA_TARGETS);
+    await Promise.all(records.map((r) => js.publish(r.subject, r.data)));
+    const recordBytes = records.reduce((n, r) => n + r.data.length, 0);
+    await nc.close();
+    const runs: ReplicaRun[] = [];
+    const views: ReplicaRun[] = [];
+    for (let i = 0; i < REPLICA_RUNS; i++) {
+      runs.push(await runReplica(server.url, REPLICA_TARGETS, 'replica'));
+      views.push(await runReplica(server.url, 0, 'view'));
+    }
+    const med = (xs: ReplicaRun[], f: (r: ReplicaRun) => number) => {
+      const sorted = xs.map(f).sort((a, b) => a - b);
+      return sorted[Math.floor(sorted.length / 2)] as number;
+    };
+    const kib = (bytes: number) => `${(bytes / 1024 / REPLICA_TARGETS).toFixed(1)} KiB`;
+    console.log(
+      `\n## Replica start: ${REPLICA_TARGETS} targets × 3 versions × 50 leaves, 10-rule configs (records ${(recordBytes / 1024 / 1024).toFixed(1)} MiB on the bus), medians of ${REPLICA_RUNS} processes\n`,
+    );
+    console.log('| measure | result | reference | target |');
+    console.log('|---|---|---|---|');
+    console.log(`| read the bus (view start) | ${med(runs, (r) => r.viewMs).toFixed(0)} ms | | |`);
+    console.log(`| compile and publish (first sync) | ${med(runs, (r) => r.compileMs).toFixed(0)} ms | | |`);
+    console.log(
+      `| **start to ready** | **${med(runs, (r) => r.readyMs).toFixed(0)} ms** | 391 ms (24 cores) | < 391 ms on 2 cores |`,
+    );
+    console.log(
+      `| **heap per target held** (after gc) | **${kib(med(runs, (r) => r.heapBytes))}** | ~18 KiB | ≤ 9 KiB |`,
+    );
+    console.log(`| of which the view's records | ${kib(med(views, (r) => r.heapBytes))} | | |`);
+    console.log(
+      `| peak RSS of the process | ${(med(runs, (r) => r.maxRssBytes) / 1024 / 1024).toFixed(0)} MiB | 140 MiB | |`,
+    );
+  } finally {
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// lease
+
+const LEASE_TARGETS = 50_000;
+
+async function leaseBench(): Promise<void> {
+  const names = targetNames(LEASE_TARGETS);
+  const writes: { kind: 'apply' | 'patch'; bytes: number }[] = [];
+  let rv = 0;
+  const writer = {
+    async apply(_ref: unknown, body: unknown) {
+      writes.push({ kind: 'apply', bytes: Buffer.byteLength(JSON.stringify(body)) });
+      return {
+        ...(body as object),
+        metadata: { ...(body as { metadata: object }).metadata, resourceVersion: String(++rv) },
+      };
+    },
+    async mergePatch(_ref: unknown, _name: string, patch: unknown) {
+      writes.push({ kind: 'patch', bytes: Buffer.byteLength(JSON.stringify(patch)) });
+      return { metadata: { resourceVersion: String(++rv) } };
+    },
+  } as unknown as Pick<KubeWriter, 'apply' | 'mergePatch'>;
+  const publisher = new LeasePublisher({
+    writer,
+    namespace: 'switchyard-system',
+    instance: INSTANCE,
+    pod: { name: 'bench-webhook-server-7d9f8c6b5-x2x4q', uid: '6f1c1f43-6c0e-4c53-9a43-4c1d2b1c0f00' },
+    log,
+    renewEveryMs: 50,
+    leaseDurationSeconds: 1,
+  });
+  const expected = expectedSetOf(names);
+  publisher.publish(new Set(names), expected);
+  await new Promise((done) => setTimeout(done, 400));
+  await publisher.stop();
+  const applies = writes.filter((w) => w.kind === 'apply');
+  const patches = writes.filter((w) => w.kind === 'patch');
+  const reference = gzipSync([...names].sort().join('\n')).toString('base64');
+  const referenceLease = Buffer.byteLength(
+    JSON.stringify(
+      servedLeaseBody({
+        namespace: 'switchyard-system',
+        instance: INSTANCE,
+        pod: { name: 'bench-webhook-server-7d9f8c6b5-x2x4q', uid: '6f1c1f43-6c0e-4c53-9a43-4c1d2b1c0f00' },
+        value: reference.slice(0, DEFAULT_BUDGET_BYTES),
+        leaseDurationSeconds: 90,
+        renewTimeMs: Date.now(),
+      }),
+    ),
+  );
+  const kib = (b: number) => `${(b / 1024).toFixed(1)} KiB`;
+  console.log(`\n## Lease writes at ${LEASE_TARGETS.toLocaleString('en-US')} held targets\n`);
+  console.log('| write | switchyard | reference (whole Lease, list capped at its 192 KiB budget) | target |');
+  console.log('|---|---|---|---|');
+  console.log(
+    `| **heartbeat** (every 30 s) | **${patches[0]?.bytes ?? 0} B** (${patches.length} measured) | ${kib(referenceLease)} | ≤ 19.2 KiB |`,
+  );
+  console.log(`| publish (the set changed) | ${kib(applies[0]?.bytes ?? 0)} | ${kib(referenceLease)} | |`);
+  console.log(
+    `| reference list uncapped | | ${kib(reference.length)} (over its budget: it publishes "truncated") | |`,
+  );
+}
+
+if (PARTS.has('review')) await reviewBench();
+if (PARTS.has('replica')) await replicaBench();
+if (PARTS.has('lease')) await leaseBench();
