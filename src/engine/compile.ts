@@ -63,13 +63,22 @@ export function compile(spec: ConversionSpec, versions: readonly TargetVersion[]
   const diagnostics: Diagnostic[] = [...spokeProblems];
   const spokes = new Map<string, SpokePlan>();
   const unlisted = new Set<string>();
+  const omitTrees = new Map<string, OmitTree>();
   for (const spoke of spokesToCompile(spec, versions)) {
     const schema = byName.get(spoke.version)?.schema;
     if (spokes.has(spoke.version)) continue; // listed twice: checkSpokes reports it
     if (spoke.implicit) {
       const identity =
         schema &&
-        compileSpoke(spec.hubVersion, hub, spoke.version, indexSchema(schema), [], FAIL_ON_UNMAPPED);
+        compileSpoke(
+          spec.hubVersion,
+          hub,
+          spoke.version,
+          indexSchema(schema),
+          [],
+          FAIL_ON_UNMAPPED,
+          omitTrees,
+        );
       if (identity?.plan) spokes.set(spoke.version, identity.plan);
       else {
         unlisted.add(spoke.version);
@@ -85,6 +94,7 @@ export function compile(spec: ConversionSpec, versions: readonly TargetVersion[]
       indexSchema(schema),
       spoke.rules,
       unmappedFieldsOf(spec),
+      omitTrees,
     );
     diagnostics.push(...compiled.diagnostics);
     if (compiled.plan) spokes.set(spoke.version, compiled.plan);
@@ -230,6 +240,7 @@ function compileSpoke(
   spoke: SchemaIndex,
   rules: readonly Rule[],
   unmapped: UnmappedFields,
+  omitTrees: Map<string, OmitTree>,
 ): { plan?: SpokePlan; diagnostics: Diagnostic[] } {
   const ctx = { hub, spoke, version };
   const diagnostics: Diagnostic[] = [];
@@ -259,7 +270,10 @@ function compileSpoke(
   );
   if (diagnostics.some(isError)) return { diagnostics };
   const dropped = unmapped.warn ? unclaimed : [];
-  return { plan: buildPlan(hubVersion, hub, version, spoke, checked, claims, dropped), diagnostics };
+  return {
+    plan: buildPlan(hubVersion, hub, version, spoke, checked, claims, dropped, omitTrees),
+    diagnostics,
+  };
 }
 
 /**
@@ -443,6 +457,7 @@ function buildPlan(
   rules: readonly ResolvedRule[],
   claims: Record<SideKey, Claim[]>,
   dropped: readonly Unclaimed[],
+  omitTrees: Map<string, OmitTree>,
 ): SpokePlan {
   const opsFor = (d: Direction) => rules.flatMap((r): Op[] => (r.ops[d] ? [r.ops[d]] : []));
   const losslessFor = (d: Direction) =>
@@ -452,10 +467,9 @@ function buildPlan(
   return {
     hubVersion,
     spokeVersion,
-    omit: { hubToSpoke: omitTree(claimed, spoke), spokeToHub: omitTree(claimed, hub) },
+    omit: { hubToSpoke: omitTree(claimed, spoke, omitTrees), spokeToHub: omitTree(claimed, hub, omitTrees) },
     ops: { hubToSpoke: opsFor('hubToSpoke'), spokeToHub: opsFor('spokeToHub') },
     lossless: { hubToSpoke: losslessFor('hubToSpoke'), spokeToHub: losslessFor('spokeToHub') },
-    rules: rules.map((r) => ({ ruleIndex: r.ruleIndex, strategy: r.strategy, losses: r.losses })),
   };
 }
 
@@ -465,8 +479,16 @@ interface MutableBranch {
 }
 type MutableOmitTree = Map<string, MutableBranch | null>;
 
-/** The omit tree for one direction; `destination` is the schema of the version converted to. */
-function omitTree(paths: readonly Segments[], destination: SchemaIndex): OmitTree {
+/**
+ * The omit tree for one direction; `destination` is the schema of the version converted to.
+ * Equal subtrees are one object (`shared`, per plan): the two directions of a spoke skip the same
+ * paths, so a replica holding thousands of plans keeps most omit trees once.
+ */
+function omitTree(
+  paths: readonly Segments[],
+  destination: SchemaIndex,
+  shared: Map<string, OmitTree>,
+): OmitTree {
   const root: MutableOmitTree = new Map();
   for (const segments of paths) {
     let level = root;
@@ -486,5 +508,25 @@ function omitTree(paths: readonly Segments[], destination: SchemaIndex): OmitTre
       }
     }
   }
-  return root;
+  return interned(root, shared).tree;
+}
+
+/** The tree with every subtree equal to one seen before replaced by that one; and its key. */
+function interned(tree: MutableOmitTree, shared: Map<string, OmitTree>): { tree: OmitTree; key: string } {
+  const parts: string[] = [];
+  for (const key of [...tree.keys()].sort()) {
+    const branch = tree.get(key);
+    if (branch === null || branch === undefined) {
+      parts.push(`${JSON.stringify(key)}`);
+      continue;
+    }
+    const child = interned(branch.children, shared);
+    tree.set(key, { children: child.tree as MutableOmitTree, keepIfEmptied: branch.keepIfEmptied });
+    parts.push(`${JSON.stringify(key)}${branch.keepIfEmptied ? '+' : '-'}${child.key}`);
+  }
+  const key = `{${parts.join(',')}}`;
+  const seen = shared.get(key);
+  if (seen) return { tree: seen, key };
+  shared.set(key, tree);
+  return { tree, key };
 }

@@ -63,20 +63,13 @@ export interface OmitBranch {
   keepIfEmptied: boolean;
 }
 
-export interface RuleVerdict {
-  ruleIndex: number;
-  strategy: Strategy;
-  /** Per direction, why converting that way loses information; absent when it does not. */
-  losses: Partial<Record<Direction, string>>;
-}
-
 export interface SpokePlan {
   hubVersion: string;
   spokeVersion: string;
   omit: Readonly<Record<Direction, OmitTree>>;
   ops: Readonly<Record<Direction, readonly Op[]>>;
+  /** Whether converting that way loses nothing (compile's diagnostics say what would be lost). */
   lossless: Readonly<Record<Direction, boolean>>;
-  rules: readonly RuleVerdict[];
 }
 
 /** Everything the webhook-server needs to convert one target between any two versions. */

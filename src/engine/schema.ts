@@ -126,7 +126,8 @@ function indexNode(
   nodes.set(path, new Branch(path, segments, schema));
   for (const name of Object.keys(schema.properties).sort()) {
     const child = schema.properties[name] as TargetSchema;
-    indexNode(child, `${path}.${name}`, [...segments, name], nodes, leaves);
+    // concat allocates exactly; a spread leaves room to grow, kept for as long as a plan refers to it.
+    indexNode(child, `${path}.${name}`, segments.concat(name), nodes, leaves);
   }
 }
 

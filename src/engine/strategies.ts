@@ -173,7 +173,8 @@ function fieldRename(rule: FieldRenameRule, at: Located): TransformResult {
       ],
     };
   }
-  const base = { ruleIndex: at.ruleIndex, strategy: rule.strategy };
+  const { ruleIndex } = at;
+  const { strategy } = rule;
   const h = hub.node.segments;
   const s = spoke.node.segments;
   return {
@@ -182,8 +183,10 @@ function fieldRename(rule: FieldRenameRule, at: Located): TransformResult {
       path: hubPath,
       claims: { hub: [h], spoke: [s] },
       ops: {
-        hubToSpoke: { ...base, kind: 'move', from: h, to: s },
-        spokeToHub: { ...base, kind: 'move', from: s, to: h },
+        // Literals, not spreads: a replica holds thousands of ops, and a spread object keeps its
+        // later fields out of line (an extra allocation each).
+        hubToSpoke: { ruleIndex, strategy, kind: 'move', from: h, to: s },
+        spokeToHub: { ruleIndex, strategy, kind: 'move', from: s, to: h },
       },
       losses: {},
       onSkip: hubPath === spokePath ? 'carry' : 'lose',
@@ -266,7 +269,8 @@ function enumRemap(rule: EnumRemapRule, at: Located): TransformResult {
   if (onUnmappedHubValue === 'Error') diagnostics.push(...uncoveredEnumValues('hub', hub.node, down, at));
   if (onUnmappedSpokeValue === 'Error') diagnostics.push(...uncoveredEnumValues('spoke', spoke.node, up, at));
   if (diagnostics.length > 0) return { ok: false, diagnostics };
-  const base = { ruleIndex: at.ruleIndex, strategy: rule.strategy, kind: 'remap' as const };
+  const { ruleIndex } = at;
+  const { strategy } = rule;
   const segments = hub.node.segments;
   const losses: Partial<Record<Direction, string>> = {};
   const downLoss = remapLoss(down, up, onUnmappedHubValue, hub.node, 'onUnmappedHubValue');
@@ -279,8 +283,24 @@ function enumRemap(rule: EnumRemapRule, at: Located): TransformResult {
       path,
       claims: { hub: [segments], spoke: [spoke.node.segments] },
       ops: {
-        hubToSpoke: { ...base, from: segments, to: segments, table: down, onUnmapped: onUnmappedHubValue },
-        spokeToHub: { ...base, from: segments, to: segments, table: up, onUnmapped: onUnmappedSpokeValue },
+        hubToSpoke: {
+          ruleIndex,
+          strategy,
+          kind: 'remap',
+          from: segments,
+          to: segments,
+          table: down,
+          onUnmapped: onUnmappedHubValue,
+        },
+        spokeToHub: {
+          ruleIndex,
+          strategy,
+          kind: 'remap',
+          from: segments,
+          to: segments,
+          table: up,
+          onUnmapped: onUnmappedSpokeValue,
+        },
       },
       losses,
       onSkip: hub.node.signature === spoke.node.signature ? 'carry' : 'lose',
