@@ -71,3 +71,4 @@ function switchyardServer() {
 
 const port = mode === 'floor' ? await floorServer() : await switchyardServer();
 console.log(port);
+process.once('SIGTERM', () => process.exit(0));

@@ -7,6 +7,14 @@
 // other's output, and their order never matters. A value a rule cannot convert fails the
 // conversion with the object and the path; nothing is dropped silently.
 //
+// `convertOwned` is for an input nobody else holds (the objects of a ConversionReview just
+// parsed): the output shares the input's unclaimed values instead of copying them. Safe by
+// construction: every path a rule writes is in the omit tree, so every object a write walks into
+// is one this step created, never a shared one; and compile rejects two rules claiming
+// overlapping paths on one side, so a value moved by one rule is never written into by another.
+// Only values from the plan itself (a Constant, a DefaultValue) are still copied: the plan is
+// shared by every request.
+//
 // The output always carries a `metadata` object: the apiserver rejects a converted object
 // without one, and server-side-apply pruning can send objects whose metadata is absent or null.
 import type { EnumValue } from '../api/rules.ts';
@@ -26,7 +34,21 @@ export type ConvertResult = { ok: true; object: unknown } | { ok: false; error: 
 
 type Step = { plan: SpokePlan; direction: Direction; to: string };
 
+/** Copies of the input's values, or the values themselves when the input is the caller's to give away. */
+type Take = (value: unknown) => unknown;
+const sameValue: Take = (value) => value;
+
+/** Converts `object`, leaving it as it was. */
 export function convert(router: Router, object: unknown, from: string, to: string): ConvertResult {
+  return convertWith(router, object, from, to, deepCopy);
+}
+
+/** Converts `object`, which the caller gives up: the output may share its values (see the header). */
+export function convertOwned(router: Router, object: unknown, from: string, to: string): ConvertResult {
+  return convertWith(router, object, from, to, sameValue);
+}
+
+function convertWith(router: Router, object: unknown, from: string, to: string, take: Take): ConvertResult {
   if (!isJsonObject(object))
     return { ok: false, error: { object: '(not an object)', message: 'input is not an object' } };
   if (from === to) return { ok: true, object: withMetadata(object) };
@@ -36,7 +58,7 @@ export function convert(router: Router, object: unknown, from: string, to: strin
   if (typeof group !== 'string') return failure(object, group.problem);
   let current: JsonObject = object;
   for (const step of steps) {
-    const converted = applyStep(step, current, group);
+    const converted = applyStep(step, current, group, take);
     if (!converted.ok) return failure(object, converted.message, converted.path, converted.ruleIndex);
     current = converted.object;
   }
@@ -96,12 +118,12 @@ type StepResult =
   | { ok: true; object: JsonObject }
   | { ok: false; message: string; path?: string; ruleIndex?: number };
 
-function applyStep(step: Step, input: JsonObject, group: string): StepResult {
-  const output = copyExcept(input, step.plan.omit[step.direction]);
+function applyStep(step: Step, input: JsonObject, group: string, take: Take): StepResult {
+  const output = copyExcept(input, step.plan.omit[step.direction], take);
   output.apiVersion = `${group}/${step.to}`;
   for (const op of step.plan.ops[step.direction]) {
     const skipped = op.when !== undefined && !deepEqual(readPath(input, op.when.segments), op.when.equals);
-    const problem = skipped ? carryUnchanged(op, input, output) : applyOp(op, input, output);
+    const problem = skipped ? carryUnchanged(op, input, output, take) : applyOp(op, input, output, take);
     if (problem) return { ok: false, message: problem.message, path: problem.path, ruleIndex: op.ruleIndex };
   }
   return { ok: true, object: output };
@@ -112,13 +134,13 @@ interface OpProblem {
   path: string;
 }
 
-function applyOp(op: Op, input: JsonObject, output: JsonObject): OpProblem | undefined {
+function applyOp(op: Op, input: JsonObject, output: JsonObject, take: Take): OpProblem | undefined {
   switch (op.kind) {
     case 'write':
       return write(output, op.to, deepCopy(op.value), op);
     case 'move': {
       const value = readPath(input, op.from);
-      return value === undefined ? undefined : write(output, op.to, deepCopy(value), op);
+      return value === undefined ? undefined : write(output, op.to, take(value), op);
     }
     case 'remap': {
       const value = readPath(input, op.from);
@@ -136,10 +158,10 @@ function applyOp(op: Op, input: JsonObject, output: JsonObject): OpProblem | und
 }
 
 /** A skipped `when` rule that compile found lossless carries its value over as it is. */
-function carryUnchanged(op: Op, input: JsonObject, output: JsonObject): OpProblem | undefined {
+function carryUnchanged(op: Op, input: JsonObject, output: JsonObject, take: Take): OpProblem | undefined {
   if (!op.when?.carry || op.kind === 'write') return undefined;
   const value = readPath(input, op.from);
-  return value === undefined ? undefined : write(output, op.to, deepCopy(value), op);
+  return value === undefined ? undefined : write(output, op.to, take(value), op);
 }
 
 function write(output: JsonObject, to: Segments, value: unknown, op: Op): OpProblem | undefined {
@@ -152,17 +174,17 @@ function write(output: JsonObject, to: Segments, value: unknown, op: Op): OpProb
 }
 
 /** Deep copy minus the omitted paths (see OmitBranch for when an emptied object stays). */
-function copyExcept(source: JsonObject, omit: OmitTree): JsonObject {
+function copyExcept(source: JsonObject, omit: OmitTree, take: Take): JsonObject {
   const out: JsonObject = {};
   for (const key of Object.keys(source)) {
     const skip = omit.get(key);
     if (skip === null) continue;
     const value = source[key];
     if (skip === undefined || !isJsonObject(value)) {
-      setOwn(out, key, deepCopy(value));
+      setOwn(out, key, take(value));
       continue;
     }
-    const copy = copyExcept(value, skip.children);
+    const copy = copyExcept(value, skip.children, take);
     if (skip.keepIfEmptied || Object.keys(copy).length > 0 || Object.keys(value).length === 0)
       setOwn(out, key, copy);
   }

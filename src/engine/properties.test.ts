@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compile } from './compile.ts';
-import { convert } from './convert.ts';
+import { convert, convertOwned } from './convert.ts';
 import type { Router } from './plan.ts';
 import type { TargetSchema } from './schema.ts';
 import { arrayOf, bool, enumOf, int, mapOf, obj, root, spec, str, versions } from './test-support.ts';
@@ -286,6 +286,28 @@ describe('conversion properties', () => {
           const a = convert(forward.router, input, from, to);
           expect(input).toEqual(before);
           expect(convert(reversed.router, input, from, to)).toEqual(a);
+        }
+      }),
+    );
+  });
+
+  it('converting an input given away (convertOwned) gives what converting a copy gives', () => {
+    const scenario = fieldsArb
+      .map(derive)
+      .filter((d) => d.acknowledged)
+      .chain((d) => fc.tuple(fc.constant(d), objectOf('v2', d.hub), objectOf('v1', d.spoke)));
+    fc.assert(
+      fc.property(scenario, ([d, hubObject, spokeObject]) => {
+        const compiled = compileDerived(d);
+        if (!compiled.ok) throw new Error(JSON.stringify(compiled.diagnostics));
+        for (const [input, from, to] of [
+          [hubObject, 'v2', 'v1'],
+          [spokeObject, 'v1', 'v2'],
+          [hubObject, 'v2', 'v2'],
+        ] as const) {
+          const expected = convert(compiled.router, input, from, to);
+          const owned = convertOwned(compiled.router, structuredClone(input), from, to);
+          expect(structuredClone(owned)).toEqual(structuredClone(expected));
         }
       }),
     );

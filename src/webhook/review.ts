@@ -19,7 +19,7 @@
 // and the reason, and how many others failed too, because it is what the user reads in kubectl.
 import { z } from 'zod';
 import { webhookPath } from '../api/constants.ts';
-import { convert, describeObject, formatConversionError, splitApiVersion } from '../engine/convert.ts';
+import { convertOwned, describeObject, formatConversionError, splitApiVersion } from '../engine/convert.ts';
 import { isJsonObject } from '../engine/json.ts';
 import type { PlanLookup } from './plans.ts';
 
@@ -114,7 +114,6 @@ export function parseConversionReview(
 }
 
 function parseText(text: string, limits: ReviewLimits): ParsedConversionReview {
-  const depth = jsonNesting(text);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -124,7 +123,9 @@ function parseText(text: string, limits: ReviewLimits): ParsedConversionReview {
       error: { uid: undefined, status: 400, message: `request body is not JSON: ${errorText(err)}` },
     };
   }
-  // Only shallow reads happen before this check: the value is not walked until it passes.
+  // JSON.parse does not recurse, so any depth parses; nothing recursive touches the value
+  // until this check passes.
+  const depth = valueNesting(value);
   if (depth > limits.maxDepth)
     return malformed(
       value,
@@ -173,34 +174,30 @@ function answerVersion(value: unknown): ConversionReviewVersion {
 }
 
 /**
- * The deepest nesting of arrays and objects in a JSON text (a scalar is 0, `{}` is 1), by one
- * scan without recursion: brackets inside strings do not count. On text that is not JSON the
- * number means nothing, but the scan still ends and never throws.
+ * The deepest nesting of arrays and objects in a parsed JSON value (a scalar is 0, `{}` is 1),
+ * without recursion, so a hostile depth is measured rather than followed. It visits containers
+ * only: a review's objects hold a few thousand of them, far fewer than its characters.
  */
-export function jsonNesting(text: string): number {
-  let depth = 0;
+export function valueNesting(value: unknown): number {
+  if (typeof value !== 'object' || value === null) return 0;
   let deepest = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) inString = true;
-    else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      depth++;
-      if (depth > deepest) deepest = depth;
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
+  const containers: object[] = [value];
+  const depths: number[] = [1];
+  while (containers.length > 0) {
+    const container = containers.pop() as object;
+    const depth = depths.pop() as number;
+    if (depth > deepest) deepest = depth;
+    const children = Array.isArray(container) ? container : Object.values(container);
+    for (let i = 0; i < children.length; i++) {
+      const child = children[i];
+      if (typeof child === 'object' && child !== null) {
+        containers.push(child);
+        depths.push(depth + 1);
+      }
+    }
   }
   return deepest;
 }
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
 
 // --- answering
 
@@ -292,30 +289,32 @@ function convertOne(
 ): ConvertedOne {
   if (!isJsonObject(object))
     return { ok: false, error: `converting objects[${index}] to ${to}: it is not a JSON object` };
-  const who = describeObject(object);
+  const who = () => describeObject(object);
   const { apiVersion } = object;
   if (typeof apiVersion !== 'string')
-    return { ok: false, error: `converting ${who} to ${to}: apiVersion is missing or not a string` };
+    return { ok: false, error: `converting ${who()} to ${to}: apiVersion is missing or not a string` };
   const from = splitApiVersion(apiVersion);
   if (from === undefined)
     return {
       ok: false,
-      error: `converting ${who} to ${to}: apiVersion ${apiVersion} is not <group>/<version>`,
+      error: `converting ${who()} to ${to}: apiVersion ${apiVersion} is not <group>/<version>`,
     };
   if (from.group !== plan.group)
     return {
       ok: false,
-      error: `converting ${who} from ${apiVersion} to ${to}: ${from.group} is not the group ${webhookPath(target)} converts (${plan.group})`,
+      error: `converting ${who()} from ${apiVersion} to ${to}: ${from.group} is not the group ${webhookPath(target)} converts (${plan.group})`,
     };
   try {
-    const result = convert(plan.router, object, from.version, to);
+    // The review's objects were parsed for this request alone: the answer may share their
+    // values rather than copy them (engine/convert.ts). Nothing here mutates them.
+    const result = convertOwned(plan.router, object, from.version, to);
     return result.ok
       ? { ok: true, value: result.object }
       : { ok: false, error: formatConversionError(result.error, from.version, to) };
   } catch (err) {
     return {
       ok: false,
-      error: `converting ${who} from ${from.version} to ${to}: the conversion failed unexpectedly (${errorText(err)})`,
+      error: `converting ${who()} from ${from.version} to ${to}: the conversion failed unexpectedly (${errorText(err)})`,
     };
   }
 }
