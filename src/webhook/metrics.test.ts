@@ -22,6 +22,20 @@ describe('the webhook-server metrics', () => {
     expect(body).toContain('switchyard_webhook_lease_served_set_bytes 118');
   });
 
+  it('keeps counting across scrapes: counters only grow', async () => {
+    const m = new WebhookMetrics();
+    const line =
+      'switchyard_webhook_conversion_reviews_total{target="t.x.io",to_version="v1",result="success"}';
+    m.review('t.x.io', 'v1', 'success', 0.001, 2);
+    expect((await m.render()).body).toContain(`${line} 1`);
+    expect((await m.render()).body).toContain(`${line} 1`);
+    m.review('t.x.io', 'v1', 'success', 0.001, 3);
+    m.review('t.x.io', 'v1', 'success', 0.001, 0);
+    const { body } = await m.render();
+    expect(body).toContain(`${line} 3`);
+    expect(body).toContain('switchyard_webhook_converted_objects_total{target="t.x.io"} 5');
+  });
+
   it('keeps one registry per replica', async () => {
     const a = new WebhookMetrics();
     const b = new WebhookMetrics();

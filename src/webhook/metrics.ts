@@ -11,20 +11,30 @@ export interface LeaseStats {
   lastEncodedBytes: number;
 }
 
+/**
+ * Counts by label set, added to their counters when Prometheus scrapes. Counting a review is on
+ * the path of every conversion; prom-client's `inc` hashes and validates its labels each call,
+ * a Map lookup here does not.
+ */
+class Tally<Labels extends Record<string, string>> {
+  private readonly pending = new Map<string, { labels: Labels; count: number }>();
+
+  add(key: string, labels: () => Labels, count: number): void {
+    const entry = this.pending.get(key);
+    if (entry) entry.count += count;
+    else this.pending.set(key, { labels: labels(), count });
+  }
+
+  flushInto(counter: { inc(labels: Labels, value: number): void }): void {
+    for (const entry of this.pending.values()) if (entry.count > 0) counter.inc(entry.labels, entry.count);
+    for (const entry of this.pending.values()) entry.count = 0;
+  }
+}
+
 export class WebhookMetrics {
   readonly registry = new Registry();
-  private readonly reviews = new Counter({
-    name: 'switchyard_webhook_conversion_reviews_total',
-    help: 'ConversionReviews answered, by target, desired version and result (rejected: not a readable review).',
-    labelNames: ['target', 'to_version', 'result'] as const,
-    registers: [this.registry],
-  });
-  private readonly objects = new Counter({
-    name: 'switchyard_webhook_converted_objects_total',
-    help: 'Objects converted in successful reviews, by target.',
-    labelNames: ['target'] as const,
-    registers: [this.registry],
-  });
+  private readonly reviewTally = new Tally<{ target: string; to_version: string; result: string }>();
+  private readonly objectTally = new Tally<{ target: string }>();
   private readonly latency = new Histogram({
     name: 'switchyard_webhook_conversion_review_seconds',
     help: 'Time from the request body read to the answer written, by result.',
@@ -49,6 +59,24 @@ export class WebhookMetrics {
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
     const metrics = this;
     new Counter({
+      name: 'switchyard_webhook_conversion_reviews_total',
+      help: 'ConversionReviews answered, by target, desired version and result (rejected: not a readable review).',
+      labelNames: ['target', 'to_version', 'result'] as const,
+      registers: [this.registry],
+      collect() {
+        metrics.reviewTally.flushInto(this);
+      },
+    });
+    new Counter({
+      name: 'switchyard_webhook_converted_objects_total',
+      help: 'Objects converted in successful reviews, by target.',
+      labelNames: ['target'] as const,
+      registers: [this.registry],
+      collect() {
+        metrics.objectTally.flushInto(this);
+      },
+    });
+    new Counter({
       name: 'switchyard_webhook_lease_publishes_total',
       help: 'Writes of this replica’s served-set Lease, by kind (set: the whole Lease, on a change or a recovery; renew: a heartbeat).',
       labelNames: ['kind'] as const,
@@ -71,9 +99,13 @@ export class WebhookMetrics {
   }
 
   review(target: string, toVersion: string, result: ReviewResult, seconds: number, objects = 0): void {
-    this.reviews.inc({ target, to_version: toVersion, result });
+    this.reviewTally.add(
+      `${target}\n${toVersion}\n${result}`,
+      () => ({ target, to_version: toVersion, result }),
+      1,
+    );
     this.latency.observe({ result }, seconds);
-    if (result === 'success') this.objects.inc({ target }, objects);
+    if (result === 'success') this.objectTally.add(target, () => ({ target }), objects);
   }
 
   plans(held: number, failing: number): void {

@@ -10,7 +10,9 @@ import {
   CONVERSION_REVIEW_V1BETA1,
   type ConversionReview,
   type ConversionReviewOut,
+  conversionReviewSchema,
   DEFAULT_REVIEW_LIMITS,
+  isConversionReview,
   parseConversionReview,
   type ReviewLimits,
   valueNesting,
@@ -430,7 +432,7 @@ describe('parseConversionReview', () => {
     [
       'a body nested too deep with no uid',
       `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
-      /nests 100000 levels deep, more than the 1000/,
+      /nests more than 1000 levels deep/,
     ],
   ])('answers %s with a 400 (no uid to answer)', (_, text, message) => {
     const result = parseConversionReview(text);
@@ -487,7 +489,7 @@ describe('parseConversionReview', () => {
     if (result.ok || result.error.uid === undefined) throw new Error('expected a Failure for uid deep');
     const { answer } = result.error;
     expect(failureMessage(answer)).toBe(
-      `the ConversionReview nests ${depth + 5} levels deep, more than the 1000 this server converts`,
+      'the ConversionReview nests more than 1000 levels deep, the most this server converts',
     );
     expect(() => JSON.stringify(answer)).not.toThrow();
   });
@@ -497,7 +499,8 @@ describe('parseConversionReview', () => {
     // review, request, objects, object, spec, then the value: 5 + n levels.
     const nested = (n: number) =>
       body([hubWidget('d', { extra: 0 })]).replace('"extra":0', `"extra":${'['.repeat(n)}${']'.repeat(n)}`);
-    expect(valueNesting(JSON.parse(nested(35)))).toBe(40);
+    expect(valueNesting(JSON.parse(nested(35)), 40)).toBe(40);
+    expect(valueNesting(JSON.parse(nested(36)), 40)).toBe(41);
     expect(parseConversionReview(nested(35), limits).ok).toBe(true);
     expect(parseConversionReview(nested(36), limits)).toMatchObject({ ok: false, error: { uid: 'uid-1' } });
   });
@@ -527,7 +530,7 @@ describe('valueNesting', () => {
     ['["\\"[[[", ["\\\\"], "]]]]]]"]', 2],
     ['{"a":[{"b":[]}], "c":{}}', 4],
   ])('%s nests %i deep (brackets in strings do not count)', (text, depth) => {
-    expect(valueNesting(JSON.parse(text))).toBe(depth);
+    expect(valueNesting(JSON.parse(text), 1000)).toBe(depth);
   });
 
   it('agrees with the recursive depth of any JSON value, keys and strings of brackets and quotes included', () => {
@@ -547,7 +550,7 @@ describe('valueNesting', () => {
     })).node;
     fc.assert(
       fc.property(value, (v) => {
-        expect(valueNesting(JSON.parse(JSON.stringify(v)))).toBe(depthOf(v));
+        expect(valueNesting(JSON.parse(JSON.stringify(v)), 1000)).toBe(depthOf(v));
       }),
       { numRuns: 2000 },
     );
@@ -662,6 +665,25 @@ function succeedsWith(review: ConversionReview, objects: unknown[]): boolean {
   return answerConversionReview(smaller, TARGET, PLAN).response.result.status === 'Success';
 }
 
+describe('the hand-written review check', () => {
+  it('accepts exactly what the zod schema accepts', () => {
+    const anything = fc.oneof(
+      { weight: 6, arbitrary: nearlyValidReview },
+      { weight: 1, arbitrary: fc.jsonValue() },
+      {
+        weight: 1,
+        arbitrary: nearlyValidReview.map((r) => ({ ...r, request: { ...(r.request as object), uid: '' } })),
+      },
+    );
+    fc.assert(
+      fc.property(anything, (value) => {
+        expect(isConversionReview(value)).toBe(conversionReviewSchema.safeParse(value).success);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
 describe('properties: any body gets an answer the server can send, never a throw', () => {
   it('arbitrary JSON values as the body', () => {
     fc.assert(
@@ -721,12 +743,12 @@ describe('properties: any body gets an answer the server can send, never a throw
         const text = base.replace('"extra":0', `"extra":${value}`);
         // review, request, objects, object, spec: 5 levels above the value; metadata.labels is 6.
         const depth = Math.max(6, 5 + levels);
-        expect(valueNesting(JSON.parse(text))).toBe(depth);
+        expect(valueNesting(JSON.parse(text), 1000)).toBe(Math.min(depth, 1001));
         const outcome = check(text);
         const tooDeep = depth > DEFAULT_REVIEW_LIMITS.maxDepth;
         if (!withUid) expect('http' in outcome).toBe(true);
         else if (tooDeep)
-          expect(failureMessage(answered(outcome))).toMatch(/levels deep, more than the 1000/);
+          expect(failureMessage(answered(outcome))).toMatch(/nests more than 1000 levels deep/);
         else expect(answered(outcome).response.result.status).toBe('Success');
       }),
       { numRuns: 60 },

@@ -89,7 +89,7 @@ const conversionRequestSchema = z.looseObject({
   objects: z.array(z.unknown()),
 });
 
-const conversionReviewSchema = z.looseObject({
+export const conversionReviewSchema = z.looseObject({
   apiVersion: z.enum([CONVERSION_REVIEW_V1, CONVERSION_REVIEW_V1BETA1]),
   kind: z.literal('ConversionReview'),
   request: conversionRequestSchema,
@@ -125,19 +125,23 @@ function parseText(text: string, limits: ReviewLimits): ParsedConversionReview {
   }
   // JSON.parse does not recurse, so any depth parses; nothing recursive touches the value
   // until this check passes.
-  const depth = valueNesting(value);
-  if (depth > limits.maxDepth)
+  if (valueNesting(value, limits.maxDepth) > limits.maxDepth)
     return malformed(
       value,
-      `the ConversionReview nests ${depth} levels deep, more than the ${limits.maxDepth} this server converts`,
+      `the ConversionReview nests more than ${limits.maxDepth} levels deep, the most this server converts`,
     );
-  const parsed = conversionReviewSchema.safeParse(value);
-  if (!parsed.success)
-    return malformed(
-      value,
-      `not an ${CONVERSION_REVIEW_V1} (or v1beta1) ConversionReview request: ${z.prettifyError(parsed.error)}`,
-    );
-  const { apiVersion, request } = parsed.data;
+  let review: z.infer<typeof conversionReviewSchema>;
+  if (isConversionReview(value)) review = value;
+  else {
+    const parsed = conversionReviewSchema.safeParse(value);
+    if (!parsed.success)
+      return malformed(
+        value,
+        `not an ${CONVERSION_REVIEW_V1} (or v1beta1) ConversionReview request: ${z.prettifyError(parsed.error)}`,
+      );
+    review = parsed.data;
+  }
+  const { apiVersion, request } = review;
   if (request.objects.length > limits.maxObjects)
     return malformed(
       value,
@@ -151,6 +155,25 @@ function parseText(text: string, limits: ReviewLimits): ParsedConversionReview {
       request: { uid: request.uid, desiredAPIVersion: request.desiredAPIVersion, objects: request.objects },
     },
   };
+}
+
+/**
+ * What `conversionReviewSchema` accepts, checked by hand on the path of every review (the
+ * property tests hold the two to the same answer). Zod reads only the bodies this refuses, for
+ * the message that says what is wrong with them.
+ */
+export function isConversionReview(value: unknown): value is z.infer<typeof conversionReviewSchema> {
+  if (!isJsonObject(value) || !isJsonObject(value.request)) return false;
+  const { apiVersion, kind, request } = value;
+  return (
+    (apiVersion === CONVERSION_REVIEW_V1 || apiVersion === CONVERSION_REVIEW_V1BETA1) &&
+    kind === 'ConversionReview' &&
+    typeof request.uid === 'string' &&
+    request.uid.length > 0 &&
+    typeof request.desiredAPIVersion === 'string' &&
+    request.desiredAPIVersion.length > 0 &&
+    Array.isArray(request.objects)
+  );
 }
 
 function malformed(value: unknown, message: string): ParsedConversionReview {
@@ -174,26 +197,34 @@ function answerVersion(value: unknown): ConversionReviewVersion {
 }
 
 /**
- * The deepest nesting of arrays and objects in a parsed JSON value (a scalar is 0, `{}` is 1),
- * without recursion, so a hostile depth is measured rather than followed. It visits containers
- * only: a review's objects hold a few thousand of them, far fewer than its characters.
+ * The nesting of a parsed JSON value (a scalar is 0, `{}` is 1), counted up to `limit + 1`: a
+ * deeper value is not followed further, so a hostile depth costs at most `limit` stack frames
+ * (JSON.parse itself does not recurse). On the path of every review, hence plain recursion and
+ * for-in: an explicit stack with Object.values took five times as long.
  */
-export function valueNesting(value: unknown): number {
+export function valueNesting(value: unknown, limit: number): number {
   if (typeof value !== 'object' || value === null) return 0;
-  let deepest = 0;
-  const containers: object[] = [value];
-  const depths: number[] = [1];
-  while (containers.length > 0) {
-    const container = containers.pop() as object;
-    const depth = depths.pop() as number;
-    if (depth > deepest) deepest = depth;
-    const children = Array.isArray(container) ? container : Object.values(container);
-    for (let i = 0; i < children.length; i++) {
-      const child = children[i];
+  return containerNesting(value, 1, limit);
+}
+
+function containerNesting(container: object, depth: number, limit: number): number {
+  if (depth > limit) return depth;
+  let deepest = depth;
+  if (Array.isArray(container)) {
+    for (let i = 0; i < container.length; i++) {
+      const child: unknown = container[i];
       if (typeof child === 'object' && child !== null) {
-        containers.push(child);
-        depths.push(depth + 1);
+        const nested = containerNesting(child, depth + 1, limit);
+        if (nested > deepest) deepest = nested;
       }
+    }
+    return deepest;
+  }
+  for (const key in container) {
+    const child: unknown = (container as Record<string, unknown>)[key];
+    if (typeof child === 'object' && child !== null) {
+      const nested = containerNesting(child, depth + 1, limit);
+      if (nested > deepest) deepest = nested;
     }
   }
   return deepest;
