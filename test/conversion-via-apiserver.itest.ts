@@ -170,6 +170,14 @@ async function pointAtInstance(target: string): Promise<void> {
   await crdApi.patchCustomResourceDefinition({ name: target, body: { spec: { conversion } } }, mergePatch);
 }
 
+async function createGizmo(target: string, version: 'v1' | 'v2', name: string, spec: Gizmo['spec']) {
+  const api = gizmos(target, version);
+  await custom.createNamespacedCustomObject({
+    ...api,
+    body: { apiVersion: `${api.group}/${version}`, kind: 'Gizmo', metadata: { name }, spec },
+  });
+}
+
 async function getGizmo(target: string, version: 'v1' | 'v2', name: string): Promise<Gizmo> {
   return (await custom.getNamespacedCustomObject({ ...gizmos(target, version), name })) as Gizmo;
 }
@@ -250,29 +258,12 @@ describe('conversions through the kube-apiserver, served by an instance of two r
     await waitFor(
       'a create at v1 to be converted to storage',
       async () =>
-        custom
-          .createNamespacedCustomObject({
-            ...gizmos(TARGET, 'v1'),
-            body: {
-              apiVersion: `${gizmos(TARGET, 'v1').group}/v1`,
-              kind: 'Gizmo',
-              metadata: { name: 'b' },
-              spec: { replicas: 4 },
-            },
-          })
+        createGizmo(TARGET, 'v1', 'b', { replicas: 4 })
           .then(() => true)
           .catch(() => undefined),
       { timeoutMs: 30_000 },
     );
-    await custom.createNamespacedCustomObject({
-      ...gizmos(TARGET, 'v2'),
-      body: {
-        apiVersion: `${gizmos(TARGET, 'v2').group}/v2`,
-        kind: 'Gizmo',
-        metadata: { name: 'a' },
-        spec: { size: 3 },
-      },
-    });
+    await createGizmo(TARGET, 'v2', 'a', { size: 3 });
     const a = await getGizmo(TARGET, 'v1', 'a');
     expect(a.apiVersion).toBe(`${gizmos(TARGET, 'v1').group}/v1`);
     expect(a.spec).toEqual({ replicas: 3 });
@@ -331,15 +322,7 @@ describe('conversions through the kube-apiserver, served by an instance of two r
   it('fails a read of a target the replicas hold no plan for, with their reason', {
     timeout: 30_000,
   }, async () => {
-    await custom.createNamespacedCustomObject({
-      ...gizmos(UNHELD, 'v2'),
-      body: {
-        apiVersion: `${gizmos(UNHELD, 'v2').group}/v2`,
-        kind: 'Gizmo',
-        metadata: { name: 'x' },
-        spec: { size: 1 },
-      },
-    });
+    await createGizmo(UNHELD, 'v2', 'x', { size: 1 });
     const failure = await getGizmo(UNHELD, 'v1', 'x').then(
       () => undefined,
       (err: { code?: number; body?: string }) => err,

@@ -228,6 +228,12 @@ function roundTrip(router: Router, input: object, from: string, to: string): unk
   return back.object;
 }
 
+/** A compilable pair of versions (every loss acknowledged) with an object of each. */
+const compilableWithObjects = fieldsArb
+  .map(derive)
+  .filter((d) => d.acknowledged)
+  .chain((d) => fc.tuple(fc.constant(d), objectOf('v2', d.hub), objectOf('v1', d.spoke)));
+
 describe('conversion properties', () => {
   it('compiles exactly when every difference is claimed and every loss acknowledged', () => {
     fc.assert(
@@ -253,12 +259,8 @@ describe('conversion properties', () => {
   });
 
   it('hub → spoke → hub and spoke → hub → spoke are the identity in every lossless direction', () => {
-    const scenario = fieldsArb
-      .map(derive)
-      .filter((d) => d.acknowledged)
-      .chain((d) => fc.tuple(fc.constant(d), objectOf('v2', d.hub), objectOf('v1', d.spoke)));
     fc.assert(
-      fc.property(scenario, ([d, hubObject, spokeObject]) => {
+      fc.property(compilableWithObjects, ([d, hubObject, spokeObject]) => {
         const result = compileDerived(d);
         if (!result.ok) throw new Error(JSON.stringify(result.diagnostics));
         if (!d.lossy.hubToSpoke) expect(roundTrip(result.router, hubObject, 'v2', 'v1')).toEqual(hubObject);
@@ -269,12 +271,8 @@ describe('conversion properties', () => {
   });
 
   it('never mutates its input, and rule order never changes the output', () => {
-    const scenario = fieldsArb
-      .map(derive)
-      .filter((d) => d.acknowledged)
-      .chain((d) => fc.tuple(fc.constant(d), objectOf('v2', d.hub), objectOf('v1', d.spoke)));
     fc.assert(
-      fc.property(scenario, ([d, hubObject, spokeObject]) => {
+      fc.property(compilableWithObjects, ([d, hubObject, spokeObject]) => {
         const forward = compileDerived(d);
         const reversed = compileDerived(d, [...d.rules].reverse());
         if (!forward.ok || !reversed.ok) throw new Error('expected both orders to compile');
@@ -292,12 +290,8 @@ describe('conversion properties', () => {
   });
 
   it('converting an input given away (convertOwned) gives what converting a copy gives', () => {
-    const scenario = fieldsArb
-      .map(derive)
-      .filter((d) => d.acknowledged)
-      .chain((d) => fc.tuple(fc.constant(d), objectOf('v2', d.hub), objectOf('v1', d.spoke)));
     fc.assert(
-      fc.property(scenario, ([d, hubObject, spokeObject]) => {
+      fc.property(compilableWithObjects, ([d, hubObject, spokeObject]) => {
         const compiled = compileDerived(d);
         if (!compiled.ok) throw new Error(JSON.stringify(compiled.diagnostics));
         for (const [input, from, to] of [
