@@ -25,7 +25,6 @@ import {
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  API_VERSION,
   GROUP,
   servedLeaseName,
   servingCaSecretName,
@@ -42,6 +41,12 @@ import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd, gizmoCrd, renameConfigSpec } from './support/crds.ts';
 import { startInstancesHandler } from './support/instances-handler.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
+import {
+  createConversionConfig,
+  createWebhookServer,
+  deleteConversionConfig,
+  deleteWebhookServer,
+} from './support/records.ts';
 import { startRecordingAndRouting } from './support/watchers.ts';
 
 const cluster = useLocalCluster();
@@ -65,7 +70,6 @@ let bus: OwnBus;
 let namespace = '';
 
 const instanceApi = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers' };
-const configApi = { group: GROUP, version: VERSION, plural: 'crdconversionconfigs' };
 const gizmos = (target: string, version: 'v1' | 'v2') => ({
   group: target.split('.').slice(1).join('.'),
   version,
@@ -195,31 +199,15 @@ beforeAll(async () => {
       replicaEnv: { SWITCHYARD_NATS_URL: bus.server.url, SWITCHYARD_LOG_LEVEL: 'info' },
     }),
   );
-  await custom.createClusterCustomObject({
-    ...configApi,
-    body: {
-      apiVersion: API_VERSION,
-      kind: 'CRDConversionConfig',
-      metadata: { name: CONFIG },
-      spec: renameConfigSpec(TARGET, { pin: INSTANCE }),
-    },
-  });
-  await custom.createClusterCustomObject({
-    ...instanceApi,
-    body: {
-      apiVersion: API_VERSION,
-      kind: 'ConversionWebhookServer',
-      metadata: { name: INSTANCE },
-      spec: { namespace, replicas: 2 },
-    },
-  });
+  await createConversionConfig(admin, CONFIG, renameConfigSpec(TARGET, { pin: INSTANCE }));
+  await createWebhookServer(admin, INSTANCE, { namespace, replicas: 2 });
 }, 120_000);
 
 afterAll(async () => {
   for (const target of [TARGET, UNHELD])
     await crdApi.deleteCustomResourceDefinition({ name: target }).catch(notFound);
-  await custom.deleteClusterCustomObject({ ...configApi, name: CONFIG }).catch(notFound);
-  await custom.deleteClusterCustomObject({ ...instanceApi, name: INSTANCE }).catch(notFound);
+  await deleteConversionConfig(admin, CONFIG);
+  await deleteWebhookServer(admin, INSTANCE);
   await waitFor(
     'the instance to be gone',
     async () =>

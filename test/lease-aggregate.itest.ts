@@ -7,7 +7,7 @@ import {
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_VERSION, GROUP, VERSION } from '../src/api/constants.ts';
+import { GROUP, VERSION } from '../src/api/constants.ts';
 import type { WebhookServerStatus } from '../src/api/webhook-server.ts';
 import { decodeMessage, workItemSchema } from '../src/bus/messages.ts';
 import { type HandlerRuntime, startHandlerRuntime } from '../src/bus/runtime/index.ts';
@@ -30,6 +30,7 @@ import { committedCrds, ensureCrd } from './support/crds.ts';
 import { createReadyEndpointSlice } from './support/data-plane.ts';
 import { componentIdentity, componentUser } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
+import { createWebhookServer, deleteWebhookServer } from './support/records.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
 import { startRecordingAndRouting } from './support/watchers.ts';
 
@@ -114,23 +115,8 @@ async function startCountedRouter(): Promise<void> {
 }
 
 async function createInstance(name: string): Promise<void> {
-  await admin.makeApiClient(CustomObjectsApi).createClusterCustomObject({
-    group: GROUP,
-    version: VERSION,
-    plural: 'conversionwebhookservers',
-    body: {
-      apiVersion: API_VERSION,
-      kind: 'ConversionWebhookServer',
-      metadata: { name },
-      spec: { namespace },
-    },
-  });
-  stoppers.push(() =>
-    admin
-      .makeApiClient(CustomObjectsApi)
-      .deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'conversionwebhookservers', name })
-      .catch(() => undefined),
-  );
+  await createWebhookServer(admin, name, { namespace });
+  stoppers.push(() => deleteWebhookServer(admin, name));
 }
 
 /** What the EndpointSlice controller would write for the instance's Service: these Pods (`<instance>-<pod>`) ready. */

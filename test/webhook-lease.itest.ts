@@ -4,23 +4,14 @@
 // cluster runs kube-controller-manager's garbage collector, so owner references are real; it has
 // no kubelet for these Pods (they are bound to a node that does not exist, so the local node
 // agent leaves them alone), which is all a Lease owner needs.
-import {
-  CoordinationV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  type V1ObjectMeta,
-} from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, type KubeConfig, type V1ObjectMeta } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  API_VERSION,
-  GROUP,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   SERVED_SET_ANNOTATION,
   servedLeaseName,
-  VERSION,
   WEBHOOK_SERVER_LABEL,
 } from '../src/api/constants.ts';
 import { defaultConfig } from '../src/config/schema.ts';
@@ -45,6 +36,7 @@ import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
 import { grantLeaseWriter, podIdentity, serviceAccountUser } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
+import { createWebhookServer, deleteWebhookServer } from './support/records.ts';
 
 const cluster = useLocalCluster();
 const admin = cluster.kubeConfig('admin');
@@ -73,17 +65,7 @@ beforeAll(async () => {
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
   namespace = await createNamespace(admin, 'webhook-lease');
   otherNamespace = await createNamespace(admin, 'webhook-lease-other');
-  await admin.makeApiClient(CustomObjectsApi).createClusterCustomObject({
-    group: GROUP,
-    version: VERSION,
-    plural: 'conversionwebhookservers',
-    body: {
-      apiVersion: API_VERSION,
-      kind: 'ConversionWebhookServer',
-      metadata: { name: instance },
-      spec: { namespace },
-    },
-  });
+  await createWebhookServer(admin, instance, { namespace });
   account = await grantLeaseWriter(admin, instance);
   audit = await auditLogFromNow(cluster.info.auditLog);
 });
@@ -102,15 +84,7 @@ afterAll(async () => {
         .deleteNamespacedPod({ namespace, name: p.metadata?.name ?? '', gracePeriodSeconds: 0 })
         .catch(() => undefined);
   }
-  await admin
-    .makeApiClient(CustomObjectsApi)
-    .deleteClusterCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: 'conversionwebhookservers',
-      name: instance,
-    })
-    .catch(() => undefined);
+  await deleteWebhookServer(admin, instance);
   for (const ns of [namespace, otherNamespace])
     if (ns) await core.deleteNamespace({ name: ns }).catch(() => undefined);
 });

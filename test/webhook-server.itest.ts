@@ -15,7 +15,7 @@ import { ApiextensionsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi } fr
 import { pino } from 'pino';
 import { Agent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_VERSION, GROUP, SERVED_SET_ANNOTATION, servedLeaseName, VERSION } from '../src/api/constants.ts';
+import { SERVED_SET_ANNOTATION, servedLeaseName } from '../src/api/constants.ts';
 import { decodeServedSet, expectedSetOf } from '../src/core/served-set-codec.ts';
 import { freePort } from '../src/local-cluster/free-port.ts';
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
@@ -30,11 +30,17 @@ import { committedCrds, ensureCrd, gizmoCrd, renameConfigSpec } from './support/
 import { grantLeaseWriter, podIdentity } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { switchyardProcess } from './support/processes.ts';
+import {
+  createConversionConfig,
+  createWebhookServer,
+  deleteConversionConfig,
+  deleteWebhookServer,
+} from './support/records.ts';
 
 const cluster = useLocalCluster();
 const admin = cluster.kubeConfig('admin');
 const core = admin.makeApiClient(CoreV1Api);
-const custom = admin.makeApiClient(CustomObjectsApi);
+const _custom = admin.makeApiClient(CustomObjectsApi);
 const crdApi = admin.makeApiClient(ApiextensionsV1Api);
 const leases = admin.makeApiClient(CoordinationV1Api);
 const log = pino({ level: 'warn' });
@@ -55,14 +61,7 @@ let pod = { name: '', uid: '' };
 const processes: ManagedProcess[] = [];
 let server: ManagedProcess;
 
-function config(name: string, target: string) {
-  return {
-    apiVersion: API_VERSION,
-    kind: 'CRDConversionConfig',
-    metadata: { name },
-    spec: renameConfigSpec(target, { pin: INSTANCE }),
-  };
-}
+const pinnedConfig = (target: string) => renameConfigSpec(target, { pin: INSTANCE });
 
 async function issueServing(name: string): Promise<void> {
   const issued = await issueCertificate(ca, dir, name, { commonName: 'webhook', ipAddresses: ['127.0.0.1'] });
@@ -78,23 +77,8 @@ beforeAll(async () => {
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
   namespace = await createNamespace(admin, 'webhook-server');
   for (const t of [TARGET, OTHER]) await crdApi.createCustomResourceDefinition({ body: gizmoCrd(t) });
-  await custom.createClusterCustomObject({
-    group: GROUP,
-    version: VERSION,
-    plural: 'conversionwebhookservers',
-    body: {
-      apiVersion: API_VERSION,
-      kind: 'ConversionWebhookServer',
-      metadata: { name: INSTANCE },
-      spec: { namespace },
-    },
-  });
-  await custom.createClusterCustomObject({
-    group: GROUP,
-    version: VERSION,
-    plural: 'crdconversionconfigs',
-    body: config(`ws-${suffix}`, TARGET),
-  });
+  await createWebhookServer(admin, INSTANCE, { namespace });
+  await createConversionConfig(admin, `ws-${suffix}`, pinnedConfig(TARGET));
   const account = await grantLeaseWriter(admin, INSTANCE);
   const created = await core.createNamespacedPod({
     namespace,
@@ -138,18 +122,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(processes.map((p) => p.stop(5_000)));
   await bus?.stop();
-  for (const name of [`ws-${suffix}`, `wso-${suffix}`])
-    await custom
-      .deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'crdconversionconfigs', name })
-      .catch(() => undefined);
-  await custom
-    .deleteClusterCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: 'conversionwebhookservers',
-      name: INSTANCE,
-    })
-    .catch(() => undefined);
+  for (const name of [`ws-${suffix}`, `wso-${suffix}`]) await deleteConversionConfig(admin, name);
+  await deleteWebhookServer(admin, INSTANCE);
   for (const t of [TARGET, OTHER])
     await crdApi.deleteCustomResourceDefinition({ name: t }).catch(() => undefined);
   if (namespace) {
@@ -245,18 +219,8 @@ describe('a webhook-server replica as a process', () => {
     expect(lease.spec?.holderIdentity).toBe(pod.name);
     // The config goes, another comes for the other CRD: the replica lets go of the first plan
     // and holds the second, and its Lease says so.
-    await custom.deleteClusterCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: 'crdconversionconfigs',
-      name: `ws-${suffix}`,
-    });
-    await custom.createClusterCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: 'crdconversionconfigs',
-      body: config(`wso-${suffix}`, OTHER),
-    });
+    await deleteConversionConfig(admin, `ws-${suffix}`);
+    await createConversionConfig(admin, `wso-${suffix}`, pinnedConfig(OTHER));
     expect(
       await waitFor('the Lease to follow', async () => {
         const served = await servedByLease();

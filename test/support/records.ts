@@ -7,13 +7,31 @@ import { STREAMS } from '../../src/bus/topology.ts';
 import { isNotFound } from '../../src/kube/errors.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 
-export async function createWebhookServer(kc: KubeConfig, name: string): Promise<void> {
+const WEBHOOK_SERVERS = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers' };
+const CONFIGS = { group: GROUP, version: VERSION, plural: 'crdconversionconfigs' };
+
+export async function createWebhookServer(kc: KubeConfig, name: string, spec: object = {}): Promise<void> {
   await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
-    group: GROUP,
-    version: VERSION,
-    plural: 'conversionwebhookservers',
-    body: { apiVersion: API_VERSION, kind: 'ConversionWebhookServer', metadata: { name }, spec: {} },
+    ...WEBHOOK_SERVERS,
+    body: { apiVersion: API_VERSION, kind: 'ConversionWebhookServer', metadata: { name }, spec },
   });
+}
+
+export async function createConversionConfig(kc: KubeConfig, name: string, spec: object): Promise<void> {
+  await kc.makeApiClient(CustomObjectsApi).createClusterCustomObject({
+    ...CONFIGS,
+    body: { apiVersion: API_VERSION, kind: 'CRDConversionConfig', metadata: { name }, spec },
+  });
+}
+
+/** Deletes a CRDConversionConfig a test created, if it is still there. */
+export async function deleteConversionConfig(kc: KubeConfig, name: string): Promise<void> {
+  await kc
+    .makeApiClient(CustomObjectsApi)
+    .deleteClusterCustomObject({ ...CONFIGS, name })
+    .catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
+    });
 }
 
 /**
@@ -47,7 +65,7 @@ export async function awaitRecord(
 export async function deleteWebhookServer(kc: KubeConfig, name: string): Promise<void> {
   await kc
     .makeApiClient(CustomObjectsApi)
-    .deleteClusterCustomObject({ group: GROUP, version: VERSION, plural: 'conversionwebhookservers', name })
+    .deleteClusterCustomObject({ ...WEBHOOK_SERVERS, name })
     .catch((err: unknown) => {
       if (!isNotFound(err)) throw err;
     });
