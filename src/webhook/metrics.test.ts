@@ -6,6 +6,7 @@ describe('the webhook-server metrics', () => {
     const m = new WebhookMetrics();
     m.review('gizmos.x.io', 'v2', 'success', 0.002, 10);
     m.review('gizmos.x.io', 'v2', 'failure', 0.001);
+    m.review('gizmos.x.io', 'v2', 'rejected', 5);
     m.plans(3, 1);
     m.observeLease(() => ({ publishes: 2, renewals: 5, lastEncodedBytes: 118 }));
     const { contentType, body } = await m.render();
@@ -14,7 +15,23 @@ describe('the webhook-server metrics', () => {
       'switchyard_webhook_conversion_reviews_total{target="gizmos.x.io",to_version="v2",result="success"} 1',
     );
     expect(body).toContain('switchyard_webhook_converted_objects_total{target="gizmos.x.io"} 10');
+    expect(body).toContain('# TYPE switchyard_webhook_conversion_review_seconds histogram');
     expect(body).toContain('switchyard_webhook_conversion_review_seconds_count{result="failure"} 1');
+    expect(body).toContain(
+      'switchyard_webhook_conversion_review_seconds_bucket{le="0.001",result="failure"} 1',
+    );
+    expect(body).toContain(
+      'switchyard_webhook_conversion_review_seconds_bucket{le="0.001",result="success"} 0',
+    );
+    expect(body).toContain(
+      'switchyard_webhook_conversion_review_seconds_bucket{le="0.0025",result="success"} 1',
+    );
+    expect(body).toContain(
+      'switchyard_webhook_conversion_review_seconds_bucket{le="+Inf",result="success"} 1',
+    );
+    expect(body).toContain('switchyard_webhook_conversion_review_seconds_sum{result="success"} 0.002');
+    expect(body).toContain('switchyard_webhook_conversion_review_seconds_bucket{le="1",result="rejected"} 0');
+    expect(body).toContain('switchyard_webhook_conversion_review_seconds_bucket{le="+Inf",result="rejected"} 1');
     expect(body).toContain('switchyard_webhook_plans_held 3');
     expect(body).toContain('switchyard_webhook_compile_failures 1');
     expect(body).toContain('switchyard_webhook_lease_publishes_total{kind="set"} 2');
