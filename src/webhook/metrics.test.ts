@@ -31,7 +31,9 @@ describe('the webhook-server metrics', () => {
     );
     expect(body).toContain('switchyard_webhook_conversion_review_seconds_sum{result="success"} 0.002');
     expect(body).toContain('switchyard_webhook_conversion_review_seconds_bucket{le="1",result="rejected"} 0');
-    expect(body).toContain('switchyard_webhook_conversion_review_seconds_bucket{le="+Inf",result="rejected"} 1');
+    expect(body).toContain(
+      'switchyard_webhook_conversion_review_seconds_bucket{le="+Inf",result="rejected"} 1',
+    );
     expect(body).toContain('switchyard_webhook_plans_held 3');
     expect(body).toContain('switchyard_webhook_compile_failures 1');
     expect(body).toContain('switchyard_webhook_lease_publishes_total{kind="set"} 2');
