@@ -111,6 +111,17 @@ async function twoReadyReplicas() {
   );
 }
 
+/**
+ * The loopback ports the apiserver dials for the Service once both replicas are behind it (the
+ * node agent publishes a Pod's endpoint a moment after its Ready condition).
+ */
+function bothReplicaPorts(): Promise<number[]> {
+  return waitFor('both replicas behind the Service', async () => {
+    const ports = await servicePorts();
+    return ports.length === 2 ? ports : undefined;
+  });
+}
+
 /** The loopback ports the apiserver dials for the Service: one per ready replica. */
 async function servicePorts(): Promise<number[]> {
   const slices = await discovery.listNamespacedEndpointSlice({
@@ -234,7 +245,7 @@ describe('conversions through the kube-apiserver, served by an instance of two r
       expect(lease.spec?.holderIdentity).toBe(name);
       expect(lease.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Pod', uid: pod.metadata?.uid });
     }
-    expect(await servicePorts()).toHaveLength(2);
+    expect(await bothReplicaPorts()).toHaveLength(2);
     await pointAtInstance(TARGET);
     await pointAtInstance(UNHELD);
   });
@@ -276,8 +287,7 @@ describe('conversions through the kube-apiserver, served by an instance of two r
 
   it('spreads the reviews over both replicas behind the Service', { timeout: 30_000 }, async () => {
     for (let i = 0; i < 20; i++) await getGizmo(TARGET, 'v1', 'a');
-    const ports = await servicePorts();
-    expect(ports).toHaveLength(2);
+    const ports = await bothReplicaPorts();
     for (const port of ports) expect(await successfulReviews(port)).toBeGreaterThan(0);
   });
 
@@ -323,7 +333,7 @@ describe('conversions through the kube-apiserver, served by an instance of two r
 
   it('serves a rotated certificate from both replicas without a restart', { timeout: 90_000 }, async () => {
     const before = await twoReadyReplicas();
-    const ports = await servicePorts();
+    const ports = await bothReplicaPorts();
     const caSecret = await core.readNamespacedSecret({ name: servingCaSecretName(INSTANCE), namespace });
     const ca = {
       certPem: secretText(caSecret.data, 'tls.crt'),
