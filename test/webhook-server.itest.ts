@@ -11,7 +11,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
-import { ApiextensionsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { ApiextensionsV1Api, CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Agent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,7 +40,6 @@ import {
 const cluster = useLocalCluster();
 const admin = cluster.kubeConfig('admin');
 const core = admin.makeApiClient(CoreV1Api);
-const _custom = admin.makeApiClient(CustomObjectsApi);
 const crdApi = admin.makeApiClient(ApiextensionsV1Api);
 const leases = admin.makeApiClient(CoordinationV1Api);
 const log = pino({ level: 'warn' });

@@ -26,8 +26,10 @@ class Tally<Labels extends Record<string, string>> {
   }
 
   flushInto(counter: { inc(labels: Labels, value: number): void }): void {
-    for (const entry of this.pending.values()) if (entry.count > 0) counter.inc(entry.labels, entry.count);
-    for (const entry of this.pending.values()) entry.count = 0;
+    for (const entry of this.pending.values()) {
+      if (entry.count > 0) counter.inc(entry.labels, entry.count);
+      entry.count = 0;
+    }
   }
 }
 

@@ -6,9 +6,9 @@
 // client that can reach the port, and a conversion webhook that dies takes every read of the
 // target with it. So:
 //
-// * Depth is measured on the text, by a scan without recursion, before anything walks the
-//   value. V8's JSON.parse is iterative and accepts any depth, but JSON.stringify (the answer)
-//   and the engine's deepCopy recurse and throw RangeError past a few thousand levels.
+// * Depth is measured on the parsed value, by a recursion that stops one level past the limit,
+//   before anything else walks it. V8's JSON.parse is iterative and accepts any depth, but
+//   JSON.stringify (the answer) recurses and throws RangeError past a few thousand levels.
 // * A body whose uid can be read is answered with a Failure review for that uid, so kubectl shows
 //   the reason; only a body with no readable uid gets a plain 400 (as admission does).
 // * Each object's conversion runs inside try/catch: an engine bug or a RangeError fails the
@@ -38,9 +38,9 @@ export interface ReviewLimits {
 
 export const DEFAULT_REVIEW_LIMITS: ReviewLimits = {
   // Measured on Node 24 with the default stack: JSON.stringify throws RangeError past ~4,450
-  // levels, the engine's deepCopy past ~4,680. 1,000 keeps a 4× margin for the server's frames
-  // beneath, while real objects nest a few dozen levels at most (the review adds 3 above each
-  // object: review, request, objects).
+  // levels. 1,000 keeps a 4× margin for the server's frames beneath (the depth check itself
+  // recurses at most this deep), while real objects nest a few dozen levels at most (the review
+  // adds 3 above each object: review, request, objects).
   maxDepth: 1_000,
   // The apiserver converts a whole list response in one review, so this must stay above the
   // largest unpaginated list of one kind; it bounds the work of a review of tiny objects, which
