@@ -1,9 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
 // Two projects: fast pure-logic tests that sit beside the code (`*.test.ts`), and
-// tests against the real local stack (`*.itest.ts`, plus the end-to-end scenarios in
-// test/). Stack tests share one local cluster per file and run files one at a time:
-// the machine has two cores, and the control plane needs them.
+// tests against the real local stack (`*.itest.ts` in src/ and test/, which share one local
+// cluster, and test/e2e's `*.e2e.ts`, which each start a cluster of their own and install
+// Switchyard from deploy/). Files run one at a time: the machine has two cores, and the control
+// plane needs them.
 export default defineConfig({
   test: {
     projects: [
@@ -17,7 +18,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          include: ['src/**/*.itest.ts', 'test/**/*.itest.ts'],
+          include: ['src/**/*.itest.ts', 'test/**/*.itest.ts', 'test/e2e/**/*.e2e.ts'],
           environment: 'node',
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 120_000,

@@ -37,7 +37,7 @@ const sink = {
 };
 const heapBefore = heapAfterGc();
 const view = new ObjectView([...REPLICA_VIEW_KINDS], log);
-const replica = new Replica({ view, instance, sink, metrics, log });
+const replica = new Replica({ view, instance, sink, metrics, log, drainMs: 30_000 });
 
 const started = performance.now();
 await view.start(js);

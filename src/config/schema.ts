@@ -184,6 +184,33 @@ const handover = z
   })
   .strict();
 
+/** Environment variables and flags are text: "true" and "false" are the booleans they spell. */
+function flag<T extends z.ZodBoolean>(schema: T) {
+  return z.preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), schema);
+}
+
+const webhook = z
+  .object({
+    drainSeconds: numeric(z.number().min(0))
+      .default(30)
+      .describe(
+        'How long a webhook-server replica keeps serving a target after its last reason to hold it ended (the ' +
+          'target no longer names this instance and is assigned elsewhere), in seconds, per replica. The apiserver ' +
+          'keeps calling the old Service for a moment after a repoint: requests already sent, and the old storage of ' +
+          'the resource converting events for open watches until it is torn down. Cover the longest conversion ' +
+          'request the apiserver may still have in flight. Per process: every replica drains on its own clock.',
+      ),
+    unsafeDropPlanOnReassign: flag(z.boolean())
+      .default(false)
+      .describe(
+        'Test only; never set it in a cluster. true makes a webhook-server replica drop a target’s plan as soon as ' +
+          'the resolver assigns the target elsewhere, although the target’s conversion still names this instance: ' +
+          'the apiserver keeps calling it until the handover repoints, and those conversions fail. It is the failure ' +
+          'the hold-while-named rule prevents, switched on for the negative control of the end-to-end move test.',
+      ),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     kubernetes: kubernetes.prefault({}),
@@ -192,6 +219,7 @@ export const configSchema = z
     log: log.prefault({}),
     admission: admission.prefault({}),
     handover: handover.prefault({}),
+    webhook: webhook.prefault({}),
   })
   .strict();
 

@@ -165,6 +165,7 @@ export function startControllerManager(files: ControlPlaneFiles, log: Logger): M
         `--controllers=${[
           'deployment-controller',
           'replicaset-controller',
+          'job-controller',
           'garbage-collector-controller',
           'namespace-controller',
           'endpointslice-controller',

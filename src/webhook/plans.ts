@@ -5,7 +5,13 @@
 // Held while the resolver assigns the target to this replica's instance, or the live target's
 // spec.conversion still names the instance's Service (`shouldHoldPlan`, the same rule the
 // expected set is computed with): the losing side of a move keeps serving until the repoint
-// lands. A target that does not exist, or that two configs claim, is held nowhere.
+// lands. And for a drain after that: the apiserver does not stop calling the old Service the
+// moment the repoint is stored. Requests already sent, and the resource's old storage, whose
+// watch cache converts events for open watches until it is torn down about a second later,
+// still reach it (the end-to-end move test counted ~160 failed conversions in the first second
+// without a drain; a failed conversion inside a watch is invisible to the client, only the
+// apiserver's metrics show it). A target that does not exist, or that two configs claim, is
+// held nowhere.
 //
 // One bad config never takes a working plan away: a config that stops compiling keeps serving
 // its last good plan, and the failure is reported (`failures`) until a fix compiles. A plan is
@@ -50,6 +56,18 @@ export interface PlanSync {
   removed: string[];
   /** Targets whose config does not compile now, with the diagnostics (a held one keeps its last good plan). */
   failed: string[];
+  /** Targets no longer held that keep their plan until their drain ends (`nextDrainEndMs`). */
+  draining: string[];
+}
+
+export interface HeldPlansOptions {
+  /** How long a plan outlives the last reason to hold it, in ms (config webhook.drainSeconds). */
+  drainMs: number;
+  /**
+   * false only for the negative control of test/e2e (config webhook.unsafeDropPlanOnReassign):
+   * hold only what the resolver assigns here, and drop it at once.
+   */
+  holdWhileNamed?: boolean;
 }
 
 export class HeldPlans {
@@ -57,16 +75,22 @@ export class HeldPlans {
   private readonly plans = new Map<string, Held>();
   private readonly failing = new Map<string, Source & { errors: string[] }>();
   private readonly notHeld = new Map<string, string>();
+  /** Held plans no longer wanted, by when their drain ends (monotonic ms). */
+  private readonly drainEnds = new Map<string, number>();
+  private readonly holdWhileNamed: boolean;
+  private readonly drainMs: number;
 
-  constructor(instance: string) {
+  constructor(instance: string, { drainMs, holdWhileNamed = true }: HeldPlansOptions) {
     this.instance = instance;
+    this.holdWhileNamed = holdWhileNamed;
+    this.drainMs = holdWhileNamed ? drainMs : 0;
   }
 
-  /** Brings the plans in line with `world`; compiles only what changed. */
-  sync(world: PlanWorld): PlanSync {
+  /** Brings the plans in line with `world` at `nowMs` (monotonic); compiles only what changed. */
+  sync(world: PlanWorld, nowMs: number): PlanSync {
     const before = new Set(this.plans.keys());
     const wanted = this.wantedTargets(world);
-    for (const target of [...this.plans.keys()]) if (!wanted.has(target)) this.plans.delete(target);
+    const draining = this.drainUnwanted(wanted, nowMs);
     for (const target of [...this.failing.keys()]) if (!wanted.has(target)) this.failing.delete(target);
     const failed: string[] = [];
     for (const [target, { config, live }] of wanted) {
@@ -77,7 +101,38 @@ export class HeldPlans {
       added: [...after].filter((t) => !before.has(t)).sort(),
       removed: [...before].filter((t) => !after.has(t)).sort(),
       failed: failed.sort(),
+      draining,
     };
+  }
+
+  /** When the earliest drain ends (monotonic ms): the next `sync` that would drop a plan. */
+  nextDrainEndMs(): number | undefined {
+    return this.drainEnds.size === 0 ? undefined : Math.min(...this.drainEnds.values());
+  }
+
+  /**
+   * Starts the drain of every held plan that is no longer wanted, drops those whose drain has
+   * ended, and ends the drain of a target wanted again. Returns the targets that began draining.
+   */
+  private drainUnwanted(wanted: ReadonlyMap<string, unknown>, nowMs: number): string[] {
+    const began: string[] = [];
+    for (const target of [...this.plans.keys()]) {
+      if (wanted.has(target)) {
+        this.drainEnds.delete(target);
+        continue;
+      }
+      let end = this.drainEnds.get(target);
+      if (end === undefined) {
+        end = nowMs + this.drainMs;
+        this.drainEnds.set(target, end);
+        if (this.drainMs > 0) began.push(target);
+      }
+      if (nowMs >= end) {
+        this.plans.delete(target);
+        this.drainEnds.delete(target);
+      }
+    }
+    return began.sort();
   }
 
   lookup(target: string): PlanLookup {
@@ -115,7 +170,8 @@ export class HeldPlans {
         continue;
       }
       const assigned = resolution?.ok ? resolution.instance : undefined;
-      if (!shouldHoldPlan(this.instance, assigned, conversionServiceOf(live))) {
+      const named = this.holdWhileNamed ? conversionServiceOf(live) : undefined;
+      if (!shouldHoldPlan(this.instance, assigned, named)) {
         this.notHeld.set(
           target,
           `it is assigned to ${assigned ?? 'no instance'} and its conversion does not name ${this.instance}`,

@@ -58,7 +58,7 @@ const instance = (name: string) =>
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
-function replicaOf(view: ReplicaView) {
+function replicaOf(view: ReplicaView, drainMs = 0) {
   const published: { served: string[]; expected: ExpectedSet }[] = [];
   const metrics = new WebhookMetrics();
   const replica = new Replica({
@@ -67,6 +67,7 @@ function replicaOf(view: ReplicaView) {
     sink: { publish: (served, expected) => published.push({ served: [...served].sort(), expected }) },
     metrics,
     log: pino({ level: 'silent' }),
+    drainMs,
   });
   return { replica, published, metrics };
 }
@@ -84,6 +85,28 @@ describe('a webhook-server replica', () => {
     expect(published.map((p) => p.served)).toEqual([['gizmos.x.io']]);
     expect([...(published[0]?.expected.names ?? [])]).toEqual(['gizmos.x.io']);
     expect(replica.lookup('gizmos.x.io').kind).toBe('plan');
+  });
+
+  it('keeps serving a moved target through its drain, then lets go and republishes on its own', async () => {
+    const { view, put } = mutableView();
+    put('webhookserver', instance('a'));
+    put('webhookserver', instance('b'));
+    put('crd', crd('gizmos.x.io'));
+    put('crdconfig', config('g', 'gizmos.x.io', 'a'));
+    const { replica, published } = replicaOf(view, 100);
+    replica.start();
+    put('crdconfig', config('g', 'gizmos.x.io', 'b'));
+    await settle();
+    expect(replica.lookup('gizmos.x.io').kind, 'assigned to b, draining').toBe('plan');
+    const drainBegan = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await settle();
+    expect(replica.lookup('gizmos.x.io').kind).toBe('none');
+    expect(published.at(-1)?.served, 'republished once the drain ended, with no record to wake it').toEqual(
+      [],
+    );
+    expect(performance.now() - drainBegan).toBeGreaterThanOrEqual(100);
+    replica.stop();
   });
 
   it('republishes once for changes arriving together, and not for a status write', async () => {

@@ -9,6 +9,7 @@
 import type { Logger } from 'pino';
 import type { ObjectView } from '../bus/view.ts';
 import type { ExpectedSet } from '../core/served-set-codec.ts';
+import { type Clock, systemClock } from '../runtime/clock.ts';
 import { readExpectedSets } from '../views/view-reads.ts';
 import type { WebhookMetrics } from './metrics.ts';
 import { HeldPlans, type PlanLookup } from './plans.ts';
@@ -30,6 +31,8 @@ export class Replica {
   private readonly log: Logger;
   private published: { served: ReadonlySet<string>; expected: ExpectedSet } | undefined;
   private scheduled = false;
+  private readonly clock: Clock;
+  private drainTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private synced = false;
 
@@ -39,13 +42,22 @@ export class Replica {
     sink: ServedSetSink;
     metrics: WebhookMetrics;
     log: Logger;
+    /** How long a plan outlives its last reason to be held (config webhook.drainSeconds). */
+    drainMs: number;
+    /** false only for the negative control of test/e2e (config webhook.unsafeDropPlanOnReassign). */
+    holdWhileNamed?: boolean;
+    clock?: Clock;
   }) {
     this.view = opts.view;
     this.instance = opts.instance;
     this.sink = opts.sink;
     this.metrics = opts.metrics;
     this.log = opts.log;
-    this.plans = new HeldPlans(opts.instance);
+    this.clock = opts.clock ?? systemClock;
+    this.plans = new HeldPlans(opts.instance, {
+      drainMs: opts.drainMs,
+      holdWhileNamed: opts.holdWhileNamed ?? true,
+    });
   }
 
   /** Call once the view holds everything recorded before the start: compiles, publishes, follows. */
@@ -57,6 +69,7 @@ export class Replica {
 
   stop(): void {
     this.unsubscribe?.();
+    clearTimeout(this.drainTimer);
   }
 
   /** Ready once the first full sync compiled everything it should hold (a failing config does not hold it back). */
@@ -77,6 +90,14 @@ export class Replica {
     };
   }
 
+  private scheduleDrainEnd(): void {
+    clearTimeout(this.drainTimer);
+    const end = this.plans.nextDrainEndMs();
+    if (end === undefined) return;
+    // Nothing recorded on the bus wakes a sync when a drain ends: a timer does.
+    this.drainTimer = setTimeout(() => this.schedule(), Math.max(0, end - this.clock.monotonic())).unref();
+  }
+
   private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
@@ -87,10 +108,11 @@ export class Replica {
   }
 
   private sync(): void {
-    const result = this.plans.sync(planWorldOf(this.view));
+    const result = this.plans.sync(planWorldOf(this.view), this.clock.monotonic());
+    this.scheduleDrainEnd();
     const servable = this.plans.servable();
     this.metrics.plans(servable.size, this.plans.failures().size);
-    if (result.added.length + result.removed.length + result.failed.length > 0)
+    if (result.added.length + result.removed.length + result.failed.length + result.draining.length > 0)
       this.log.info({ instance: this.instance, ...result, held: servable.size }, 'plans changed');
     const expected = readExpectedSets(this.view)(this.instance);
     if (this.published && sameSet(this.published.served, servable) && this.published.expected === expected)

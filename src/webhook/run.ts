@@ -98,7 +98,19 @@ export async function runWebhookServer(argv: string[]): Promise<void> {
   });
   metrics.observeLease(() => publisher.stats());
   const view = new ObjectView([...REPLICA_VIEW_KINDS], log);
-  const replica = new Replica({ view, instance: id.instance, sink: publisher, metrics, log });
+  if (config.webhook.unsafeDropPlanOnReassign)
+    log.warn(
+      'webhook.unsafeDropPlanOnReassign is set: conversions fail during every move away from this instance',
+    );
+  const replica = new Replica({
+    view,
+    instance: id.instance,
+    sink: publisher,
+    metrics,
+    log,
+    drainMs: config.webhook.drainSeconds * 1000,
+    holdWhileNamed: !config.webhook.unsafeDropPlanOnReassign,
+  });
   const server = new ConversionWebhookServer({ certificate, replica, metrics, log });
   const reloader = new CertificateReloader(certificate, {
     files,

@@ -37,6 +37,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+const NO_DRAIN = { drainMs: 0 };
+
 afterEach(async () => {
   await server?.close();
   server = undefined;
@@ -44,12 +46,15 @@ afterEach(async () => {
 
 /** A replica holding a FieldRename plan for gizmos.x.io (v2 spec.size ↔ v1 spec.replicas). */
 function holding(): PlanSource & { ready: boolean } {
-  const plans = new HeldPlans('a');
-  plans.sync({
-    configs: [conversionConfigSchema.parse(renameConfig('g', TARGET, { pin: 'a' }))],
-    instances: [{ metadata: { name: 'a' }, spec: {} }],
-    targets: new Map([[TARGET, gizmoTarget(TARGET)]]),
-  });
+  const plans = new HeldPlans('a', NO_DRAIN);
+  plans.sync(
+    {
+      configs: [conversionConfigSchema.parse(renameConfig('g', TARGET, { pin: 'a' }))],
+      instances: [{ metadata: { name: 'a' }, spec: {} }],
+      targets: new Map([[TARGET, gizmoTarget(TARGET)]]),
+    },
+    0,
+  );
   return {
     ready: true,
     lookup: (t) => plans.lookup(t),

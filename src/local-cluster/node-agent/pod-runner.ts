@@ -60,6 +60,8 @@ interface ContainerRun {
   startedAt: Date | undefined;
   waitingReason: string | undefined;
   waitingMessage: string | undefined;
+  /** Set when the container exited for good: its restart policy does not restart it. */
+  terminated: { exitCode: number; finishedAt: Date } | undefined;
 }
 
 export interface PodRunnerDeps {
@@ -102,6 +104,7 @@ export class PodRunner {
       startedAt: undefined,
       waitingReason: 'ContainerCreating',
       waitingMessage: undefined,
+      terminated: undefined,
     }));
   }
 
@@ -246,12 +249,18 @@ export class PodRunner {
     if (run.process !== proc) return;
     run.ready = false;
     if (this.stopping) return;
-    this.deps.log.warn({ container: run.container.name, code, log: proc.logFile }, 'container exited');
-    const restart = this.pod.spec?.restartPolicy !== 'Never';
-    run.waitingReason = restart ? 'CrashLoopBackOff' : 'Terminated';
+    const restart = restartsAfter(this.pod.spec?.restartPolicy, code);
+    const fields = { container: run.container.name, code, log: proc.logFile };
+    if (code === 0 && !restart) this.deps.log.info(fields, 'container completed');
+    else this.deps.log.warn(fields, 'container exited');
+    if (!restart) {
+      run.terminated = { exitCode: code ?? 137, finishedAt: new Date() };
+      this.deps.onChange();
+      return;
+    }
+    run.waitingReason = 'CrashLoopBackOff';
     run.waitingMessage = `exited with code ${code}; see ${proc.logFile}`;
     this.deps.onChange();
-    if (!restart) return;
     const delay = Math.min(MAX_RESTART_BACKOFF_MS, 1000 * 2 ** run.restartCount);
     run.restartCount++;
     setTimeout(() => {
@@ -305,6 +314,7 @@ export class PodRunner {
 
   private containerStatus(run: ContainerRun): V1ContainerStatus {
     const running = run.process?.running === true;
+    const { terminated } = run;
     return {
       name: run.container.name,
       image: run.container.image ?? '',
@@ -314,7 +324,16 @@ export class PodRunner {
       restartCount: run.restartCount,
       state: running
         ? { running: { startedAt: run.startedAt } }
-        : { waiting: { reason: run.waitingReason ?? 'ContainerCreating', message: run.waitingMessage } },
+        : terminated
+          ? {
+              terminated: {
+                exitCode: terminated.exitCode,
+                reason: terminated.exitCode === 0 ? 'Completed' : 'Error',
+                startedAt: run.startedAt,
+                finishedAt: terminated.finishedAt,
+              },
+            }
+          : { waiting: { reason: run.waitingReason ?? 'ContainerCreating', message: run.waitingMessage } },
     };
   }
 
@@ -327,7 +346,7 @@ export class PodRunner {
     });
     const allStarted = this.runs.every((r) => r.process?.running === true);
     return {
-      phase: allStarted || this.runs.some((r) => r.restartCount > 0) ? 'Running' : 'Pending',
+      phase: podPhase(this.runs, allStarted),
       hostIP: '127.0.0.1',
       hostIPs: [{ ip: '127.0.0.1' }],
       startTime: this.startTime,
@@ -340,4 +359,20 @@ export class PodRunner {
       containerStatuses: this.runs.map((r) => this.containerStatus(r)),
     };
   }
+}
+
+/** kubelet's rule: Always restarts every exit, OnFailure only a failed one, Never none. */
+function restartsAfter(policy: string | undefined, code: number | null): boolean {
+  if (policy === 'Never') return false;
+  if (policy === 'OnFailure') return code !== 0;
+  return true;
+}
+
+/** Succeeded or Failed once every container exited for good; otherwise Running once any has run. */
+function podPhase(runs: readonly ContainerRun[], allStarted: boolean): string {
+  if (runs.length > 0 && runs.every((r) => r.terminated !== undefined))
+    return runs.every((r) => r.terminated?.exitCode === 0) ? 'Succeeded' : 'Failed';
+  return allStarted || runs.some((r) => r.restartCount > 0 || r.terminated !== undefined)
+    ? 'Running'
+    : 'Pending';
 }

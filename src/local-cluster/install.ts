@@ -1,0 +1,247 @@
+// Switchyard installed on the local cluster the way a user installs it: every manifest of
+// deploy/ applied as written, the one difference the overlay a user writes for their cluster
+// (the NATS address), and the admission webhook's serving certificate made and its caBundle
+// filled in, as docs/admission.md tells a user to. The kube-controller-manager creates the Pods
+// and the node agent runs them; nothing of Switchyard runs in the caller's process.
+import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  AppsV1Api,
+  BatchV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  loadAllYaml,
+  PatchStrategy,
+  type V1Container,
+  type V1PodTemplateSpec,
+} from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { GROUP, VERSION } from '../api/constants.ts';
+import { CRD_CONFIG_KIND } from '../api/conversion-config.ts';
+import { isConflict } from '../kube/errors.ts';
+import { PROJECT_ROOT } from './cluster.ts';
+import { createCertificateAuthority, issueCertificate } from './pki.ts';
+import { waitFor } from './wait.ts';
+
+export const SWITCHYARD_NAMESPACE = 'switchyard-system';
+const FIELD_MANAGER = 'switchyard-local-install';
+const ADMISSION_SECRET = 'switchyard-admission-tls';
+const ADMISSION_SERVICE = 'switchyard-admission';
+
+export interface InstallOptions {
+  admin: KubeConfig;
+  /** The bus every component and every rendered webhook-server replica connects to. */
+  natsUrl: string;
+  /** Where the admission webhook's CA and certificate files are written. */
+  dir: string;
+  log: Logger;
+  /** Environment added to every component's container (a test's setting, a log level). */
+  extraEnv?: Record<string, string>;
+  timeoutMs?: number;
+}
+
+/** What was installed, to wait on or tear down. */
+export interface Installed {
+  deployments: string[];
+}
+
+/** The manifests of a file or a folder of deploy/ (its files in name order). */
+export async function deployManifests(path: string): Promise<KubernetesObject[]> {
+  const full = join(PROJECT_ROOT, 'deploy', path);
+  const files = path.endsWith('.yaml')
+    ? [full]
+    : (await readdir(full))
+        .filter((f) => f.endsWith('.yaml'))
+        .sort()
+        .map((f) => join(full, f));
+  const docs = await Promise.all(files.map((f) => readFile(f, 'utf8')));
+  return docs.flatMap((d) => loadAllYaml(d) as KubernetesObject[]);
+}
+
+/**
+ * Applies deploy/ to the cluster and resolves once every component is ready and the admission
+ * webhook answers: CRDs (established), RBAC, the bus topology Job (complete), the workers and
+ * the admission Deployment (all replicas ready), then the ValidatingWebhookConfiguration.
+ */
+export async function installSwitchyard(opts: InstallOptions): Promise<Installed> {
+  const { admin, log } = opts;
+  const timeoutMs = opts.timeoutMs ?? 120_000;
+  const objects = admin.makeApiClient(KubernetesObjectApi);
+  const apply = (o: KubernetesObject) =>
+    objects.patch(o, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+
+  await ensureNamespace(admin, SWITCHYARD_NAMESPACE);
+  const crds = await deployManifests('crds');
+  for (const crd of crds) await apply(crd);
+  await waitForEstablished(admin, crds, timeoutMs);
+  log.info({ crds: crds.length }, 'CRDs established');
+
+  for (const o of [...(await deployManifests('rbac')), ...(await deployManifests('admission/rbac.yaml'))])
+    await apply(o);
+
+  const caPem = await createAdmissionCertificate(admin, opts.dir);
+  const workloads = [
+    ...(await deployManifests('workers')),
+    ...(await deployManifests('admission/deployment.yaml')),
+  ];
+  for (const o of workloads) await apply(forThisCluster(o, opts.natsUrl, opts.extraEnv ?? {}));
+  const deployments = workloads.filter((o) => o.kind === 'Deployment').map((o) => o.metadata?.name ?? '');
+  await waitForBusSetup(admin, timeoutMs);
+  await waitForDeployments(admin, deployments, log, timeoutMs);
+
+  for (const o of await deployManifests('admission/webhook.yaml')) await apply(withCaBundle(o, caPem));
+  await waitForAdmission(admin, timeoutMs);
+  log.info({ deployments }, 'Switchyard is installed and ready');
+  return { deployments };
+}
+
+/** The overlay a user writes for their cluster: where NATS is, plus any extra environment. */
+export function forThisCluster(
+  o: KubernetesObject,
+  natsUrl: string,
+  extraEnv: Record<string, string>,
+): KubernetesObject {
+  const template = (o as { spec?: { template?: V1PodTemplateSpec } }).spec?.template;
+  for (const c of template?.spec?.containers ?? []) {
+    setEnv(c, 'SWITCHYARD_NATS_URL', natsUrl, { onlyIfPresent: true });
+    for (const [name, value] of Object.entries(extraEnv)) setEnv(c, name, value, { onlyIfPresent: false });
+  }
+  return o;
+}
+
+function setEnv(c: V1Container, name: string, value: string, { onlyIfPresent }: { onlyIfPresent: boolean }) {
+  const existing = c.env?.find((e) => e.name === name);
+  if (existing) existing.value = value;
+  else if (!onlyIfPresent) c.env = [...(c.env ?? []), { name, value }];
+}
+
+function withCaBundle(o: KubernetesObject, caPem: string): KubernetesObject {
+  const webhooks = (o as { webhooks?: { clientConfig: { caBundle?: string } }[] }).webhooks ?? [];
+  for (const w of webhooks) w.clientConfig.caBundle = Buffer.from(caPem).toString('base64');
+  return o;
+}
+
+async function ensureNamespace(admin: KubeConfig, name: string): Promise<void> {
+  await admin
+    .makeApiClient(CoreV1Api)
+    .createNamespace({ body: { metadata: { name } } })
+    .catch((err) => {
+      if (!isConflict(err)) throw err;
+    });
+}
+
+async function waitForEstablished(admin: KubeConfig, crds: KubernetesObject[], timeoutMs: number) {
+  const objects = admin.makeApiClient(KubernetesObjectApi);
+  for (const crd of crds) {
+    await waitFor(
+      `CRD ${crd.metadata?.name} established`,
+      async () => {
+        const live = (await objects.read({
+          apiVersion: crd.apiVersion,
+          kind: crd.kind,
+          metadata: { name: crd.metadata?.name ?? '' },
+        })) as { status?: { conditions?: { type: string; status: string }[] } };
+        return live.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
+          ? true
+          : undefined;
+      },
+      { timeoutMs },
+    );
+  }
+}
+
+/** The admission webhook's CA and serving certificate, as docs/admission.md has a user make them. */
+async function createAdmissionCertificate(admin: KubeConfig, dir: string): Promise<string> {
+  const pki = join(dir, 'admission-tls');
+  await mkdir(pki, { recursive: true });
+  const ca = await createCertificateAuthority(pki, 'admission-ca');
+  const cert = await issueCertificate(ca, pki, 'tls', {
+    commonName: ADMISSION_SERVICE,
+    dnsNames: [`${ADMISSION_SERVICE}.${SWITCHYARD_NAMESPACE}.svc`],
+  });
+  const core = admin.makeApiClient(CoreV1Api);
+  await core
+    .deleteNamespacedSecret({ name: ADMISSION_SECRET, namespace: SWITCHYARD_NAMESPACE })
+    .catch(() => {});
+  await core.createNamespacedSecret({
+    namespace: SWITCHYARD_NAMESPACE,
+    body: {
+      metadata: { name: ADMISSION_SECRET },
+      type: 'kubernetes.io/tls',
+      stringData: { 'tls.crt': cert.certPem, 'tls.key': cert.keyPem },
+    },
+  });
+  return ca.certPem;
+}
+
+async function waitForBusSetup(admin: KubeConfig, timeoutMs: number): Promise<void> {
+  const batch = admin.makeApiClient(BatchV1Api);
+  await waitFor(
+    'the bus-setup Job to complete',
+    async () => {
+      const job = await batch.readNamespacedJob({
+        name: 'switchyard-bus-setup',
+        namespace: SWITCHYARD_NAMESPACE,
+      });
+      return (job.status?.succeeded ?? 0) > 0 ? true : undefined;
+    },
+    { timeoutMs },
+  );
+}
+
+async function waitForDeployments(admin: KubeConfig, names: string[], log: Logger, timeoutMs: number) {
+  const apps = admin.makeApiClient(AppsV1Api);
+  let reported = '';
+  await waitFor(
+    'every Switchyard Deployment ready',
+    async () => {
+      const list = await apps.listNamespacedDeployment({ namespace: SWITCHYARD_NAMESPACE });
+      const byName = new Map(list.items.map((d) => [d.metadata?.name, d]));
+      const pending = names.filter((n) => {
+        const d = byName.get(n);
+        return (d?.status?.readyReplicas ?? 0) < (d?.spec?.replicas ?? 1);
+      });
+      const progress = `${names.length - pending.length}/${names.length} ready`;
+      if (progress !== reported) log.info({ pending }, `components: ${progress}`);
+      reported = progress;
+      return pending.length === 0 ? true : undefined;
+    },
+    { timeoutMs, intervalMs: 500 },
+  );
+}
+
+/**
+ * The apiserver learns a new webhook configuration and its endpoints asynchronously, and admits
+ * unchecked until it has: probe with a dry-run config the CRD's schema admits and only the
+ * webhook refuses (a spoke version its target, one of the project's own CRDs, does not serve)
+ * until the webhook itself answers.
+ */
+async function waitForAdmission(admin: KubeConfig, timeoutMs: number): Promise<void> {
+  const objects = admin.makeApiClient(KubernetesObjectApi);
+  const probe = {
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: CRD_CONFIG_KIND,
+    metadata: { name: 'switchyard-install-probe' },
+    spec: {
+      targetCRD: { name: `conversionwebhookservers.${GROUP}` },
+      hubVersion: VERSION,
+      spokes: [{ version: 'v999', rules: [] }],
+    },
+  };
+  await waitFor(
+    'the admission webhook to answer',
+    async () => {
+      try {
+        await objects.create(probe, undefined, 'All');
+        return undefined;
+      } catch (err) {
+        return String((err as { body?: unknown }).body ?? '').includes('denied the request')
+          ? true
+          : undefined;
+      }
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
+}

@@ -1,0 +1,419 @@
+// The claim Switchyard exists to make (issue 13): a target moves between instances and no read
+// or write through the kube-apiserver fails or returns a wrong value at any moment.
+//
+// Everything runs as Pods from deploy/ on a local cluster of its own (src/local-cluster/install.ts):
+// the workers, the admission webhook and, rendered by the instances handler, each instance's
+// webhook-server replicas. Two instances, A (the default) and B, two replicas each; a target with
+// a storage version v1 and a served v2 whose spec.capacity is v1's spec.size (a FieldRename).
+// Clients create, patch, get, list and watch objects at v2 for the whole run, checking every
+// value returned against what was written, while the target moves three times: pinned to B,
+// unpinned back to A, and by the pool (sharding on A, then on B with a weight that wins it).
+//
+// The negative control runs the same kind of move with replicas told to drop a plan as soon as
+// the resolver assigns the target elsewhere (webhook.unsafeDropPlanOnReassign): the same load
+// must then see failures, which proves this test can see them.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ApiextensionsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { jetstream } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { API_VERSION, GROUP, VERSION, webhookServiceName } from '../../src/api/constants.ts';
+import type { ConfigStatus } from '../../src/api/conversion-config.ts';
+import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
+import { conversionServiceOf } from '../../src/core/target-conversion.ts';
+import { HttpMethod, send } from '../../src/kube/request.ts';
+import { type LocalCluster, startLocalCluster } from '../../src/local-cluster/cluster.ts';
+import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
+import { waitFor } from '../../src/local-cluster/wait.ts';
+import { ConversionLoad, type LoadSummary } from './support/conversion-load.ts';
+import { HandoverWitness } from './support/handover-witness.ts';
+
+const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'move-e2e' });
+const A = 'e2e-a';
+const B = 'e2e-b';
+const NC_A = 'e2e-nc-a';
+const NC_B = 'e2e-nc-b';
+const TARGET_GROUP = 'e2e.switchyard.dev';
+const TARGET = `widgets.${TARGET_GROUP}`;
+const NC_TARGET = `gadgets.${TARGET_GROUP}`;
+const CONFIG = 'widgets';
+const NC_CONFIG = 'gadgets';
+const OBJECTS_NAMESPACE = 'e2e-load';
+/** Load after each move before the next starts: the source's drain and the storage rebuild happen here. */
+const SETTLE_MS = 5_000;
+const MOVE_TIMEOUT_MS = 90_000;
+
+let cluster: LocalCluster;
+let admin: KubeConfig;
+let nc: NatsConnection;
+let witness: HandoverWitness;
+let load: ConversionLoad;
+let summary: LoadSummary | undefined;
+let failed = false;
+const moves: { name: string; from: string; to: string; latencyMs: number }[] = [];
+
+afterEach((ctx) => {
+  if (ctx.task.result?.state === 'fail') failed = true;
+});
+
+beforeAll(async () => {
+  cluster = await startLocalCluster({ log });
+  admin = cluster.kubeConfigFor('admin');
+  await installSwitchyard({ admin, natsUrl: cluster.natsUrl, dir: cluster.dir, log });
+  await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: OBJECTS_NAMESPACE } } });
+
+  nc = await connect({ servers: cluster.natsUrl, name: 'move-e2e-witness' });
+  witness = new HandoverWitness({ namespace: SWITCHYARD_NAMESPACE, instances: [A, B, NC_A, NC_B], log });
+  await witness.start(jetstream(nc));
+
+  await createInstance(A, { default: true, replicas: 2 });
+  await createInstance(B, { replicas: 2 });
+  await createTarget(TARGET, 'Widget');
+  await createConfig(CONFIG, TARGET);
+  await moveDone(CONFIG, TARGET, A, 'FirstApply');
+
+  load = new ConversionLoad(loadTarget('widgets', 'Widget'), {
+    run: 'main',
+    workers: 4,
+    objectsPerWorker: 3,
+    pauseMs: 20,
+  });
+  await load.start();
+  await sleep(SETTLE_MS);
+}, 600_000);
+
+afterAll(async () => {
+  witness?.stop();
+  await nc?.close();
+  if (failed) writeFileSync(join(cluster.dir, 'A_TEST_FAILED'), 'move-under-load');
+  await cluster?.stop({ keepDir: failed });
+  if (failed) process.stderr.write(`[move-e2e] a test failed: logs kept in ${cluster.dir}\n`);
+});
+
+describe('a target moves between instances under sustained load', () => {
+  it('pinned to B: moves A → B through a verified handover', async () => {
+    await move('pin A→B', CONFIG, TARGET, A, B, () => patchConfig(CONFIG, { webhookServerRef: { name: B } }));
+  });
+
+  it('unpinned: moves back B → A, the default', async () => {
+    await move('unpin B→A', CONFIG, TARGET, B, A, () => patchConfig(CONFIG, { webhookServerRef: null }));
+  });
+
+  it('admission refuses sharding on B alone while A, the default, is outside the pool', async () => {
+    const res = await patchInstance(B, { sharding: { enabled: true, weight: 1 } });
+    expect(res.status).toBe(422);
+    expect(res.message).toContain('denied the request');
+    expect(res.message).toContain(A);
+    expect(await resolvedInstance(CONFIG)).toBe(A);
+  });
+
+  it('by the pool: sharding on A moves nothing; B joining with a winning weight moves A → B', async () => {
+    expect((await patchInstance(A, { sharding: { enabled: true, weight: 1 } })).status).toBe(200);
+    await sleep(SETTLE_MS);
+    expect(await resolvedInstance(CONFIG), 'A alone in the pool keeps the target').toBe(A);
+    const weight = winningWeight(TARGET, A, B);
+    await move('pool A→B', CONFIG, TARGET, A, B, async () => {
+      const res = await patchInstance(B, { sharding: { enabled: true, weight } });
+      if (res.status !== 200) throw new Error(`B could not join the pool: ${res.status} ${res.message}`);
+    });
+  });
+
+  it('no request failed and no value was wrong, and the apiserver converted every time', async () => {
+    summary = await load.stop();
+    const conversions = await apiserverConversions(TARGET);
+    console.log(summaryLine('moves', summary, conversions));
+    expect(summary.requests).toBeGreaterThan(500);
+    expect(summary.watchEvents).toBeGreaterThan(100);
+    expect(summary.failures).toEqual([]);
+    expect(summary.wrongValues).toEqual([]);
+    expect(conversions.failed, JSON.stringify(conversions.byResult)).toBe(0);
+    expect(conversions.succeeded).toBeGreaterThan(summary.requests);
+  });
+
+  it('each repoint came after every ready destination Pod had reported the target', () => {
+    const repoints = witness.repoints.filter((r) => r.target === TARGET);
+    expect(repoints.map((r) => `${r.from}→${r.to}`)).toEqual([
+      `undefined→${A}`,
+      `${A}→${B}`,
+      `${B}→${A}`,
+      `${A}→${B}`,
+    ]);
+    // The first repoint is a first apply (nothing served the target before): not a move.
+    for (const r of repoints.slice(1)) {
+      expect(r.readyPods.length, `${r.from}→${r.to}: the destination's ready Pods`).toBe(2);
+      expect(
+        r.readyPods.filter((p) => !p.reported),
+        `${r.from}→${r.to}`,
+      ).toEqual([]);
+    }
+  });
+});
+
+describe('negative control: the same move with replicas that drop a plan at once', () => {
+  it('sees failed conversions', async () => {
+    const unsafe = ['--webhook.unsafeDropPlanOnReassign=true'];
+    await createInstance(NC_A, { replicas: 1, extraArgs: unsafe });
+    await createInstance(NC_B, { replicas: 1, extraArgs: unsafe });
+    await createTarget(NC_TARGET, 'Gadget');
+    await createConfig(NC_CONFIG, NC_TARGET, NC_A);
+    await moveDone(NC_CONFIG, NC_TARGET, NC_A, 'FirstApply');
+    const control = new ConversionLoad(loadTarget('gadgets', 'Gadget'), {
+      run: 'control',
+      workers: 4,
+      objectsPerWorker: 3,
+      pauseMs: 20,
+    });
+    await control.start();
+    await sleep(SETTLE_MS);
+    const before = await apiserverConversions(NC_TARGET);
+    await patchConfig(NC_CONFIG, { webhookServerRef: { name: NC_B } });
+    await moveDone(NC_CONFIG, NC_TARGET, NC_B);
+    await sleep(SETTLE_MS);
+    const result = await control.stop();
+    const after = await apiserverConversions(NC_TARGET);
+    const failedConversions = after.failed - before.failed;
+    console.log(summaryLine('negative control', result, { ...after, failed: failedConversions }));
+    expect(failedConversions, 'the apiserver counted failed conversions').toBeGreaterThan(0);
+    expect(result.failures.length + result.wrongValues.length, 'the clients saw them').toBeGreaterThan(0);
+  });
+});
+
+function loadTarget(plural: string, kind: string) {
+  return {
+    kc: admin,
+    group: TARGET_GROUP,
+    version: 'v2',
+    plural,
+    kind,
+    namespace: OBJECTS_NAMESPACE,
+    field: 'capacity',
+  };
+}
+
+/** Runs `change` and waits for the move it causes; records its latency, change to repoint. */
+async function move(
+  name: string,
+  config: string,
+  target: string,
+  from: string,
+  to: string,
+  change: () => Promise<unknown>,
+): Promise<void> {
+  expect(await servingInstance(target)).toBe(from);
+  const started = Date.now();
+  await change();
+  await moveDone(config, target, to);
+  const repoint = witness.repoints.find((r) => r.target === target && r.to === to && r.atMs >= started);
+  moves.push({ name, from, to, latencyMs: (repoint?.atMs ?? Date.now()) - started });
+  const progress = load.progress();
+  expect(progress.failures, `failures so far, after ${name}`).toBe(0);
+  expect(progress.wrongValues, `wrong values so far, after ${name}`).toBe(0);
+  await sleep(SETTLE_MS);
+}
+
+/**
+ * The target names `to`'s Service and the config's HandoverReady says why: verified for a move,
+ * FirstApply for a target that was served by no instance before.
+ */
+async function moveDone(
+  config: string,
+  target: string,
+  to: string,
+  reason: 'HandoverReady' | 'FirstApply' = 'HandoverReady',
+): Promise<void> {
+  const status = await waitFor(
+    `${target} served by ${to}`,
+    async () => {
+      const s = await configStatus(config);
+      const ready = s?.conditions?.find((c) => c.type === 'HandoverReady');
+      if (s?.handoverDestination !== to || ready?.status !== 'True') return undefined;
+      return (await servingInstance(target)) === to ? s : undefined;
+    },
+    { timeoutMs: MOVE_TIMEOUT_MS, intervalMs: 250 },
+  );
+  expect(status.conditions?.find((c) => c.type === 'HandoverReady')).toMatchObject({
+    status: 'True',
+    reason,
+  });
+}
+
+async function servingInstance(target: string): Promise<string | undefined> {
+  const crd = await admin.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name: target });
+  const service = conversionServiceOf(crd);
+  return [A, B, NC_A, NC_B].find((i) => webhookServiceName(i) === service);
+}
+
+async function resolvedInstance(config: string): Promise<string | undefined> {
+  return (await configStatus(config))?.assignedWebhookServer;
+}
+
+async function configStatus(name: string): Promise<ConfigStatus | undefined> {
+  const res = await request(HttpMethod.GET, `/apis/${GROUP}/${VERSION}/crdconversionconfigs/${name}`);
+  return (res.body as { status?: ConfigStatus }).status;
+}
+
+/** A weight for `b` that makes it win `target` over `a` (weight 1) in the pool. */
+function winningWeight(target: string, a: string, b: string): number {
+  for (let weight = 1; weight <= 1000; weight++) {
+    if (rendezvousWinner([poolMember(a, 1), poolMember(b, weight)], target)?.name === b) return weight;
+  }
+  throw new Error(`no weight up to 1000 makes ${b} win ${target}`);
+}
+
+async function createInstance(name: string, spec: Record<string, unknown>): Promise<void> {
+  const res = await request(HttpMethod.POST, `/apis/${GROUP}/${VERSION}/conversionwebhookservers`, {
+    apiVersion: API_VERSION,
+    kind: 'ConversionWebhookServer',
+    metadata: { name },
+    spec,
+  });
+  if (res.status !== 201) throw new Error(`creating instance ${name}: ${res.status} ${res.message}`);
+}
+
+function patchInstance(name: string, spec: Record<string, unknown>) {
+  return request(HttpMethod.PATCH, `/apis/${GROUP}/${VERSION}/conversionwebhookservers/${name}`, { spec });
+}
+
+async function patchConfig(name: string, spec: Record<string, unknown>): Promise<void> {
+  const res = await request(HttpMethod.PATCH, `/apis/${GROUP}/${VERSION}/crdconversionconfigs/${name}`, {
+    spec,
+  });
+  if (res.status !== 200) throw new Error(`patching config ${name}: ${res.status} ${res.message}`);
+}
+
+async function createConfig(name: string, target: string, pin?: string): Promise<void> {
+  const res = await request(HttpMethod.POST, `/apis/${GROUP}/${VERSION}/crdconversionconfigs`, {
+    apiVersion: API_VERSION,
+    kind: 'CRDConversionConfig',
+    metadata: { name },
+    spec: {
+      targetCRD: { name: target },
+      hubVersion: 'v1',
+      spokes: [
+        {
+          version: 'v2',
+          rules: [
+            { strategy: 'FieldRename', fieldRename: { hubPath: 'spec.size', spokePath: 'spec.capacity' } },
+          ],
+        },
+      ],
+      ...(pin && { webhookServerRef: { name: pin } }),
+    },
+  });
+  if (res.status !== 201) throw new Error(`creating config ${name}: ${res.status} ${res.message}`);
+}
+
+/** v1 stores spec.size; v2 serves it as spec.capacity. Both carry spec.color unchanged. */
+async function createTarget(name: string, kind: string): Promise<void> {
+  const version = (v: string, field: string, storage: boolean) => ({
+    name: v,
+    served: true,
+    storage,
+    schema: {
+      openAPIV3Schema: {
+        type: 'object',
+        properties: {
+          spec: { type: 'object', properties: { [field]: { type: 'string' }, color: { type: 'string' } } },
+        },
+      },
+    },
+  });
+  const [plural = ''] = name.split('.');
+  const api = admin.makeApiClient(ApiextensionsV1Api);
+  await api.createCustomResourceDefinition({
+    body: {
+      metadata: { name },
+      spec: {
+        group: TARGET_GROUP,
+        scope: 'Namespaced',
+        names: { plural, singular: plural.slice(0, -1), kind },
+        versions: [version('v1', 'size', true), version('v2', 'capacity', false)],
+      },
+    },
+  });
+  await waitFor(`CRD ${name} established`, async () => {
+    const crd = await api.readCustomResourceDefinition({ name });
+    return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
+      ? true
+      : undefined;
+  });
+}
+
+async function request(method: HttpMethod, path: string, body?: unknown) {
+  const server = admin.getCurrentCluster()?.server ?? '';
+  const res = await send(admin, method, new URL(server + path), {
+    ...(body !== undefined && {
+      body,
+      contentType: method === HttpMethod.PATCH ? 'application/merge-patch+json' : 'application/json',
+    }),
+  });
+  const json = (await res.json().catch(() => ({}))) as { message?: string };
+  return { status: res.status, message: json.message ?? '', body: json as unknown };
+}
+
+interface Conversions {
+  succeeded: number;
+  failed: number;
+  byResult: Record<string, number>;
+}
+
+/**
+ * The apiserver's own count of conversion webhook calls for `target`: a conversion that fails
+ * inside a watch is invisible to the client (the apiserver only closes the stream), not to this.
+ */
+async function apiserverConversions(target: string): Promise<Conversions> {
+  const server = admin.getCurrentCluster()?.server ?? '';
+  const res = await send(admin, HttpMethod.GET, new URL(`${server}/metrics`));
+  const text = await res.text();
+  const byResult: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_crd_conversion_webhook_duration_seconds_count{')) continue;
+    const labels = Object.fromEntries(
+      [...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1] as string, m[2] as string]),
+    );
+    if (labels.crd_name !== target) continue;
+    // `succeeded` ("true"/"false") on this apiserver; `result` on others.
+    const result =
+      labels.succeeded === 'true' || labels.result === 'success'
+        ? 'success'
+        : (labels.succeeded ?? labels.result ?? 'unknown');
+    byResult[result] = (byResult[result] ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  const succeeded = byResult.success ?? 0;
+  const failed = Object.entries(byResult)
+    .filter(([result]) => result !== 'success')
+    .reduce((sum, [, n]) => sum + n, 0);
+  return { succeeded, failed, byResult };
+}
+
+function summaryLine(what: string, s: LoadSummary, conversions: Conversions): string {
+  const ops = Object.entries(s.byOp)
+    .map(([op, n]) => `${op} ${n}`)
+    .join(', ');
+  const latencies =
+    what === 'moves' ? moves.map((m) => `${m.name} ${(m.latencyMs / 1000).toFixed(1)} s`).join(', ') : '';
+  return (
+    `[move-e2e] ${what}: ${s.requests} requests in ${(s.durationMs / 1000).toFixed(0)} s (${ops}), ` +
+    `failures ${s.failures.length}, wrong values ${s.wrongValues.length}, ` +
+    `429s retried ${s.throttledRetries}, watch resumes ${s.watchResumes}, relists after 410 ${s.relists}; ` +
+    `apiserver conversions ${conversions.succeeded} ok, ${conversions.failed} failed` +
+    (latencies ? `; change → repoint: ${latencies}` : '') +
+    (s.failures.length > 0 ? `; failures by kind: ${JSON.stringify(failureKinds(s))}` : '')
+  );
+}
+
+/** Failures grouped by operation, status and message (object names and versions left out). */
+function failureKinds(s: LoadSummary): Record<string, number> {
+  const kinds: Record<string, number> = {};
+  for (const f of s.failures) {
+    const key = `${f.op} ${f.status ?? '-'} ${f.message.replace(/[a-z0-9-]+-w\d+-o\d+/g, '<object>').slice(0, 160)}`;
+    kinds[key] = (kinds[key] ?? 0) + 1;
+  }
+  return kinds;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

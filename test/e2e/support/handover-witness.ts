@@ -1,0 +1,89 @@
+// Watches the recorded stream for the moment a target is repointed, and writes down what the
+// destination's Pods had reported by then. It follows the bus the way the handlers do (an
+// ObjectView applies records in stream order), so at the record that names the new Service it
+// sees exactly the Leases and EndpointSlices recorded before it: the state the gate must have
+// passed on. It decides nothing; the test reads `repoints`.
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { Logger } from 'pino';
+import { webhookServiceName } from '../../../src/api/constants.ts';
+import { ObjectView } from '../../../src/bus/view.ts';
+import { decodeServedSet } from '../../../src/core/served-set-codec.ts';
+import { conversionServiceOf } from '../../../src/core/target-conversion.ts';
+import { readExpectedSets, readInstanceLeases, readReadyPods } from '../../../src/views/view-reads.ts';
+import { REPLICA_VIEW_KINDS } from '../../../src/webhook/world.ts';
+
+export interface PodAtRepoint {
+  pod: string;
+  /** Its served-set Lease, decoded as a reader decodes it, lists the target. */
+  reported: boolean;
+  why?: string;
+}
+
+export interface Repoint {
+  target: string;
+  from: string | undefined;
+  to: string;
+  atMs: number;
+  /** The destination's ready Pods when the record naming it was applied, and what each had reported. */
+  readyPods: PodAtRepoint[];
+}
+
+export class HandoverWitness {
+  readonly repoints: Repoint[] = [];
+  private readonly view: ObjectView;
+  private readonly services = new Map<string, string | undefined>();
+  private readonly namespace: string;
+  private readonly instanceOfService: (service: string) => string | undefined;
+
+  constructor(opts: { namespace: string; instances: readonly string[]; log: Logger }) {
+    this.namespace = opts.namespace;
+    const byService = new Map(opts.instances.map((i) => [webhookServiceName(i), i]));
+    this.instanceOfService = (service) => byService.get(service);
+    this.view = new ObjectView([...REPLICA_VIEW_KINDS, 'lease', 'endpointslice'], opts.log);
+  }
+
+  async start(js: JetStreamClient): Promise<void> {
+    await this.view.start(js);
+    for (const crd of this.view.list('crd')) this.services.set(crd.metadata.name, conversionServiceOf(crd));
+    this.view.onChange((kind) => {
+      if (kind === 'crd') this.onTargets();
+    });
+  }
+
+  stop(): void {
+    this.view.stop();
+  }
+
+  private onTargets(): void {
+    for (const crd of this.view.list('crd')) {
+      const name = crd.metadata.name;
+      const service = conversionServiceOf(crd);
+      const before = this.services.get(name);
+      this.services.set(name, service);
+      if (service === undefined || service === before) continue;
+      const to = this.instanceOfService(service);
+      if (to === undefined) continue;
+      this.repoints.push({
+        target: name,
+        from: before === undefined ? undefined : this.instanceOfService(before),
+        to,
+        atMs: Date.now(),
+        readyPods: this.reportsOf(to, name),
+      });
+    }
+  }
+
+  private reportsOf(instance: string, target: string): PodAtRepoint[] {
+    const expected = readExpectedSets(this.view)(instance);
+    const leases = readInstanceLeases(this.view, instance, this.namespace);
+    return readReadyPods(this.view, instance, this.namespace).map((pod) => {
+      const lease = leases.find((l) => l.holder === pod);
+      if (lease?.servedSet === undefined) return { pod, reported: false, why: 'no served-set Lease' };
+      const decoded = decodeServedSet(lease.servedSet, expected);
+      if (decoded.kind !== 'set') return { pod, reported: false, why: `its report is ${decoded.kind}` };
+      return decoded.served.has(target)
+        ? { pod, reported: true }
+        : { pod, reported: false, why: 'its report does not list the target' };
+    });
+  }
+}
