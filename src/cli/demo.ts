@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { connectBus } from '../bus/connect.ts';
-import { startLocalCluster } from '../local-cluster/cluster.ts';
+import { kubectlPath, startLocalCluster } from '../local-cluster/cluster.ts';
 
 /**
  * Brings the embedded local stack up, prints how to reach it, and keeps it
@@ -23,6 +23,7 @@ export async function runDemo(): Promise<void> {
       `Local cluster is up (${seconds} s). State and logs: ${cluster.dir}`,
       `  kube-apiserver   ${cluster.endpoint.server}`,
       `  admin            export KUBECONFIG=${cluster.kubeConfigs.admin}`,
+      `  kubectl          alias kubectl=${kubectlPath()}`,
       `  NATS JetStream   ${cluster.natsUrl}   (monitoring ${cluster.natsMonitorUrl})`,
       `  audit log        ${cluster.auditLog}`,
       '',

@@ -29,7 +29,7 @@ export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', 
 export const LOCAL_NODE_NAME = 'switchyard-local';
 
 export interface LocalClusterOptions {
-  /** Directory holding the built etcd, kube-apiserver and kube-controller-manager (set by scripts/lib/bootstrap.sh). */
+  /** Directory holding the built etcd, kube-apiserver, kube-controller-manager and kubectl (set by scripts/lib/bootstrap.sh). */
   binDir?: string;
   /** Where the cluster's state and logs go; a fresh temp dir by default. */
   dir?: string;
@@ -70,6 +70,14 @@ export function kubeBinDir(explicit?: string): string {
     );
   }
   return dir;
+}
+
+/**
+ * The kubectl built beside the control plane from the same pinned Kubernetes
+ * module (`scripts/lib/build-kube-bins.sh`), so client and server are one version.
+ */
+export function kubectlPath(binDir?: string): string {
+  return join(kubeBinDir(binDir), 'kubectl');
 }
 
 async function preparePki(dir: string) {

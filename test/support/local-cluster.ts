@@ -4,6 +4,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterEach, inject } from 'vitest';
 import type { LocalClusterInfo } from '../../src/local-cluster/cluster.ts';
 import type { StaticIdentityName } from '../../src/local-cluster/identities.ts';
+import { type KubectlOptions, type KubectlResult, runKubectl } from '../../src/local-cluster/kubectl.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -28,6 +29,13 @@ export function useLocalCluster() {
       const kc = new KubeConfig();
       kc.loadFromFile(info.kubeConfigs[identity]);
       return kc;
+    },
+    /** The built kubectl against the run's cluster, as `identity`. */
+    kubectl(
+      args: string[],
+      opts: KubectlOptions & { identity?: StaticIdentityName } = {},
+    ): Promise<KubectlResult> {
+      return runKubectl(info.kubeConfigs[opts.identity ?? 'admin'], args, opts);
     },
   };
 }
