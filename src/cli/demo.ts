@@ -1,40 +1,450 @@
+// `switchyard demo` (scripts/demo.sh): Switchyard on a local cluster, a pool of instances
+// serving a few dozen targets under live load, and a new instance joining the pool: the targets
+// it wins move to it, each through a verified handover, while every read and write of every
+// target goes through a conversion and is checked. The output alone tells a newcomer what
+// happened; the commands it prints let them look for themselves while it runs.
+//
+//   switchyard demo [--keep-running] [--targets=N]
+//
+// By default it finishes, tears everything down and exits 0 (1 if any request failed or any
+// value was wrong). --keep-running keeps the cluster and the load up until Ctrl-C. Ctrl-C at
+// any point stops the load and removes the cluster.
+import type { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import { connectBus } from '../bus/connect.ts';
-import { kubectlPath, startLocalCluster } from '../local-cluster/cluster.ts';
+import type { ConfigStatus } from '../api/conversion-config.ts';
+import { poolMember, rendezvousWinner } from '../core/assignment.ts';
+import { HttpMethod } from '../kube/request.ts';
+import { kubectlPath, type LocalCluster, startLocalCluster } from '../local-cluster/cluster.ts';
+import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../local-cluster/install.ts';
+import { apiserverConversions, totalOf } from '../scenario/apiserver-conversions.ts';
+import { ConversionLoad, type LoadSummary } from '../scenario/conversion-load.ts';
+import {
+  configStatuses,
+  createInstance,
+  createRenameConfig,
+  createTwoVersionTarget,
+  handoverReady,
+  request,
+  SERVED_FIELD,
+  servingInstances,
+} from '../scenario/fleet.ts';
 
-/**
- * Brings the embedded local stack up, prints how to reach it, and keeps it
- * running until interrupted. Later stages of the roadmap grow this into the
- * full demo (a live move under load).
- */
-export async function runDemo(): Promise<void> {
-  const log = pino({ level: process.env.LOG_LEVEL ?? 'info', name: 'demo' });
-  const started = performance.now();
-  log.info(
-    'starting the local cluster (etcd, kube-apiserver, kube-controller-manager, nats-server, node agent)',
-  );
-  const cluster = await startLocalCluster({ log });
-  // What `switchyard bus setup` does in a cluster: the demo owns the local bus's topology.
-  await (await connectBus({ servers: cluster.natsUrl, name: 'demo-setup', log, mode: 'apply' })).close();
-  const seconds = ((performance.now() - started) / 1000).toFixed(1);
-  process.stdout.write(
-    [
-      '',
-      `Local cluster is up (${seconds} s). State and logs: ${cluster.dir}`,
-      `  kube-apiserver   ${cluster.endpoint.server}`,
-      `  admin            export KUBECONFIG=${cluster.kubeConfigs.admin}`,
-      `  kubectl          alias kubectl=${kubectlPath()}`,
-      `  NATS JetStream   ${cluster.natsUrl}   (monitoring ${cluster.natsMonitorUrl})`,
-      `  audit log        ${cluster.auditLog}`,
-      '',
-      'Press Ctrl-C to stop and remove it.',
-      '',
-    ].join('\n'),
-  );
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
+const GROUP = 'demo.switchyard.dev';
+const NAMESPACE = 'demo';
+const POOL = ['alpha', 'bravo', 'charlie'] as const;
+const NEWCOMER = 'delta';
+const INSTANCES = [...POOL, NEWCOMER];
+// biome-ignore format: a table of names
+const NOUNS = [
+  'widgets', 'gadgets', 'gizmos', 'sprockets', 'cogs', 'valves', 'pumps', 'gears',
+  'levers', 'pulleys', 'rivets', 'bolts', 'nuts', 'springs', 'hinges', 'pistons',
+  'rotors', 'axles', 'cranks', 'dials', 'knobs', 'relays', 'fuses', 'sensors',
+];
+const MOVE_TIMEOUT_MS = 120_000;
+/** Load after the last move: the sources drain, the apiserver rebuilds the moved resources' storage. */
+const SETTLE_MS = 5_000;
+
+class Interrupted extends Error {}
+
+interface Target {
+  crd: string;
+  config: string;
+  kind: string;
+  plural: string;
+}
+
+export async function runDemo(args: string[]): Promise<void> {
+  const keepRunning = args.includes('--keep-running');
+  const count = Number(args.find((a) => a.startsWith('--targets='))?.split('=')[1] ?? 24);
+  if (!Number.isInteger(count) || count < 1 || count > NOUNS.length * 10)
+    throw new Error(`--targets must be an integer from 1 to ${NOUNS.length * 10}`);
+  const demo = new Demo(targetsOf(count), keepRunning);
+  process.exitCode = await demo.run();
+}
+
+function targetsOf(count: number): Target[] {
+  return Array.from({ length: count }, (_, i) => {
+    const noun = NOUNS[i % NOUNS.length] as string;
+    const plural = i < NOUNS.length ? noun : `${noun.slice(0, -1)}${Math.floor(i / NOUNS.length)}s`;
+    const singular = plural.slice(0, -1);
+    return {
+      crd: `${plural}.${GROUP}`,
+      config: plural,
+      plural,
+      kind: `${singular[0]?.toUpperCase()}${singular.slice(1)}`,
+    };
   });
-  log.info('stopping');
-  await cluster.stop();
+}
+
+class Demo {
+  private readonly targets: Target[];
+  private readonly keepRunning: boolean;
+  private readonly log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'demo' });
+  private readonly interrupted: Promise<never>;
+  private cluster: LocalCluster | undefined;
+  private loads: ConversionLoad[] = [];
+  private readonly startedAt = performance.now();
+  private step = 0;
+
+  constructor(targets: Target[], keepRunning: boolean) {
+    this.targets = targets;
+    this.keepRunning = keepRunning;
+    this.interrupted = new Promise<never>((_, reject) => {
+      const stop = () => reject(new Interrupted());
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+    this.interrupted.catch(() => {});
+  }
+
+  async run(): Promise<number> {
+    try {
+      return await Promise.race([this.scenario(), this.interrupted]);
+    } catch (err) {
+      if (!(err instanceof Interrupted)) throw err;
+      say('\nInterrupted: stopping the load and the cluster.');
+      return 130;
+    } finally {
+      await this.tearDown();
+    }
+  }
+
+  private async scenario(): Promise<number> {
+    const admin = await this.startCluster();
+    await this.install(admin);
+    await this.createPool(admin);
+    await this.createTargets(admin);
+    const before = await this.whereServed(admin);
+    await this.startLoad(admin);
+    this.printTryThis();
+    const moved = await this.addNewcomer(admin, before);
+    const summary = await this.finish(admin, moved);
+    if (this.keepRunning) {
+      say(
+        '\nStill running (--keep-running): the load goes on; explore with the commands above. Ctrl-C stops it.',
+      );
+      await this.interrupted;
+    }
+    return summary.failures.length + summary.wrongValues.length === 0 ? 0 : 1;
+  }
+
+  private async startCluster(): Promise<KubeConfig> {
+    this.heading(
+      'Starting a local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager), NATS JetStream and a node agent that runs Pods as processes',
+    );
+    const t = performance.now();
+    this.cluster = await startLocalCluster({ log: this.log });
+    done(t, `state and logs in ${this.cluster.dir}`);
+    return this.cluster.kubeConfigFor('admin');
+  }
+
+  private async install(admin: KubeConfig): Promise<void> {
+    const cluster = this.requireCluster();
+    this.heading(
+      'Installing Switchyard from deploy/ as a user would: CRDs, RBAC, the bus-setup Job, 7 workers × 2 replicas, the admission webhook',
+    );
+    const t = performance.now();
+    const { deployments } = await installSwitchyard({
+      admin,
+      natsUrl: cluster.natsUrl,
+      dir: cluster.dir,
+      log: this.log,
+    });
+    done(t, `${deployments.length} Deployments ready in ${SWITCHYARD_NAMESPACE}`);
+  }
+
+  private async createPool(admin: KubeConfig): Promise<void> {
+    this.heading(
+      `Creating the instances ${POOL.join(', ')} (${POOL[0]} is the default), each in the sharding pool with weight 1 and 2 webhook-server replicas`,
+    );
+    const t = performance.now();
+    for (const [i, name] of POOL.entries())
+      await createInstance(admin, name, {
+        default: i === 0,
+        replicas: 2,
+        sharding: { enabled: true, weight: 1 },
+      });
+    done(t, 'the instances handler renders each into a Deployment, a Service, certificates and a Lease Role');
+  }
+
+  private async createTargets(admin: KubeConfig): Promise<void> {
+    this.heading(
+      `Creating ${this.targets.length} targets: CRDs storing spec.size at v1 and serving it as spec.${SERVED_FIELD} at v2, each with a CRDConversionConfig (one FieldRename rule)`,
+    );
+    const t = performance.now();
+    await request(admin, HttpMethod.POST, '/api/v1/namespaces', { metadata: { name: NAMESPACE } });
+    for (const target of this.targets) {
+      await createTwoVersionTarget(admin, target.crd, target.kind);
+      await createRenameConfig(admin, target.config, target.crd);
+    }
+    await this.waitUntilServed(admin, (served) => `  served so far: ${served}/${this.targets.length}`);
+    done(
+      t,
+      'every target is served by the instance the resolver picked, its conversion pointed at that Service',
+    );
+  }
+
+  private async whereServed(admin: KubeConfig): Promise<Map<string, string | undefined>> {
+    const serving = await servingInstances(admin, INSTANCES);
+    const byInstance = new Map<string, string[]>();
+    for (const t of this.targets) {
+      const instance = serving.get(t.crd) ?? '(none)';
+      byInstance.set(instance, [...(byInstance.get(instance) ?? []), t.plural]);
+    }
+    say('\nWhere each target is served (weighted rendezvous hashing on the target name):');
+    for (const [instance, names] of [...byInstance].sort())
+      say(`  ${instance.padEnd(8)} ${String(names.length).padStart(3)}  ${names.join(' ')}`);
+    return new Map(this.targets.map((t) => [t.crd, serving.get(t.crd)]));
+  }
+
+  private async startLoad(admin: KubeConfig): Promise<void> {
+    this.heading(
+      `Starting load: for every target, a client creates, patches, gets and lists 2 objects at v2 (not the storage version: each request goes through the conversion webhook) and a watch follows them; every value returned is checked against what was written`,
+    );
+    this.loads = this.targets.map(
+      (t) =>
+        new ConversionLoad(
+          {
+            kc: admin,
+            group: GROUP,
+            version: 'v2',
+            plural: t.plural,
+            kind: t.kind,
+            namespace: NAMESPACE,
+            field: SERVED_FIELD,
+          },
+          { run: 'demo', workers: 1, objectsPerWorker: 2, pauseMs: 250 },
+        ),
+    );
+    await Promise.all(this.loads.map((l) => l.start()));
+    await sleep(3_000);
+    say(`  ${this.loadLine()}`);
+  }
+
+  private printTryThis(): void {
+    const cluster = this.requireCluster();
+    const example = this.targets[0];
+    say('\nTry these in another terminal while it runs:');
+    say(`  export KUBECONFIG=${cluster.kubeConfigs.admin}`);
+    say(`  alias kubectl=${kubectlPath()}`);
+    say('  kubectl get conversionwebhookservers');
+    say(
+      `  kubectl get crdconversionconfigs -o custom-columns='CONFIG:.metadata.name,ASSIGNED:.status.assignedWebhookServer,HANDOVER:.status.conditions[?(@.type=="HandoverReady")].reason'`,
+    );
+    if (example)
+      say(
+        `  kubectl get ${example.plural}.v2.${GROUP} -n ${NAMESPACE} -o yaml     # served at v2, stored at v1`,
+      );
+    say(`  kubectl get pods -n ${SWITCHYARD_NAMESPACE}`);
+    say(
+      `  kubectl get leases -n ${SWITCHYARD_NAMESPACE} -l app.kubernetes.io/managed-by=switchyard   # each replica's served set`,
+    );
+    say(`  node src/cli/main.ts bus stats --nats.url=${cluster.natsUrl}   # streams, consumers, backlog`);
+    say(`  curl -s '${cluster.natsMonitorUrl}/jsz?streams=true'`);
+  }
+
+  /** Adds the newcomer to the pool and follows the moves it causes until each is verified. */
+  private async addNewcomer(admin: KubeConfig, before: Map<string, string | undefined>): Promise<Moved[]> {
+    const pool = INSTANCES.map((name) => poolMember(name, 1));
+    const expected = this.targets.filter((t) => rendezvousWinner(pool, t.crd)?.name === NEWCOMER);
+    this.heading(
+      `Adding the instance ${NEWCOMER} to the pool. The resolver gives it only the targets it now wins (${expected.length} of ${this.targets.length}); nothing else moves. Each move waits until both of ${NEWCOMER}'s replicas report the target servable in their Leases, then repoints the CRD; the old instance keeps serving meanwhile`,
+    );
+    const t = performance.now();
+    await createInstance(admin, NEWCOMER, { replicas: 2, sharding: { enabled: true, weight: 1 } });
+    const moved: Moved[] = [];
+    const pending = new Set(expected.map((e) => e.config));
+    let lastLine = '';
+    const deadline = Date.now() + MOVE_TIMEOUT_MS;
+    while (pending.size > 0) {
+      if (Date.now() > deadline)
+        throw new Error(`moves not done within ${MOVE_TIMEOUT_MS / 1000} s: ${[...pending].join(', ')}`);
+      const [statuses, serving] = await Promise.all([
+        configStatuses(admin),
+        servingInstances(admin, INSTANCES),
+      ]);
+      for (const target of expected) {
+        const status = statuses.get(target.config);
+        if (!pending.has(target.config) || !isServedBy(status, serving.get(target.crd), NEWCOMER)) continue;
+        pending.delete(target.config);
+        const entry = {
+          target,
+          from: before.get(target.crd),
+          reason: handoverReady(status)?.reason ?? '',
+          ms: performance.now() - t,
+        };
+        moved.push(entry);
+        say(
+          `  ✓ ${target.plural.padEnd(10)} ${entry.from} → ${NEWCOMER}   HandoverReady=True (${entry.reason}) after ${(entry.ms / 1000).toFixed(1)} s`,
+        );
+      }
+      const waiting = [...pending].map((c) => `${c} (${moveState(statuses.get(c))})`);
+      const line = `  moves ${moved.length}/${expected.length} done${waiting.length ? ` · waiting: ${waiting.slice(0, 4).join(', ')}${waiting.length > 4 ? ', …' : ''}` : ''} · ${this.loadLine()}`;
+      if (line !== lastLine && pending.size > 0) say(line);
+      lastLine = line;
+      if (pending.size > 0) await sleep(1_000);
+    }
+    const unexpected = await servingInstances(admin, INSTANCES);
+    const strays = this.targets.filter(
+      (t) => !expected.includes(t) && unexpected.get(t.crd) !== before.get(t.crd),
+    );
+    if (strays.length > 0)
+      throw new Error(
+        `targets moved that ${NEWCOMER} does not win: ${strays.map((s) => s.plural).join(', ')}`,
+      );
+    done(
+      t,
+      `${moved.length} targets moved to ${NEWCOMER}; the other ${this.targets.length - moved.length} stayed where they were`,
+    );
+    return moved;
+  }
+
+  private async finish(admin: KubeConfig, moved: Moved[]): Promise<LoadSummary> {
+    await sleep(SETTLE_MS);
+    const summaries = await Promise.all(this.loads.map((l) => l.stop()));
+    this.loads = [];
+    const summary = combined(summaries);
+    const conversions = totalOf(
+      await apiserverConversions(admin),
+      this.targets.map((t) => t.crd),
+    );
+    const verified = moved.filter((m) => m.reason === 'HandoverReady').length;
+    const slowest = Math.max(0, ...moved.map((m) => m.ms));
+    say('\nSummary');
+    say(
+      `  moves            ${moved.length} targets to ${NEWCOMER}, ${verified} verified against its replicas' reports (HandoverReady), the last ${(slowest / 1000).toFixed(1)} s after it joined`,
+    );
+    say(
+      `  requests at v2   ${summary.requests.toLocaleString('en')} (${Object.entries(summary.byOp)
+        .map(([op, n]) => `${op} ${n}`)
+        .join(', ')})`,
+    );
+    say(`  failed           ${summary.failures.length}`);
+    say(`  wrong values     ${summary.wrongValues.length}`);
+    say(
+      `  apiserver        ${conversions.succeeded.toLocaleString('en')} conversion webhook calls, ${conversions.failed} failed (its own metric)`,
+    );
+    say(
+      `  absorbed         ${summary.throttledRetries} 429s retried, ${summary.watchResumes} watches resumed, ${summary.relists} relists (a repoint rebuilds the resource's storage; clients retry as client-go does)`,
+    );
+    for (const f of summary.failures.slice(0, 5))
+      say(`  failure: ${f.op} ${f.object ?? ''} ${f.status ?? ''} ${f.message}`);
+    for (const w of summary.wrongValues.slice(0, 5))
+      say(`  wrong value: ${w.op} ${w.object}: got ${JSON.stringify(w.got)}`);
+    say(`  total time       ${((performance.now() - this.startedAt) / 1000).toFixed(0)} s`);
+    return summary;
+  }
+
+  private async waitUntilServed(admin: KubeConfig, progress: (served: number) => string): Promise<void> {
+    const deadline = Date.now() + MOVE_TIMEOUT_MS;
+    let last = -1;
+    for (;;) {
+      const [statuses, serving] = await Promise.all([
+        configStatuses(admin),
+        servingInstances(admin, INSTANCES),
+      ]);
+      const served = this.targets.filter((t) => {
+        const status = statuses.get(t.config);
+        return isServedBy(status, serving.get(t.crd), status?.assignedWebhookServer);
+      }).length;
+      if (served === this.targets.length) return;
+      if (served !== last) say(progress(served));
+      last = served;
+      if (Date.now() > deadline)
+        throw new Error(
+          `only ${served}/${this.targets.length} targets served after ${MOVE_TIMEOUT_MS / 1000} s`,
+        );
+      await sleep(1_000);
+    }
+  }
+
+  private loadLine(): string {
+    const p = this.loads
+      .map((l) => l.progress())
+      .reduce(
+        (a, b) => ({
+          requests: a.requests + b.requests,
+          failures: a.failures + b.failures,
+          wrongValues: a.wrongValues + b.wrongValues,
+        }),
+        { requests: 0, failures: 0, wrongValues: 0 },
+      );
+    return `requests so far ${p.requests.toLocaleString('en')}, failed ${p.failures}, wrong values ${p.wrongValues}`;
+  }
+
+  private heading(text: string): void {
+    this.step++;
+    say(`\n[${this.step}] ${text}`);
+  }
+
+  private requireCluster(): LocalCluster {
+    if (!this.cluster) throw new Error('the cluster is not started');
+    return this.cluster;
+  }
+
+  private async tearDown(): Promise<void> {
+    await Promise.all(this.loads.map((l) => l.stop(0).catch(() => undefined)));
+    if (!this.cluster) return;
+    const t = performance.now();
+    say('\nStopping the cluster and removing its files …');
+    await this.cluster.stop();
+    done(t, 'nothing is left running');
+  }
+}
+
+interface Moved {
+  target: Target;
+  from: string | undefined;
+  reason: string;
+  ms: number;
+}
+
+/** The config says its move to `instance` is done and the target's conversion names that instance. */
+function isServedBy(
+  status: ConfigStatus | undefined,
+  serving: string | undefined,
+  instance: string | undefined,
+): boolean {
+  return (
+    instance !== undefined &&
+    serving === instance &&
+    status?.handoverDestination === instance &&
+    handoverReady(status)?.status === 'True'
+  );
+}
+
+/** Where a move to the newcomer stands: its HandoverReady reason once the handover is about it. */
+function moveState(status: ConfigStatus | undefined): string {
+  if (status?.assignedWebhookServer !== NEWCOMER) return 'not assigned yet';
+  if (status.handoverDestination !== NEWCOMER) return 'assigned';
+  return handoverReady(status)?.reason ?? 'assigned';
+}
+
+function combined(summaries: LoadSummary[]): LoadSummary {
+  const byOp = { create: 0, patch: 0, get: 0, list: 0, watch: 0 };
+  for (const s of summaries)
+    for (const op of Object.keys(byOp) as (keyof typeof byOp)[]) byOp[op] += s.byOp[op];
+  return {
+    requests: summaries.reduce((n, s) => n + s.requests, 0),
+    byOp,
+    failures: summaries.flatMap((s) => s.failures),
+    wrongValues: summaries.flatMap((s) => s.wrongValues),
+    throttledRetries: summaries.reduce((n, s) => n + s.throttledRetries, 0),
+    watchEvents: summaries.reduce((n, s) => n + s.watchEvents, 0),
+    watchResumes: summaries.reduce((n, s) => n + s.watchResumes, 0),
+    relists: summaries.reduce((n, s) => n + s.relists, 0),
+    durationMs: Math.max(0, ...summaries.map((s) => s.durationMs)),
+  };
+}
+
+function say(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+function done(startedAt: number, what: string): void {
+  say(`  done in ${((performance.now() - startedAt) / 1000).toFixed(1)} s: ${what}`);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

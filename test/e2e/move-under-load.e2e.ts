@@ -14,20 +14,28 @@
 // must then see failures, which proves this test can see them.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ApiextensionsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { API_VERSION, GROUP, VERSION, webhookServiceName } from '../../src/api/constants.ts';
-import type { ConfigStatus } from '../../src/api/conversion-config.ts';
 import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
-import { conversionServiceOf } from '../../src/core/target-conversion.ts';
-import { HttpMethod, send } from '../../src/kube/request.ts';
 import { type LocalCluster, startLocalCluster } from '../../src/local-cluster/cluster.ts';
 import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
-import { ConversionLoad, type LoadSummary } from './support/conversion-load.ts';
+import { apiserverConversions, type Conversions, totalOf } from '../../src/scenario/apiserver-conversions.ts';
+import { ConversionLoad, type LoadSummary } from '../../src/scenario/conversion-load.ts';
+import {
+  configStatus,
+  createInstance,
+  createRenameConfig,
+  createTwoVersionTarget,
+  handoverReady,
+  patchConfig,
+  patchInstance,
+  SERVED_FIELD,
+  servingInstances,
+} from '../../src/scenario/fleet.ts';
 import { HandoverWitness } from './support/handover-witness.ts';
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'move-e2e' });
@@ -68,10 +76,10 @@ beforeAll(async () => {
   witness = new HandoverWitness({ namespace: SWITCHYARD_NAMESPACE, instances: [A, B, NC_A, NC_B], log });
   await witness.start(jetstream(nc));
 
-  await createInstance(A, { default: true, replicas: 2 });
-  await createInstance(B, { replicas: 2 });
-  await createTarget(TARGET, 'Widget');
-  await createConfig(CONFIG, TARGET);
+  await createInstance(admin, A, { default: true, replicas: 2 });
+  await createInstance(admin, B, { replicas: 2 });
+  await createTwoVersionTarget(admin, TARGET, 'Widget');
+  await createRenameConfig(admin, CONFIG, TARGET);
   await moveDone(CONFIG, TARGET, A, 'FirstApply');
 
   load = new ConversionLoad(loadTarget('widgets', 'Widget'), {
@@ -94,15 +102,19 @@ afterAll(async () => {
 
 describe('a target moves between instances under sustained load', () => {
   it('pinned to B: moves A → B through a verified handover', async () => {
-    await move('pin A→B', CONFIG, TARGET, A, B, () => patchConfig(CONFIG, { webhookServerRef: { name: B } }));
+    await move('pin A→B', CONFIG, TARGET, A, B, () =>
+      patchConfig(admin, CONFIG, { webhookServerRef: { name: B } }),
+    );
   });
 
   it('unpinned: moves back B → A, the default', async () => {
-    await move('unpin B→A', CONFIG, TARGET, B, A, () => patchConfig(CONFIG, { webhookServerRef: null }));
+    await move('unpin B→A', CONFIG, TARGET, B, A, () =>
+      patchConfig(admin, CONFIG, { webhookServerRef: null }),
+    );
   });
 
   it('admission refuses sharding on B alone while A, the default, is outside the pool', async () => {
-    const res = await patchInstance(B, { sharding: { enabled: true, weight: 1 } });
+    const res = await patchInstance(admin, B, { sharding: { enabled: true, weight: 1 } });
     expect(res.status).toBe(422);
     expect(res.message).toContain('denied the request');
     expect(res.message).toContain(A);
@@ -110,25 +122,25 @@ describe('a target moves between instances under sustained load', () => {
   });
 
   it('by the pool: sharding on A moves nothing; B joining with a winning weight moves A → B', async () => {
-    expect((await patchInstance(A, { sharding: { enabled: true, weight: 1 } })).status).toBe(200);
+    expect((await patchInstance(admin, A, { sharding: { enabled: true, weight: 1 } })).status).toBe(200);
     await sleep(SETTLE_MS);
     expect(await resolvedInstance(CONFIG), 'A alone in the pool keeps the target').toBe(A);
     const weight = winningWeight(TARGET, A, B);
     await move('pool A→B', CONFIG, TARGET, A, B, async () => {
-      const res = await patchInstance(B, { sharding: { enabled: true, weight } });
+      const res = await patchInstance(admin, B, { sharding: { enabled: true, weight } });
       if (res.status !== 200) throw new Error(`B could not join the pool: ${res.status} ${res.message}`);
     });
   });
 
   it('no request failed and no value was wrong, and the apiserver converted every time', async () => {
     summary = await load.stop();
-    const conversions = await apiserverConversions(TARGET);
+    const conversions = totalOf(await apiserverConversions(admin), [TARGET]);
     console.log(summaryLine('moves', summary, conversions));
     expect(summary.requests).toBeGreaterThan(500);
     expect(summary.watchEvents).toBeGreaterThan(100);
     expect(summary.failures).toEqual([]);
     expect(summary.wrongValues).toEqual([]);
-    expect(conversions.failed, JSON.stringify(conversions.byResult)).toBe(0);
+    expect(conversions.failed).toBe(0);
     expect(conversions.succeeded).toBeGreaterThan(summary.requests);
   });
 
@@ -154,10 +166,10 @@ describe('a target moves between instances under sustained load', () => {
 describe('negative control: the same move with replicas that drop a plan at once', () => {
   it('sees failed conversions', async () => {
     const unsafe = ['--webhook.unsafeDropPlanOnReassign=true'];
-    await createInstance(NC_A, { replicas: 1, extraArgs: unsafe });
-    await createInstance(NC_B, { replicas: 1, extraArgs: unsafe });
-    await createTarget(NC_TARGET, 'Gadget');
-    await createConfig(NC_CONFIG, NC_TARGET, NC_A);
+    await createInstance(admin, NC_A, { replicas: 1, extraArgs: unsafe });
+    await createInstance(admin, NC_B, { replicas: 1, extraArgs: unsafe });
+    await createTwoVersionTarget(admin, NC_TARGET, 'Gadget');
+    await createRenameConfig(admin, NC_CONFIG, NC_TARGET, NC_A);
     await moveDone(NC_CONFIG, NC_TARGET, NC_A, 'FirstApply');
     const control = new ConversionLoad(loadTarget('gadgets', 'Gadget'), {
       run: 'control',
@@ -167,12 +179,12 @@ describe('negative control: the same move with replicas that drop a plan at once
     });
     await control.start();
     await sleep(SETTLE_MS);
-    const before = await apiserverConversions(NC_TARGET);
-    await patchConfig(NC_CONFIG, { webhookServerRef: { name: NC_B } });
+    const before = totalOf(await apiserverConversions(admin), [NC_TARGET]);
+    await patchConfig(admin, NC_CONFIG, { webhookServerRef: { name: NC_B } });
     await moveDone(NC_CONFIG, NC_TARGET, NC_B);
     await sleep(SETTLE_MS);
     const result = await control.stop();
-    const after = await apiserverConversions(NC_TARGET);
+    const after = totalOf(await apiserverConversions(admin), [NC_TARGET]);
     const failedConversions = after.failed - before.failed;
     console.log(summaryLine('negative control', result, { ...after, failed: failedConversions }));
     expect(failedConversions, 'the apiserver counted failed conversions').toBeGreaterThan(0);
@@ -188,7 +200,7 @@ function loadTarget(plural: string, kind: string) {
     plural,
     kind,
     namespace: OBJECTS_NAMESPACE,
-    field: 'capacity',
+    field: SERVED_FIELD,
   };
 }
 
@@ -226,32 +238,18 @@ async function moveDone(
   const status = await waitFor(
     `${target} served by ${to}`,
     async () => {
-      const s = await configStatus(config);
-      const ready = s?.conditions?.find((c) => c.type === 'HandoverReady');
+      const s = await configStatus(admin, config);
+      const ready = handoverReady(s);
       if (s?.handoverDestination !== to || ready?.status !== 'True') return undefined;
       return (await servingInstance(target)) === to ? s : undefined;
     },
     { timeoutMs: MOVE_TIMEOUT_MS, intervalMs: 250 },
   );
-  expect(status.conditions?.find((c) => c.type === 'HandoverReady')).toMatchObject({
-    status: 'True',
-    reason,
-  });
-}
-
-async function servingInstance(target: string): Promise<string | undefined> {
-  const crd = await admin.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name: target });
-  const service = conversionServiceOf(crd);
-  return [A, B, NC_A, NC_B].find((i) => webhookServiceName(i) === service);
+  expect(handoverReady(status)).toMatchObject({ status: 'True', reason });
 }
 
 async function resolvedInstance(config: string): Promise<string | undefined> {
-  return (await configStatus(config))?.assignedWebhookServer;
-}
-
-async function configStatus(name: string): Promise<ConfigStatus | undefined> {
-  const res = await request(HttpMethod.GET, `/apis/${GROUP}/${VERSION}/crdconversionconfigs/${name}`);
-  return (res.body as { status?: ConfigStatus }).status;
+  return (await configStatus(admin, config))?.assignedWebhookServer;
 }
 
 /** A weight for `b` that makes it win `target` over `a` (weight 1) in the pool. */
@@ -262,130 +260,8 @@ function winningWeight(target: string, a: string, b: string): number {
   throw new Error(`no weight up to 1000 makes ${b} win ${target}`);
 }
 
-async function createInstance(name: string, spec: Record<string, unknown>): Promise<void> {
-  const res = await request(HttpMethod.POST, `/apis/${GROUP}/${VERSION}/conversionwebhookservers`, {
-    apiVersion: API_VERSION,
-    kind: 'ConversionWebhookServer',
-    metadata: { name },
-    spec,
-  });
-  if (res.status !== 201) throw new Error(`creating instance ${name}: ${res.status} ${res.message}`);
-}
-
-function patchInstance(name: string, spec: Record<string, unknown>) {
-  return request(HttpMethod.PATCH, `/apis/${GROUP}/${VERSION}/conversionwebhookservers/${name}`, { spec });
-}
-
-async function patchConfig(name: string, spec: Record<string, unknown>): Promise<void> {
-  const res = await request(HttpMethod.PATCH, `/apis/${GROUP}/${VERSION}/crdconversionconfigs/${name}`, {
-    spec,
-  });
-  if (res.status !== 200) throw new Error(`patching config ${name}: ${res.status} ${res.message}`);
-}
-
-async function createConfig(name: string, target: string, pin?: string): Promise<void> {
-  const res = await request(HttpMethod.POST, `/apis/${GROUP}/${VERSION}/crdconversionconfigs`, {
-    apiVersion: API_VERSION,
-    kind: 'CRDConversionConfig',
-    metadata: { name },
-    spec: {
-      targetCRD: { name: target },
-      hubVersion: 'v1',
-      spokes: [
-        {
-          version: 'v2',
-          rules: [
-            { strategy: 'FieldRename', fieldRename: { hubPath: 'spec.size', spokePath: 'spec.capacity' } },
-          ],
-        },
-      ],
-      ...(pin && { webhookServerRef: { name: pin } }),
-    },
-  });
-  if (res.status !== 201) throw new Error(`creating config ${name}: ${res.status} ${res.message}`);
-}
-
-/** v1 stores spec.size; v2 serves it as spec.capacity. Both carry spec.color unchanged. */
-async function createTarget(name: string, kind: string): Promise<void> {
-  const version = (v: string, field: string, storage: boolean) => ({
-    name: v,
-    served: true,
-    storage,
-    schema: {
-      openAPIV3Schema: {
-        type: 'object',
-        properties: {
-          spec: { type: 'object', properties: { [field]: { type: 'string' }, color: { type: 'string' } } },
-        },
-      },
-    },
-  });
-  const [plural = ''] = name.split('.');
-  const api = admin.makeApiClient(ApiextensionsV1Api);
-  await api.createCustomResourceDefinition({
-    body: {
-      metadata: { name },
-      spec: {
-        group: TARGET_GROUP,
-        scope: 'Namespaced',
-        names: { plural, singular: plural.slice(0, -1), kind },
-        versions: [version('v1', 'size', true), version('v2', 'capacity', false)],
-      },
-    },
-  });
-  await waitFor(`CRD ${name} established`, async () => {
-    const crd = await api.readCustomResourceDefinition({ name });
-    return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
-      ? true
-      : undefined;
-  });
-}
-
-async function request(method: HttpMethod, path: string, body?: unknown) {
-  const server = admin.getCurrentCluster()?.server ?? '';
-  const res = await send(admin, method, new URL(server + path), {
-    ...(body !== undefined && {
-      body,
-      contentType: method === HttpMethod.PATCH ? 'application/merge-patch+json' : 'application/json',
-    }),
-  });
-  const json = (await res.json().catch(() => ({}))) as { message?: string };
-  return { status: res.status, message: json.message ?? '', body: json as unknown };
-}
-
-interface Conversions {
-  succeeded: number;
-  failed: number;
-  byResult: Record<string, number>;
-}
-
-/**
- * The apiserver's own count of conversion webhook calls for `target`: a conversion that fails
- * inside a watch is invisible to the client (the apiserver only closes the stream), not to this.
- */
-async function apiserverConversions(target: string): Promise<Conversions> {
-  const server = admin.getCurrentCluster()?.server ?? '';
-  const res = await send(admin, HttpMethod.GET, new URL(`${server}/metrics`));
-  const text = await res.text();
-  const byResult: Record<string, number> = {};
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('apiserver_crd_conversion_webhook_duration_seconds_count{')) continue;
-    const labels = Object.fromEntries(
-      [...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1] as string, m[2] as string]),
-    );
-    if (labels.crd_name !== target) continue;
-    // `succeeded` ("true"/"false") on this apiserver; `result` on others.
-    const result =
-      labels.succeeded === 'true' || labels.result === 'success'
-        ? 'success'
-        : (labels.succeeded ?? labels.result ?? 'unknown');
-    byResult[result] = (byResult[result] ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  const succeeded = byResult.success ?? 0;
-  const failed = Object.entries(byResult)
-    .filter(([result]) => result !== 'success')
-    .reduce((sum, [, n]) => sum + n, 0);
-  return { succeeded, failed, byResult };
+async function servingInstance(target: string): Promise<string | undefined> {
+  return (await servingInstances(admin, [A, B, NC_A, NC_B])).get(target);
 }
 
 function summaryLine(what: string, s: LoadSummary, conversions: Conversions): string {
@@ -404,7 +280,7 @@ function summaryLine(what: string, s: LoadSummary, conversions: Conversions): st
   );
 }
 
-/** Failures grouped by operation, status and message (object names and versions left out). */
+/** Failures grouped by operation, status and message (object names left out). */
 function failureKinds(s: LoadSummary): Record<string, number> {
   const kinds: Record<string, number> = {};
   for (const f of s.failures) {

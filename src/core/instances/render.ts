@@ -108,13 +108,15 @@ export const DEFAULT_RESOURCES: Readonly<V1ResourceRequirements> = Object.freeze
 });
 
 /**
- * Startup: 5 s × 60 = a 5-minute budget to compile every assigned plan before liveness applies
- * (the reference operator's default). Readiness every 5 s, so a replica that stops serving
- * leaves the Service (and the handover gate's ready Pods) within 15 s. Liveness restarts only a
- * process that stopped answering for 30 s.
+ * Startup: 1 s × 300 = the reference operator's 5-minute budget to compile every assigned plan
+ * before liveness applies, probed every second: every move to a new instance waits until its
+ * replicas are ready and have reported, so a replica's readiness is seen within a second or two
+ * of it (a 5 s period cost the demo's newcomer ~5 s per move). Readiness every 2 s, so a
+ * replica that stops serving leaves the Service (and the handover gate's ready Pods) within 6 s.
+ * Liveness restarts only a process that stopped answering for 30 s.
  */
-const STARTUP = { periodSeconds: 5, failureThreshold: 60 };
-const READINESS = { periodSeconds: 5, failureThreshold: 3 };
+const STARTUP = { periodSeconds: 1, failureThreshold: 300 };
+const READINESS = { periodSeconds: 2, failureThreshold: 3 };
 const LIVENESS = { periodSeconds: 10, failureThreshold: 3 };
 /**
  * Endpoint removal reaches the apiserver's webhook client after the Pod is told to stop; the

@@ -4,13 +4,14 @@
 // have: every value returned is checked against what was written (a wrong value is a failure,
 // however successful the request looked).
 //
-// What counts as a failure is what a client with client-go's behaviour would surface
-// (../shared notes "what a move does to the apiserver"): a 429 with Retry-After is retried, as
-// client-go retries it, and counted apart; a watch that ends is resumed from its last
-// resourceVersion and counted apart. Any other non-2xx, a network error, a 429 that persists
+// What counts as a failure is what a client with client-go's behaviour would surface: a 429
+// with Retry-After (a repoint rebuilds the resource's storage, and for about a second it
+// answers "storage is (re)initializing") is retried, as client-go retries it, and counted
+// apart; a watch that ends is resumed from its last resourceVersion, and one answered 410 Gone
+// is relisted, as an informer does, both counted apart. Any other non-2xx, a network error, a 429 that persists
 // past the retries, or a value that differs from what was written is a failure.
 import type { KubeConfig } from '@kubernetes/client-node';
-import { HttpMethod, send } from '../../../src/kube/request.ts';
+import { HttpMethod, send } from '../kube/request.ts';
 
 export interface LoadTarget {
   kc: KubeConfig;

@@ -1,0 +1,182 @@
+// What a scenario does to a cluster as a user would, through the apiserver: instances, targets
+// of two versions, configs with a rename rule, and reading back where each target is served.
+// Shared by the demo, the end-to-end move test and the scale benchmark.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { API_VERSION, GROUP, VERSION, webhookServiceName } from '../api/constants.ts';
+import type { ConfigStatus } from '../api/conversion-config.ts';
+import { conversionServiceOf } from '../core/target-conversion.ts';
+import { apiUrl, HttpMethod, send } from '../kube/request.ts';
+import { waitFor } from '../local-cluster/wait.ts';
+
+const INSTANCES = `/apis/${GROUP}/${VERSION}/conversionwebhookservers`;
+const CONFIGS = `/apis/${GROUP}/${VERSION}/crdconversionconfigs`;
+const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+
+/** The field the scenario's targets store at v1 and serve at v2 under another name. */
+export const STORED_FIELD = 'size';
+export const SERVED_FIELD = 'capacity';
+
+export interface Answer {
+  status: number;
+  message: string;
+  body: unknown;
+}
+
+/** One request as admin; the status and the apiserver's message, never a throw for a non-2xx. */
+export async function request(
+  kc: KubeConfig,
+  method: HttpMethod,
+  path: string,
+  body?: unknown,
+): Promise<Answer> {
+  const res = await send(kc, method, apiUrl(kc, path), {
+    ...(body !== undefined && {
+      body,
+      contentType: method === HttpMethod.PATCH ? 'application/merge-patch+json' : 'application/json',
+    }),
+  });
+  const json = (await res.json().catch(() => ({}))) as { message?: string };
+  return { status: res.status, message: json.message ?? '', body: json };
+}
+
+function expectStatus(what: string, answer: Answer, ...ok: number[]): Answer {
+  if (!ok.includes(answer.status)) throw new Error(`${what}: HTTP ${answer.status} ${answer.message}`);
+  return answer;
+}
+
+export async function createInstance(
+  kc: KubeConfig,
+  name: string,
+  spec: Record<string, unknown>,
+): Promise<void> {
+  const body = { apiVersion: API_VERSION, kind: 'ConversionWebhookServer', metadata: { name }, spec };
+  expectStatus(`creating instance ${name}`, await request(kc, HttpMethod.POST, INSTANCES, body), 201);
+}
+
+/** A merge patch of an instance's spec; the answer as is (admission may refuse it). */
+export function patchInstance(kc: KubeConfig, name: string, spec: Record<string, unknown>): Promise<Answer> {
+  return request(kc, HttpMethod.PATCH, `${INSTANCES}/${name}`, { spec });
+}
+
+/**
+ * A CRD `<plural>.<group>` with a storage version v1 holding spec.size and a served v2 holding it
+ * as spec.capacity (spec.color is the same in both); resolves once it is established.
+ */
+export async function createTwoVersionTarget(kc: KubeConfig, name: string, kind: string): Promise<void> {
+  const [plural = '', ...group] = name.split('.');
+  const version = (v: string, field: string, storage: boolean) => ({
+    name: v,
+    served: true,
+    storage,
+    schema: {
+      openAPIV3Schema: {
+        type: 'object',
+        properties: {
+          spec: { type: 'object', properties: { [field]: { type: 'string' }, color: { type: 'string' } } },
+        },
+      },
+    },
+  });
+  const body = {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name },
+    spec: {
+      group: group.join('.'),
+      scope: 'Namespaced',
+      names: { plural, singular: plural.replace(/s$/, ''), kind },
+      versions: [version('v1', STORED_FIELD, true), version('v2', SERVED_FIELD, false)],
+    },
+  };
+  expectStatus(`creating CRD ${name}`, await request(kc, HttpMethod.POST, CRDS, body), 201);
+  await waitFor(`CRD ${name} established`, async () => {
+    const crd = (await request(kc, HttpMethod.GET, `${CRDS}/${name}`)).body as {
+      status?: { conditions?: { type: string; status: string }[] };
+    };
+    return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
+      ? true
+      : undefined;
+  });
+}
+
+/** A CRDConversionConfig: hub v1, spoke v2, spec.size ↔ spec.capacity; pinned when `pin` is given. */
+export async function createRenameConfig(
+  kc: KubeConfig,
+  name: string,
+  target: string,
+  pin?: string,
+): Promise<void> {
+  const body = {
+    apiVersion: API_VERSION,
+    kind: 'CRDConversionConfig',
+    metadata: { name },
+    spec: {
+      targetCRD: { name: target },
+      hubVersion: 'v1',
+      spokes: [
+        {
+          version: 'v2',
+          rules: [
+            {
+              strategy: 'FieldRename',
+              fieldRename: { hubPath: `spec.${STORED_FIELD}`, spokePath: `spec.${SERVED_FIELD}` },
+            },
+          ],
+        },
+      ],
+      ...(pin && { webhookServerRef: { name: pin } }),
+    },
+  };
+  expectStatus(`creating config ${name}`, await request(kc, HttpMethod.POST, CONFIGS, body), 201);
+}
+
+/** A merge patch of a config's spec (null removes a field, as webhookServerRef: null unpins). */
+export async function patchConfig(
+  kc: KubeConfig,
+  name: string,
+  spec: Record<string, unknown>,
+): Promise<void> {
+  expectStatus(
+    `patching config ${name}`,
+    await request(kc, HttpMethod.PATCH, `${CONFIGS}/${name}`, { spec }),
+    200,
+  );
+}
+
+export async function configStatus(kc: KubeConfig, name: string): Promise<ConfigStatus | undefined> {
+  const answer = expectStatus(
+    `reading config ${name}`,
+    await request(kc, HttpMethod.GET, `${CONFIGS}/${name}`),
+    200,
+  );
+  return (answer.body as { status?: ConfigStatus }).status;
+}
+
+/** Every config's status by name: one list. */
+export async function configStatuses(kc: KubeConfig): Promise<Map<string, ConfigStatus | undefined>> {
+  const answer = expectStatus('listing configs', await request(kc, HttpMethod.GET, CONFIGS), 200);
+  const items =
+    (answer.body as { items?: { metadata: { name: string }; status?: ConfigStatus }[] }).items ?? [];
+  return new Map(items.map((i) => [i.metadata.name, i.status]));
+}
+
+/** The instance (of `instances`) whose Service each target's conversion names now: one list. */
+export async function servingInstances(
+  kc: KubeConfig,
+  instances: readonly string[],
+): Promise<Map<string, string | undefined>> {
+  const answer = expectStatus('listing CRDs', await request(kc, HttpMethod.GET, CRDS), 200);
+  const items = (answer.body as { items?: { metadata: { name: string } }[] }).items ?? [];
+  const byService = new Map(instances.map((i) => [webhookServiceName(i), i]));
+  return new Map(
+    items.map((crd) => {
+      const service = conversionServiceOf(crd);
+      return [crd.metadata.name, service === undefined ? undefined : byService.get(service)];
+    }),
+  );
+}
+
+/** HandoverReady of a config's status, if any. */
+export function handoverReady(status: ConfigStatus | undefined) {
+  return status?.conditions?.find((c) => c.type === 'HandoverReady');
+}
