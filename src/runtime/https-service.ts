@@ -7,6 +7,15 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { CertificatePair } from './serving-certificate.ts';
 
+/**
+ * How long an idle keep-alive connection stays open. Longer than the idle timeout of the
+ * apiserver's webhook clients (Go's transport: 90 s), so the client always closes an idle
+ * connection first. With Node's default (5 s) the server closes it while the apiserver may be
+ * sending the next request on it: the apiserver sees "write: broken pipe" and fails the call,
+ * which the 1,000-target scale scenario hit on an admission review. A POST is not retried.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 120_000;
+
 export abstract class HttpsService {
   private readonly server: Server;
   private open = false;
@@ -14,7 +23,12 @@ export abstract class HttpsService {
   /** `requestTimeoutMs` bounds the arrival of a request's headers and body. */
   constructor(certificate: CertificatePair, requestTimeoutMs: number) {
     this.server = createServer(
-      { ...certificate, requestTimeout: requestTimeoutMs, headersTimeout: requestTimeoutMs },
+      {
+        ...certificate,
+        requestTimeout: requestTimeoutMs,
+        headersTimeout: requestTimeoutMs,
+        keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      },
       (req, res) => void this.route(req, res),
     );
   }
