@@ -40,6 +40,7 @@ import { isForbidden } from '../src/kube/errors.ts';
 import { fieldManagerFor } from '../src/kube/writer.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { x509Issuer } from '../src/tls/x509-issuer.ts';
+import { auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
 import { componentIdentity, componentUser, HANDOVER_ACCOUNT } from './support/identities.ts';
@@ -268,10 +269,13 @@ describe('the instances handler', () => {
     });
   });
 
-  it('changes nothing when it runs again over an unchanged instance', { timeout: 60_000 }, async () => {
+  it('changes nothing, and sends no apply, when it runs again over an unchanged instance', {
+    timeout: 60_000,
+  }, async () => {
     const before = await Promise.all(children().map(read));
     const instanceBefore = await getInstance();
     const runs = finished.get(NAME) ?? 0;
+    const audit = await auditLogFromNow(cluster.info.auditLog);
     // An annotation wakes the handler (not only status moved) and changes nothing it renders.
     await custom.patchClusterCustomObject(
       {
@@ -292,6 +296,21 @@ describe('the instances handler', () => {
         .map((o) => o.metadata?.resourceVersion);
     expect(stable(after)).toEqual(stable(before));
     expect((await getInstance())?.status).toEqual(instanceBefore?.status);
+    // The rendering is the one it applied a moment ago (applied-renderings.ts): no child is sent.
+    // The audit log is written asynchronously: the test's own read of the instance, after the
+    // run, marks how far it has got.
+    const events = await audit.waitFor('the test’s read of the instance', (all) =>
+      all.filter(
+        (e) => e.user.username === 'switchyard:admin' && e.verb === 'get' && e.objectRef?.name === NAME,
+      ),
+    );
+    const applies = (await audit.all())
+      .filter(
+        (e) => e.user.username === componentUser(INSTANCES) && ['patch', 'update', 'create'].includes(e.verb),
+      )
+      .map((e) => `${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name}`);
+    expect(events.length).toBeGreaterThan(0);
+    expect(applies).toEqual([]);
   });
 
   it('wakes the handover of a target naming its Service that trusts another bundle', {

@@ -8,9 +8,11 @@
 // Deployment's, and the configs and targets a pending deletion reads. Time is the one cause
 // without an event: a certificate's renewal point, returned as a durable re-check.
 //
-// Children are applied unconditionally (writer.ts): each is a pure function of the instance, and
-// an apply of an unchanged rendering is a no-op for the apiserver. Writes derived from the
-// instance as read (the finalizer, the status) are conditional on its resourceVersion.
+// Children are applied whole (writer.ts): each is a pure function of the instance, and an apply
+// of an unchanged rendering is a no-op for the apiserver. A wake whose rendering this process
+// applied lately sends none (applied-renderings.ts): most wakes are targets repointed, which
+// change no child. Writes derived from the instance as read (the finalizer, the status) are
+// conditional on its resourceVersion.
 import type { KubernetesObject, V1Deployment } from '@kubernetes/client-node';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { API_VERSION, IN_USE_FINALIZER } from '../api/constants.ts';
@@ -39,6 +41,7 @@ import { isNamespaceNotFound } from '../kube/errors.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { readInstance } from '../views/view-reads.ts';
+import { type AppliedRenderings, renderingFingerprint } from './applied-renderings.ts';
 import { CONFIG_KINDS, configSubjectOf, INSTANCE_KIND, instanceOf } from './assign-world.ts';
 import { HANDOVER } from './handover.ts';
 import { ensureCertificates } from './instance-certificates.ts';
@@ -88,6 +91,8 @@ export interface InstancesDeps {
   settings: RenderSettings;
   /** Where handover work is published, on the handover's partitions (bus.partitions.handover). */
   handover: { js: Pick<JetStreamClient, 'publish'>; partitions: number };
+  /** What this process applied lately, per instance: one per process, shared by every wake. */
+  applied: AppliedRenderings;
 }
 
 interface DeletionMeta {
@@ -140,8 +145,12 @@ async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: Hand
   }
   const r = rendered.value;
   const nowMs = deps.clock.now();
+  const name = instance.metadata.name;
+  const fingerprint = renderingFingerprint([...accessChildren(r), r.deployment]);
+  const recorded = deploymentOf(deps.view, instance, deps.settings.defaultNamespace);
+  const fresh = recorded !== undefined && deps.applied.isFresh(name, fingerprint, deps.clock.monotonic());
   try {
-    await applyAccess(deps, r, ctx.signal);
+    if (!fresh) await applyAccess(deps, r, ctx.signal);
   } catch (err) {
     if (!isNamespaceNotFound(err)) throw err;
     // Namespaces are not recorded on the bus, so no event says when it appears: look again later
@@ -167,7 +176,11 @@ async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: Hand
   );
   await wakeHandoverOfUntrusting(deps, r.names.workload, bundlePem, ctx);
   // Last: its Pods mount the serving Secret.
-  const deployment = await deps.writer.apply(REFS.deployment, r.deployment, { signal: ctx.signal });
+  const deployment =
+    fresh && recorded
+      ? recorded
+      : await deps.writer.apply(REFS.deployment, r.deployment, { signal: ctx.signal });
+  if (!fresh) deps.applied.remember(name, fingerprint, deps.clock.monotonic());
   await writeStatus(deps, instance, deployment, undefined, ctx);
   if (recheckAtMs === undefined) return done;
   return recheckAt(recheckAtMs, deps.clock.now(), 'a certificate reaches its renewal point');
@@ -179,7 +192,11 @@ async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: Hand
  * reverse), the Service, the budget.
  */
 async function applyAccess(deps: InstancesDeps, r: RenderedInstance, signal: AbortSignal): Promise<void> {
-  const children: [ResourceRef, KubernetesObject | undefined][] = [
+  for (const [ref, child] of accessRefs(r)) if (child) await deps.writer.apply(ref, child, { signal });
+}
+
+function accessRefs(r: RenderedInstance): [ResourceRef, KubernetesObject | undefined][] {
+  return [
     [REFS.serviceAccount, r.serviceAccount],
     [REFS.role, r.role],
     [REFS.roleBinding, r.roleBinding],
@@ -188,7 +205,10 @@ async function applyAccess(deps: InstancesDeps, r: RenderedInstance, signal: Abo
     [REFS.service, r.service],
     [REFS.podDisruptionBudget, r.podDisruptionBudget],
   ];
-  for (const [ref, child] of children) if (child) await deps.writer.apply(ref, child, { signal });
+}
+
+function accessChildren(r: RenderedInstance): (KubernetesObject | undefined)[] {
+  return accessRefs(r).map(([, child]) => child);
 }
 
 /**

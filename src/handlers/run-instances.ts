@@ -1,6 +1,7 @@
 import { workItemSchema } from '../bus/messages.ts';
 import { systemClock } from '../runtime/clock.ts';
 import { x509Issuer } from '../tls/x509-issuer.ts';
+import { AppliedRenderings } from './applied-renderings.ts';
 import { secretReader } from './instance-secrets.ts';
 import { INSTANCES, INSTANCES_VIEW_KINDS, instancesConsumers, instancesHandler } from './instances.ts';
 import { handoverServiceAccount, operatorNamespace } from './operator-namespace.ts';
@@ -26,6 +27,7 @@ export function runInstances(argv: string[]): Promise<void> {
         issuer: x509Issuer(),
         clock: systemClock,
         handover: { js: bus.js, partitions: config.bus.partitions.handover },
+        applied: new AppliedRenderings(),
         settings: {
           defaultNamespace: operatorNamespace(),
           image: projectImage(),

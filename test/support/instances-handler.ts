@@ -4,6 +4,7 @@ import { type WorkItem, workItemSchema } from '../../src/bus/messages.ts';
 import { type Handler, startHandlerRuntime } from '../../src/bus/runtime/index.ts';
 import { ObjectView } from '../../src/bus/view.ts';
 import { defaultConfig } from '../../src/config/schema.ts';
+import { AppliedRenderings } from '../../src/handlers/applied-renderings.ts';
 import { secretReader } from '../../src/handlers/instance-secrets.ts';
 import {
   INSTANCES,
@@ -47,6 +48,7 @@ export async function startInstancesHandler(
     view,
     writer: new KubeWriter(clients.writes, fieldManagerFor(INSTANCES)),
     handover: { js: bus.js, partitions: opts.partitions },
+    applied: new AppliedRenderings(),
     secrets: secretReader(clients.writes),
     issuer: x509Issuer(),
     clock: systemClock,
