@@ -362,14 +362,17 @@ export class PodRunner {
 }
 
 /** kubelet's rule: Always restarts every exit, OnFailure only a failed one, Never none. */
-function restartsAfter(policy: string | undefined, code: number | null): boolean {
+export function restartsAfter(policy: string | undefined, code: number | null): boolean {
   if (policy === 'Never') return false;
   if (policy === 'OnFailure') return code !== 0;
   return true;
 }
 
+/** What the phase reads of a container: its restarts and how it ended, if it did for good. */
+type PhaseInput = Pick<ContainerRun, 'restartCount' | 'terminated'>;
+
 /** Succeeded or Failed once every container exited for good; otherwise Running once any has run. */
-function podPhase(runs: readonly ContainerRun[], allStarted: boolean): string {
+export function podPhase(runs: readonly PhaseInput[], allStarted: boolean): string {
   if (runs.length > 0 && runs.every((r) => r.terminated !== undefined))
     return runs.every((r) => r.terminated?.exitCode === 0) ? 'Succeeded' : 'Failed';
   return allStarted || runs.some((r) => r.restartCount > 0 || r.terminated !== undefined)
