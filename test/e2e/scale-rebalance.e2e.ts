@@ -78,10 +78,10 @@ beforeAll(async () => {
       sharding: { enabled: true, weight: 1 },
     });
   await inParallel(targets, async (target) => {
-    await createTwoVersionTarget(admin, target.crd, target.kind);
-    await createRenameConfig(admin, target.config, target.crd);
+    await retryingRefusals(() => createTwoVersionTarget(admin, target.crd, target.kind));
+    await retryingRefusals(() => createRenameConfig(admin, target.config, target.crd));
   });
-  progress(`${TARGETS} targets and configs created`, t);
+  progress(`${TARGETS} targets and configs created (${refusalsRetried} refusals retried)`, t);
   await waitFor(
     `all ${TARGETS} targets served`,
     async () => {
@@ -248,6 +248,26 @@ async function readyReplicas(c: LocalCluster, instance: string): Promise<number>
     `/apis/apps/v1/namespaces/${SWITCHYARD_NAMESPACE}/deployments/${instance}-webhook-server`,
   );
   return (answer.body as { status?: { readyReplicas?: number } }).status?.readyReplicas ?? 0;
+}
+
+let refusalsRetried = 0;
+
+/**
+ * What a user's tooling does with a write refused for the moment: retry it. Under this
+ * scenario's load the admission webhook may not get its consistent read of the configs within
+ * its deadline and refuses with 503 ("nothing was written, retry"), as designed (it fails closed).
+ */
+async function retryingRefusals(write: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      const message = (err as Error).message;
+      if (attempt >= 20 || !/HTTP (429|500|503)\b/.test(message)) throw err;
+      refusalsRetried++;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
 }
 
 async function inParallel<T>(items: readonly T[], each: (item: T) => Promise<void>): Promise<void> {
