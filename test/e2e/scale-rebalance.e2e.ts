@@ -8,8 +8,9 @@
 // the assign fan-out rate, 50/s by default), and, second by second, the apiserver's write rate,
 // the handlers' backlog on the bus and the moves done. Nothing here asserts a duration.
 import { writeFileSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -17,7 +18,7 @@ import { busStats } from '../../src/bus/stats.ts';
 import { STREAMS } from '../../src/bus/topology.ts';
 import { defaultConfig } from '../../src/config/schema.ts';
 import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
-import { apiUrl, HttpMethod, send } from '../../src/kube/request.ts';
+import { HttpMethod } from '../../src/kube/request.ts';
 import { type LocalCluster, startLocalCluster } from '../../src/local-cluster/cluster.ts';
 import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
@@ -31,8 +32,8 @@ import {
   STORED_FIELD,
   servingInstances,
 } from '../../src/scenario/fleet.ts';
-import { auditLogFromNow } from '../support/audit-log.ts';
-import { HandoverWitness } from './support/handover-witness.ts';
+import { type AuditEvent, auditLogFromNow } from '../support/audit-log.ts';
+import { HandoverWitness, type Repoint } from './support/handover-witness.ts';
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'scale-e2e' });
 const TARGETS = Number(process.env.SCALE_TARGETS ?? 1000);
@@ -123,8 +124,9 @@ afterAll(async () => {
   witness?.stop();
   await nc?.close();
   if (failed) writeFileSync(join(cluster.dir, 'A_TEST_FAILED'), 'scale-rebalance');
-  await cluster?.stop({ keepDir: failed });
-  if (failed) process.stderr.write(`[scale-e2e] a test failed: logs kept in ${cluster.dir}\n`);
+  const keep = failed || process.env.SWITCHYARD_KEEP_CLUSTER === '1';
+  await cluster?.stop({ keepDir: keep });
+  if (keep) process.stderr.write(`[scale-e2e] logs kept in ${cluster.dir}\n`);
 });
 
 describe(`${TARGETS} targets over four instances, a fifth joins`, () => {
@@ -136,30 +138,20 @@ describe(`${TARGETS} targets over four instances, a fifth joins`, () => {
       .filter((t) => rendezvousWinner(pool, t.crd)?.name === NEWCOMER)
       .map((t) => t.crd);
     const audit = await auditLogFromNow(cluster.auditLog);
-    const jsm = await jetstreamManager(nc);
-    const samples: Sample[] = [];
+    const backlog = sampleBacklog(await jetstreamManager(nc));
     const startedAt = Date.now();
-    const writesBefore = await apiserverWrites(cluster);
     await createInstance(admin, NEWCOMER, { replicas: 2, sharding: { enabled: true, weight: 1 } });
 
-    let readyAt: number | undefined;
     await waitFor(
       `the ${expected.length} moves to ${NEWCOMER}`,
-      async () => {
+      () => {
         const repointed = new Set(witness.repoints.filter((r) => r.to === NEWCOMER).map((r) => r.target));
-        const done = expected.filter((t) => repointed.has(t)).length;
-        readyAt ??= (await readyReplicas(cluster, NEWCOMER)) >= 2 ? Date.now() : undefined;
-        samples.push({
-          atMs: Date.now() - startedAt,
-          writes: (await apiserverWrites(cluster)) - writesBefore,
-          backlog: await workBacklog(jsm),
-          moved: done,
-        });
-        return done === expected.length ? true : undefined;
+        return expected.every((t) => repointed.has(t)) ? true : undefined;
       },
-      { timeoutMs: 600_000, intervalMs: 1_000 },
+      { timeoutMs: 600_000, intervalMs: 500 },
     );
-    const repoints = witness.repoints.filter((r) => r.to === NEWCOMER);
+    const backlogSamples = await backlog.stop();
+    const repoints = witness.repoints.filter((r) => r.to === NEWCOMER && expected.includes(r.target));
     const endedAt = Math.max(...repoints.map((r) => r.atMs));
     const [after, statuses] = await Promise.all([servingInstances(admin, INSTANCES), configStatuses(admin)]);
 
@@ -180,74 +172,118 @@ describe(`${TARGETS} targets over four instances, a fifth joins`, () => {
       ).toEqual([]);
     }
 
-    const instancesWrites = (await audit.all()).filter(
-      (e) => e.user.username === INSTANCES_USER && ['create', 'update', 'patch'].includes(e.verb),
-    ).length;
+    const events = (await audit.all()).filter((e) => Date.parse(e.requestReceivedTimestamp) <= endedAt);
+    const writes = events.filter((e) => WRITE_VERBS.includes(e.verb) && e.stage === 'ResponseComplete');
+    const instancesWrites = writes.filter((e) => e.user.username === INSTANCES_USER).length;
+    const replicas = await replicaTimeline(cluster, NEWCOMER);
     const rate = defaultConfig().bus.fanoutRatePerSecond;
     const floorMs = (expected.length / rate) * 1000;
     const totalMs = endedAt - startedAt;
-    const fromReadyMs = readyAt === undefined ? undefined : endedAt - readyAt;
+    const readyAt = Math.max(...replicas.map((r) => r.readyAtMs ?? Number.NaN));
+    const fromReadyMs = endedAt - readyAt;
+    const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
     console.log(
       `[scale-e2e] ${TARGETS} targets over ${POOL.length} instances; ${NEWCOMER} joined: ${moved.length} moved ` +
         `(the resolver predicted ${expected.length}), all to ${NEWCOMER}, all HandoverReady. Rebalance ` +
-        `${(totalMs / 1000).toFixed(1)} s from the instance's creation (its replicas ready after ` +
-        `${readyAt === undefined ? '?' : ((readyAt - startedAt) / 1000).toFixed(1)} s; ` +
-        `${fromReadyMs === undefined ? '?' : (fromReadyMs / 1000).toFixed(1)} s from then); pacing floor ` +
-        `${(floorMs / 1000).toFixed(1)} s (${expected.length} ÷ ${rate}/s): ${(totalMs / floorMs).toFixed(2)}× ` +
-        `(${fromReadyMs === undefined ? '?' : (fromReadyMs / floorMs).toFixed(2)}× from ready). ` +
-        `Instances-handler writes meanwhile: ${instancesWrites}.`,
+        `${seconds(totalMs)} from the instance's creation; pacing floor ${seconds(floorMs)} ` +
+        `(${expected.length} ÷ ${rate}/s): ${(totalMs / floorMs).toFixed(2)}×. Its replicas: ` +
+        replicas
+          .map(
+            (r) =>
+              `${r.pod} started ${seconds(r.startedAtMs - startedAt)}, read the bus and compiled by ` +
+              `${r.readyAtMs === undefined ? '?' : seconds(r.readyAtMs - startedAt)}`,
+          )
+          .join('; ') +
+        `; from the last ready to the last repoint ${seconds(fromReadyMs)} (${(fromReadyMs / floorMs).toFixed(2)}× the floor). ` +
+        `Apiserver writes until then: ${writes.length}, of which the instances handler's ${instancesWrites}.`,
     );
     console.log(
-      `[scale-e2e] second by second: ${samples
-        .map((s, i) => {
-          const previous = samples[i - 1];
-          const perSecond = previous ? ((s.writes - previous.writes) * 1000) / (s.atMs - previous.atMs) : 0;
-          return `t=${(s.atMs / 1000).toFixed(0)}s writes/s ${perSecond.toFixed(0)} backlog ${s.backlog} moved ${s.moved}`;
-        })
-        .join(' | ')}`,
+      `[scale-e2e] second by second:\n${perSecond(startedAt, endedAt, writes, backlogSamples, repoints)}`,
     );
   }, 900_000);
 });
 
-interface Sample {
+const WRITE_VERBS = ['create', 'update', 'patch', 'delete'];
+
+interface BacklogSample {
   atMs: number;
-  /** Apiserver write requests since the newcomer was created. */
-  writes: number;
-  /** Work items on the bus not yet acknowledged, all handlers together. */
+  /** Work items on the bus not yet acknowledged, all handlers together (WORK and FANOUT). */
   backlog: number;
-  moved: number;
 }
 
-/** Write requests the apiserver has served (apiserver_request_total, every verb that changes state). */
-async function apiserverWrites(c: LocalCluster): Promise<number> {
-  const kc = c.kubeConfigFor('admin');
-  const text = await (await send(kc, HttpMethod.GET, apiUrl(kc, '/metrics'))).text();
-  let total = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const verb = /verb="([A-Z]+)"/.exec(line)?.[1];
-    if (verb && ['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY'].includes(verb))
-      total += Number(line.slice(line.lastIndexOf(' ') + 1));
+/** Samples the handlers' backlog every second on its own, until stopped. */
+function sampleBacklog(jsm: JetStreamManager): { stop(): Promise<BacklogSample[]> } {
+  const samples: BacklogSample[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const streams = await busStats(jsm);
+      const backlog = streams
+        .filter((s) => s.name === STREAMS.work || s.name === STREAMS.fanout)
+        .flatMap((s) => s.consumers)
+        .reduce((n, c) => n + c.pending + c.ackPending, 0);
+      samples.push({ atMs: Date.now(), backlog });
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return samples;
+    },
+  };
+}
+
+/** One line per second: apiserver writes in it, the last backlog sample, moves done by its end. */
+function perSecond(
+  startedAt: number,
+  endedAt: number,
+  writes: readonly AuditEvent[],
+  backlog: readonly BacklogSample[],
+  repoints: readonly Repoint[],
+): string {
+  const rows = ['  s   writes  backlog  moved'];
+  for (let s = 0; startedAt + s * 1000 <= endedAt + 1000; s++) {
+    const from = startedAt + s * 1000;
+    const to = from + 1000;
+    const inSecond = writes.filter((e) => {
+      const at = Date.parse(e.requestReceivedTimestamp);
+      return at >= from && at < to;
+    }).length;
+    const sample = [...backlog].reverse().find((b) => b.atMs < to);
+    const moved = repoints.filter((r) => r.atMs < to).length;
+    rows.push(
+      `${String(s).padStart(3)} ${String(inSecond).padStart(8)} ${String(sample?.backlog ?? '').padStart(8)} ${String(moved).padStart(6)}`,
+    );
   }
-  return total;
+  return rows.join('\n');
 }
 
-async function workBacklog(jsm: Awaited<ReturnType<typeof jetstreamManager>>): Promise<number> {
-  const streams = await busStats(jsm);
-  return streams
-    .filter((s) => s.name === STREAMS.work || s.name === STREAMS.fanout)
-    .flatMap((s) => s.consumers)
-    .reduce((n, c) => n + c.pending + c.ackPending, 0);
+interface ReplicaTimes {
+  pod: string;
+  startedAtMs: number;
+  readyAtMs: number | undefined;
 }
 
-async function readyReplicas(c: LocalCluster, instance: string): Promise<number> {
-  const kc = c.kubeConfigFor('admin');
-  const answer = await request(
-    kc,
-    HttpMethod.GET,
-    `/apis/apps/v1/namespaces/${SWITCHYARD_NAMESPACE}/deployments/${instance}-webhook-server`,
+/** From each of the instance's webhook-server logs: when it started, and when it was ready. */
+async function replicaTimeline(c: LocalCluster, instance: string): Promise<ReplicaTimes[]> {
+  const dirs = (await readdir(join(c.dir, 'pods'))).filter((d) =>
+    d.startsWith(`${SWITCHYARD_NAMESPACE}_${instance}-webhook-server-`),
   );
-  return (answer.body as { status?: { readyReplicas?: number } }).status?.readyReplicas ?? 0;
+  return Promise.all(
+    dirs.map(async (d) => {
+      const lines = (await readFile(join(c.dir, 'pods', d, 'webhook-server.log'), 'utf8'))
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { time: number; msg: string });
+      return {
+        pod: d.split('_')[1] ?? d,
+        startedAtMs: lines[0]?.time ?? Number.NaN,
+        readyAtMs: lines.find((l) => l.msg.startsWith('ready: serving conversions'))?.time,
+      };
+    }),
+  );
 }
 
 let refusalsRetried = 0;
