@@ -1,27 +1,7 @@
-// The claim Switchyard exists to make (issue 13): a target moves between instances and no read
-// or write through the kube-apiserver fails or returns a wrong value at any moment.
-//
-// Everything runs as Pods from deploy/ on a local cluster of its own (src/local-cluster/install.ts):
-// the workers, the admission webhook and, rendered by the instances handler, each instance's
-// webhook-server replicas. Two instances, A (the default) and B, two replicas each; a target with
-// a storage version v1 and a served v2 whose spec.capacity is v1's spec.size (a FieldRename).
-// Clients create, patch, get, list and watch objects at v2 for the whole run, checking every
-// value returned against what was written, while the target moves three times: pinned to B,
-// unpinned back to A, and by the pool (sharding on A, then on B with a weight that wins it).
-//
-// The negative control runs the same kind of move with replicas told to drop a plan as soon as
-// the resolver assigns the target elsewhere (webhook.unsafeDropPlanOnReassign): the same load
-// must then see failures, which proves this test can see them.
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { jetstream } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
-import { type LocalCluster, startLocalCluster } from '../../src/local-cluster/cluster.ts';
-import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 import { apiserverConversions, type Conversions, totalOf } from '../../src/scenario/apiserver-conversions.ts';
 import { ConversionLoad, type LoadSummary } from '../../src/scenario/conversion-load.ts';
@@ -36,7 +16,8 @@ import {
   SERVED_FIELD,
   servingInstances,
 } from '../../src/scenario/fleet.ts';
-import { HandoverWitness } from './support/handover-witness.ts';
+import type { HandoverWitness } from './support/handover-witness.ts';
+import { useInstalledCluster } from './support/installed-cluster.ts';
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'move-e2e' });
 const A = 'e2e-a';
@@ -53,28 +34,16 @@ const OBJECTS_NAMESPACE = 'e2e-load';
 const SETTLE_MS = 5_000;
 const MOVE_TIMEOUT_MS = 90_000;
 
-let cluster: LocalCluster;
+const e2e = useInstalledCluster('move-e2e', { instances: [A, B, NC_A, NC_B], log });
 let admin: KubeConfig;
-let nc: NatsConnection;
 let witness: HandoverWitness;
 let load: ConversionLoad;
 let summary: LoadSummary | undefined;
-let failed = false;
 const moves: { name: string; from: string; to: string; latencyMs: number }[] = [];
 
-afterEach((ctx) => {
-  if (ctx.task.result?.state === 'fail') failed = true;
-});
-
 beforeAll(async () => {
-  cluster = await startLocalCluster({ log });
-  admin = cluster.kubeConfigFor('admin');
-  await installSwitchyard({ admin, natsUrl: cluster.natsUrl, dir: cluster.dir, log });
+  ({ admin, witness } = await e2e.start());
   await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: OBJECTS_NAMESPACE } } });
-
-  nc = await connect({ servers: cluster.natsUrl, name: 'move-e2e-witness' });
-  witness = new HandoverWitness({ namespace: SWITCHYARD_NAMESPACE, instances: [A, B, NC_A, NC_B], log });
-  await witness.start(jetstream(nc));
 
   await createInstance(admin, A, { default: true, replicas: 2 });
   await createInstance(admin, B, { replicas: 2 });
@@ -91,14 +60,6 @@ beforeAll(async () => {
   await load.start();
   await sleep(SETTLE_MS);
 }, 600_000);
-
-afterAll(async () => {
-  witness?.stop();
-  await nc?.close();
-  if (failed) writeFileSync(join(cluster.dir, 'A_TEST_FAILED'), 'move-under-load');
-  await cluster?.stop({ keepDir: failed });
-  if (failed) process.stderr.write(`[move-e2e] a test failed: logs kept in ${cluster.dir}\n`);
-});
 
 describe('a target moves between instances under sustained load', () => {
   it('pinned to B: moves A → B through a verified handover', async () => {

@@ -1,26 +1,16 @@
-// The scale scenario of issue 13: four instances in the sharding pool serve 1,000 targets with a
-// few objects each; a fifth joins. About a fifth of the targets move, every one onto the
-// newcomer (the resolver's own prediction, target by target), every one through a verified
-// handover, and nothing else moves. Switchyard runs as Pods from deploy/ on a local cluster of
-// its own.
-//
-// It prints what BENCHMARKS.md records: the rebalance time against the pacing floor (moves ÷
-// the assign fan-out rate, 50/s by default), and, second by second, the apiserver's write rate,
-// the handlers' backlog on the bus and the moves done. Nothing here asserts a duration.
-import { writeFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { busStats } from '../../src/bus/stats.ts';
 import { STREAMS } from '../../src/bus/topology.ts';
 import { defaultConfig } from '../../src/config/schema.ts';
 import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
 import { HttpMethod } from '../../src/kube/request.ts';
-import { type LocalCluster, startLocalCluster } from '../../src/local-cluster/cluster.ts';
-import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
+import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
+import { SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 import {
   configStatuses,
@@ -33,7 +23,8 @@ import {
   servingInstances,
 } from '../../src/scenario/fleet.ts';
 import { type AuditEvent, auditLogFromNow } from '../support/audit-log.ts';
-import { HandoverWitness, type Repoint } from './support/handover-witness.ts';
+import type { HandoverWitness, Repoint } from './support/handover-witness.ts';
+import { useInstalledCluster } from './support/installed-cluster.ts';
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'scale-e2e' });
 const TARGETS = Number(process.env.SCALE_TARGETS ?? 1000);
@@ -54,23 +45,13 @@ const targets = Array.from({ length: TARGETS }, (_, i) => ({
   kind: `Thing${i}`,
 }));
 
+const e2e = useInstalledCluster('scale-e2e', { instances: INSTANCES, log });
 let cluster: LocalCluster;
-let nc: NatsConnection;
 let witness: HandoverWitness;
-let failed = false;
-
-afterEach((ctx) => {
-  if (ctx.task.result?.state === 'fail') failed = true;
-});
 
 beforeAll(async () => {
-  cluster = await startLocalCluster({ log });
+  ({ cluster, witness } = await e2e.start());
   const admin = cluster.kubeConfigFor('admin');
-  await installSwitchyard({ admin, natsUrl: cluster.natsUrl, dir: cluster.dir, log });
-  nc = await connect({ servers: cluster.natsUrl, name: 'scale-e2e-witness' });
-  witness = new HandoverWitness({ namespace: SWITCHYARD_NAMESPACE, instances: INSTANCES, log });
-  await witness.start(jetstream(nc));
-
   const t = performance.now();
   for (const [i, name] of POOL.entries())
     await createInstance(admin, name, {
@@ -120,15 +101,6 @@ beforeAll(async () => {
   progress(`${TARGETS * OBJECTS_PER_TARGET} objects created`, t);
 }, 1_800_000);
 
-afterAll(async () => {
-  witness?.stop();
-  await nc?.close();
-  if (failed) writeFileSync(join(cluster.dir, 'A_TEST_FAILED'), 'scale-rebalance');
-  const keep = failed || process.env.SWITCHYARD_KEEP_CLUSTER === '1';
-  await cluster?.stop({ keepDir: keep });
-  if (keep) process.stderr.write(`[scale-e2e] logs kept in ${cluster.dir}\n`);
-});
-
 describe(`${TARGETS} targets over four instances, a fifth joins`, () => {
   it('moves exactly the targets the newcomer wins, all onto it, each through a verified handover', async () => {
     const admin = cluster.kubeConfigFor('admin');
@@ -138,6 +110,7 @@ describe(`${TARGETS} targets over four instances, a fifth joins`, () => {
       .filter((t) => rendezvousWinner(pool, t.crd)?.name === NEWCOMER)
       .map((t) => t.crd);
     const audit = await auditLogFromNow(cluster.auditLog);
+    const nc = await connect({ servers: cluster.natsUrl, name: 'scale-e2e-backlog' });
     const backlog = sampleBacklog(await jetstreamManager(nc));
     const startedAt = Date.now();
     await createInstance(admin, NEWCOMER, { replicas: 2, sharding: { enabled: true, weight: 1 } });
@@ -151,6 +124,7 @@ describe(`${TARGETS} targets over four instances, a fifth joins`, () => {
       { timeoutMs: 600_000, intervalMs: 500 },
     );
     const backlogSamples = await backlog.stop();
+    await nc.close();
     const repoints = witness.repoints.filter((r) => r.to === NEWCOMER && expected.includes(r.target));
     const endedAt = Math.max(...repoints.map((r) => r.atMs));
     const [after, statuses] = await Promise.all([servingInstances(admin, INSTANCES), configStatuses(admin)]);
