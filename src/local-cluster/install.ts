@@ -14,7 +14,6 @@ import {
   KubernetesObjectApi,
   loadAllYaml,
   PatchStrategy,
-  type V1Container,
   type V1PodTemplateSpec,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -37,8 +36,6 @@ export interface InstallOptions {
   /** Where the admission webhook's CA and certificate files are written. */
   dir: string;
   log: Logger;
-  /** Environment added to every component's container (a test's setting, a log level). */
-  extraEnv?: Record<string, string>;
   timeoutMs?: number;
 }
 
@@ -86,7 +83,7 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
     ...(await deployManifests('workers')),
     ...(await deployManifests('admission/deployment.yaml')),
   ];
-  for (const o of workloads) await apply(forThisCluster(o, opts.natsUrl, opts.extraEnv ?? {}));
+  for (const o of workloads) await apply(forThisCluster(o, opts.natsUrl));
   const deployments = workloads.filter((o) => o.kind === 'Deployment').map((o) => o.metadata?.name ?? '');
   await waitForBusSetup(admin, timeoutMs);
   await waitForDeployments(admin, deployments, log, timeoutMs);
@@ -97,24 +94,14 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
   return { deployments };
 }
 
-/** The overlay a user writes for their cluster: where NATS is, plus any extra environment. */
-export function forThisCluster(
-  o: KubernetesObject,
-  natsUrl: string,
-  extraEnv: Record<string, string>,
-): KubernetesObject {
+/** The overlay a user writes for their cluster: where NATS is. */
+export function forThisCluster(o: KubernetesObject, natsUrl: string): KubernetesObject {
   const template = (o as { spec?: { template?: V1PodTemplateSpec } }).spec?.template;
   for (const c of template?.spec?.containers ?? []) {
-    setEnv(c, 'SWITCHYARD_NATS_URL', natsUrl, { onlyIfPresent: true });
-    for (const [name, value] of Object.entries(extraEnv)) setEnv(c, name, value, { onlyIfPresent: false });
+    const env = c.env?.find((e) => e.name === 'SWITCHYARD_NATS_URL');
+    if (env) env.value = natsUrl;
   }
   return o;
-}
-
-function setEnv(c: V1Container, name: string, value: string, { onlyIfPresent }: { onlyIfPresent: boolean }) {
-  const existing = c.env?.find((e) => e.name === name);
-  if (existing) existing.value = value;
-  else if (!onlyIfPresent) c.env = [...(c.env ?? []), { name, value }];
 }
 
 function withCaBundle(o: KubernetesObject, caPem: string): KubernetesObject {
