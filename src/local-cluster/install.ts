@@ -19,7 +19,7 @@ import {
 import type { Logger } from 'pino';
 import { GROUP, VERSION } from '../api/constants.ts';
 import { CRD_CONFIG_KIND } from '../api/conversion-config.ts';
-import { isConflict } from '../kube/errors.ts';
+import { isConflict, isNotFound } from '../kube/errors.ts';
 import { PROJECT_ROOT } from './cluster.ts';
 import { createCertificateAuthority, issueCertificate } from './pki.ts';
 import { waitFor } from './wait.ts';
@@ -149,9 +149,12 @@ async function createAdmissionCertificate(admin: KubeConfig, dir: string): Promi
     dnsNames: [`${ADMISSION_SERVICE}.${SWITCHYARD_NAMESPACE}.svc`],
   });
   const core = admin.makeApiClient(CoreV1Api);
+  // A reinstall issues a new pair: the old Secret goes first (absent on a first install).
   await core
     .deleteNamespacedSecret({ name: ADMISSION_SECRET, namespace: SWITCHYARD_NAMESPACE })
-    .catch(() => {});
+    .catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
+    });
   await core.createNamespacedSecret({
     namespace: SWITCHYARD_NAMESPACE,
     body: {
