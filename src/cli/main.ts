@@ -1,40 +1,42 @@
 #!/usr/bin/env node
 // The project's one entrypoint (the container image runs it too): a subcommand per job.
-import { runAdmission } from '../admission/run.ts';
-import { runConfigStatus } from '../handlers/run-config-status.ts';
-import { runHandover } from '../handlers/run-handover.ts';
-import { runInstances } from '../handlers/run-instances.ts';
-import { runLeaseAggregate } from '../handlers/run-lease-aggregate.ts';
-import { runWatchers } from '../watchers/run.ts';
-import { runWebhookServer } from '../webhook/run.ts';
-import { runAssign } from './assign.ts';
-import { runBus } from './bus.ts';
-import { runDemo } from './demo.ts';
-import { runRouter } from './router.ts';
+//
+// A process loads only its own subcommand's modules, through V8's compile cache: every worker
+// and webhook-server replica starts from here, and a newcomer instance serves no target before
+// its replicas are up. Loading every subcommand eagerly, uncached, took ~1.3 s of CPU per
+// process on the reference 2-core machine (half of it @kubernetes/client-node, which the
+// webhook-server needs anyway); see BENCHMARKS.md "Process start".
+import { enableCompileCache } from 'node:module';
 
-const commands: Record<string, (args: string[]) => Promise<void>> = {
-  demo: runDemo,
-  watch: runWatchers,
-  bus: runBus,
-  admission: runAdmission,
-  router: runRouter,
-  assign: runAssign,
-  'lease-aggregate': runLeaseAggregate,
-  handover: runHandover,
-  'config-status': runConfigStatus,
-  instances: runInstances,
-  'webhook-server': runWebhookServer,
+// The cache lives in NODE_COMPILE_CACHE, else the OS temporary directory; a read-only or missing
+// directory only disables it.
+enableCompileCache();
+
+type Command = (args: string[]) => Promise<void>;
+
+const commands: Record<string, () => Promise<Command>> = {
+  demo: async () => (await import('./demo.ts')).runDemo,
+  watch: async () => (await import('../watchers/run.ts')).runWatchers,
+  bus: async () => (await import('./bus.ts')).runBus,
+  admission: async () => (await import('../admission/run.ts')).runAdmission,
+  router: async () => (await import('./router.ts')).runRouter,
+  assign: async () => (await import('./assign.ts')).runAssign,
+  'lease-aggregate': async () => (await import('../handlers/run-lease-aggregate.ts')).runLeaseAggregate,
+  handover: async () => (await import('../handlers/run-handover.ts')).runHandover,
+  'config-status': async () => (await import('../handlers/run-config-status.ts')).runConfigStatus,
+  instances: async () => (await import('../handlers/run-instances.ts')).runInstances,
+  'webhook-server': async () => (await import('../webhook/run.ts')).runWebhookServer,
 };
 
 async function main(argv: string[]): Promise<void> {
   const [name, ...args] = argv;
-  const command = name === undefined ? undefined : commands[name];
-  if (!command) {
+  const load = name === undefined ? undefined : commands[name];
+  if (!load) {
     process.stderr.write(`usage: switchyard <${Object.keys(commands).join('|')}> [args]\n`);
     process.exitCode = 2;
     return;
   }
-  await command(args);
+  await (await load())(args);
 }
 
 await main(process.argv.slice(2));

@@ -19,7 +19,7 @@ function problems(fn: () => unknown): string[] {
 }
 
 describe('loadConfig', () => {
-  it('defaults: writes unlimited, events 200/400 with a 1000-deep queue, fan-out 50/s, 24 h retention, 16 partitions per concern', () => {
+  it('defaults: writes unlimited, events 200/400 with a 1000-deep queue, fan-out 50/s, 24 h retention, 16 partitions per concern but 64 for handover', () => {
     const { config } = loadConfig({ argv: [], env: {} });
     expect(config).toEqual(defaultConfig());
     expect(config.kubernetes).toEqual({
@@ -33,7 +33,7 @@ describe('loadConfig', () => {
       fanoutRatePerSecond: 50,
       recordRetentionHours: 24,
       duplicateWindowSeconds: 120,
-      partitions: { assign: 16, leaseAggregate: 16, handover: 16, configStatus: 16, instances: 16 },
+      partitions: { assign: 16, leaseAggregate: 16, handover: 64, configStatus: 16, instances: 16 },
     });
     expect(config.log.level).toBe('info');
   });

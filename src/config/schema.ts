@@ -85,14 +85,14 @@ export const PARTITIONED_CONCERNS = [
 ] as const;
 export type PartitionedConcern = (typeof PARTITIONED_CONCERNS)[number];
 
-function partitionCount(concern: string, serializes: string) {
+function partitionCount(concern: string, serializes: string, count = 16, why = '') {
   return numeric(z.number().int().min(1).max(1024))
-    .default(16)
+    .default(count)
     .describe(
       `Partitions of the ${concern} handler, fleet-wide: at most this many ${serializes} are handled at once, ` +
         'one per partition, whatever the replica count, so throughput ≈ partitions ÷ (handler latency + a few ms): ' +
         '16 partitions at 20 ms ≈ 600 msg/s. Replicas beyond the partition count add no throughput. Change it only ' +
-        'with the concern’s WORK backlog drained: keys move between partitions.',
+        `with the concern’s WORK backlog drained: keys move between partitions.${why}`,
     );
 }
 
@@ -100,7 +100,14 @@ const partitions = z
   .object({
     assign: partitionCount('assign', 'pools'),
     leaseAggregate: partitionCount('lease-aggregate', 'webhook servers'),
-    handover: partitionCount('handover', 'targets'),
+    handover: partitionCount(
+      'handover',
+      'targets',
+      64,
+      ' A move is two apiserver writes one after the other (the target, then its config’s status), ~0.2–1 s each ' +
+        'while a rebalance loads the apiserver: 64 partitions keep up with the fan-out pace of 50 moves/s, 16 ' +
+        'managed ~10 (BENCHMARKS.md, the scale scenario).',
+    ),
     configStatus: partitionCount('config-status', 'configs'),
     instances: partitionCount('instances', 'webhook servers'),
   })

@@ -1,13 +1,16 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { webhookServiceName } from '../../src/api/constants.ts';
 import { busStats } from '../../src/bus/stats.ts';
 import { STREAMS } from '../../src/bus/topology.ts';
 import { defaultConfig } from '../../src/config/schema.ts';
 import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
+import { conversionServiceOf, liveConversionOf } from '../../src/core/target-conversion.ts';
 import { HttpMethod } from '../../src/kube/request.ts';
 import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
 import { SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
@@ -174,6 +177,23 @@ describe(`${TARGETS} targets over four instances, a fifth joins`, () => {
     console.log(
       `[scale-e2e] second by second:\n${perSecond(startedAt, endedAt, writes, backlogSamples, repoints)}`,
     );
+
+    // The apiserver's own floor for the same moves on the same cluster: the handover stopped,
+    // the moved targets pointed back where they were by bare patches, as many in flight as the
+    // handover has partitions.
+    await stopHandover(admin);
+    const inFlight = defaultConfig().bus.partitions.handover;
+    const bareMs = await bareRepoints(
+      admin,
+      moved.map((t) => ({ crd: t.crd, to: before.get(t.crd) ?? '' })),
+      inFlight,
+    );
+    console.log(
+      `[scale-e2e] the apiserver alone, same cluster: the ${moved.length} targets pointed back by bare patches, ` +
+        `${inFlight} in flight, in ${seconds(bareMs)} (${((moved.length / bareMs) * 1000).toFixed(1)}/s; ` +
+        `${(bareMs / floorMs).toFixed(2)}× the pacing floor). Switchyard's moves, from the newcomer ready to the ` +
+        `last repoint: ${seconds(fromReadyMs)}, ${(fromReadyMs / bareMs).toFixed(2)}× the apiserver alone.`,
+    );
   }, 900_000);
 });
 
@@ -260,6 +280,65 @@ async function replicaTimeline(c: LocalCluster, instance: string): Promise<Repli
   );
 }
 
+/** The handover's Deployment scaled to zero, and none of its Pods left running. */
+async function stopHandover(admin: KubeConfig): Promise<void> {
+  const deployment = `/apis/apps/v1/namespaces/${SWITCHYARD_NAMESPACE}/deployments/switchyard-handover`;
+  const scaled = await request(admin, HttpMethod.PATCH, deployment, { spec: { replicas: 0 } });
+  if (scaled.status !== 200) throw new Error(`scaling the handover to 0: ${scaled.status} ${scaled.message}`);
+  const pods = `/api/v1/namespaces/${SWITCHYARD_NAMESPACE}/pods?labelSelector=app.kubernetes.io%2Fcomponent%3Dhandover`;
+  await waitFor(
+    'no handover Pod left',
+    async () => {
+      const answer = await request(admin, HttpMethod.GET, pods);
+      return ((answer.body as { items?: unknown[] }).items ?? []).length === 0 ? true : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 500 },
+  );
+}
+
+/**
+ * Each target's spec.conversion pointed at `to` by a bare merge patch (Service and caBundle, as
+ * a move writes them), `inFlight` at a time; the time from the first request to the last answer.
+ */
+async function bareRepoints(
+  admin: KubeConfig,
+  moves: readonly { crd: string; to: string }[],
+  inFlight: number,
+): Promise<number> {
+  const crds = (
+    await request(admin, HttpMethod.GET, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions')
+  ).body as { items: { metadata: { name: string }; spec: unknown }[] };
+  const bundleOf = new Map<string, string>();
+  for (const crd of crds.items) {
+    const service = conversionServiceOf(crd);
+    const bundle = liveConversionOf(crd)?.webhook?.clientConfig?.caBundle;
+    if (service && bundle) bundleOf.set(service, bundle);
+  }
+  const t = performance.now();
+  await inParallel(
+    moves,
+    async ({ crd, to }) => {
+      const service = webhookServiceName(to);
+      const answer = await request(
+        admin,
+        HttpMethod.PATCH,
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}`,
+        {
+          spec: {
+            conversion: {
+              webhook: { clientConfig: { service: { name: service }, caBundle: bundleOf.get(service) } },
+            },
+          },
+        },
+      );
+      if (answer.status !== 200)
+        throw new Error(`bare repoint of ${crd}: ${answer.status} ${answer.message}`);
+    },
+    inFlight,
+  );
+  return performance.now() - t;
+}
+
 let refusalsRetried = 0;
 
 /**
@@ -280,10 +359,14 @@ async function retryingRefusals(write: () => Promise<void>): Promise<void> {
   }
 }
 
-async function inParallel<T>(items: readonly T[], each: (item: T) => Promise<void>): Promise<void> {
+async function inParallel<T>(
+  items: readonly T[],
+  each: (item: T) => Promise<void>,
+  concurrency = CONCURRENCY,
+): Promise<void> {
   let next = 0;
   await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
+    Array.from({ length: concurrency }, async () => {
       while (next < items.length) await each(items[next++] as T);
     }),
   );

@@ -111,12 +111,14 @@ export const DEFAULT_RESOURCES: Readonly<V1ResourceRequirements> = Object.freeze
  * Startup: 1 s × 300 = the reference operator's 5-minute budget to compile every assigned plan
  * before liveness applies, probed every second: every move to a new instance waits until its
  * replicas are ready and have reported, so a replica's readiness is seen within a second or two
- * of it (a 5 s period cost the demo's newcomer ~5 s per move). Readiness every 2 s, so a
- * replica that stops serving leaves the Service (and the handover gate's ready Pods) within 6 s.
+ * of it (a 5 s period cost the demo's newcomer ~5 s per move). Readiness every second too: a
+ * started replica joins the Service, and a newcomer's moves begin, at most a second after it is
+ * ready (kubelet runs readiness, not startup, once started), and a replica that stops serving
+ * leaves the Service (and the handover gate's ready Pods) within 3 s.
  * Liveness restarts only a process that stopped answering for 30 s.
  */
 const STARTUP = { periodSeconds: 1, failureThreshold: 300 };
-const READINESS = { periodSeconds: 2, failureThreshold: 3 };
+const READINESS = { periodSeconds: 1, failureThreshold: 3 };
 const LIVENESS = { periodSeconds: 10, failureThreshold: 3 };
 /**
  * Endpoint removal reaches the apiserver's webhook client after the Pod is told to stop; the
