@@ -2,7 +2,7 @@
 //   node scripts/gen-crds.ts
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { renderCrdYaml } from '../src/api/crd-yaml.ts';
+import { CRD_KUSTOMIZATION, renderCrdKustomization, renderCrdYaml } from '../src/api/crd-yaml.ts';
 import { crdFileName, switchyardCrds } from '../src/api/crds.ts';
 
 const outDir = join(import.meta.dirname, '..', 'deploy', 'crds');
@@ -14,3 +14,4 @@ for (const crd of switchyardCrds()) {
   writeFileSync(path, renderCrdYaml(crd));
   console.log(`wrote ${path}`);
 }
+writeFileSync(join(outDir, CRD_KUSTOMIZATION), renderCrdKustomization(switchyardCrds().map(crdFileName)));

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { renderCrdYaml } from './crd-yaml.ts';
+import { CRD_KUSTOMIZATION, renderCrdKustomization, renderCrdYaml } from './crd-yaml.ts';
 import { crdFileName, switchyardCrds } from './crds.ts';
 
 const crdDir = join(import.meta.dirname, '..', '..', 'deploy', 'crds');
@@ -9,6 +9,7 @@ const crdDir = join(import.meta.dirname, '..', '..', 'deploy', 'crds');
 describe('committed CRDs', () => {
   it('match the zod schemas they are generated from (run `node scripts/gen-crds.ts` after a schema change)', () => {
     const expected = new Map(switchyardCrds().map((crd) => [crdFileName(crd), renderCrdYaml(crd)]));
+    expected.set(CRD_KUSTOMIZATION, renderCrdKustomization(switchyardCrds().map(crdFileName)));
     const committed = readdirSync(crdDir).filter((f) => f.endsWith('.yaml'));
     expect(committed.sort()).toEqual([...expected.keys()].sort());
     for (const [file, text] of expected) {

@@ -6,6 +6,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { type Logger, pino } from 'pino';
 import type { ZodType } from 'zod';
 import { type Bus, connectBus } from '../bus/connect.ts';
+import { followConnection } from '../bus/connection-state.ts';
 import { type Handler, type HandlerConsumerSpec, startHandlerRuntime } from '../bus/runtime/index.ts';
 import { topologyOptions } from '../bus/topology.ts';
 import { ObjectView } from '../bus/view.ts';
@@ -13,6 +14,7 @@ import { loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import { createKubeClients, type KubeClients } from '../kube/clients.ts';
 import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
+import { type HealthServer, startHealthServer } from '../runtime/health-server.ts';
 
 /** What a handler is built from: the process's pieces, ready. */
 export interface HandlerProcessContext {
@@ -35,10 +37,14 @@ export interface HandlerProcess<T> {
   running: string;
 }
 
-/** What every worker on the bus starts from: its configuration, logger, bus (topology verified) and view. */
+/**
+ * What every worker on the bus starts from: its configuration, logger, probes, bus (topology
+ * verified) and view. Ready while connected to NATS, once its view read what was recorded.
+ */
 export interface Worker {
   config: Config;
   log: Logger;
+  health: HealthServer;
   bus: Bus;
   view: ObjectView;
 }
@@ -50,6 +56,10 @@ export async function startWorker(
 ): Promise<Worker> {
   const { config } = loadConfig({ argv });
   const log = pino({ level: config.log.level, name });
+  // First: liveness answers while the worker waits for NATS or for the topology.
+  const health = await startHealthServer({ log });
+  let started = false;
+  health.require('start', () => (started ? undefined : 'connecting to NATS and reading the view'));
   const bus = await connectBus({
     servers: config.nats.url,
     name,
@@ -57,9 +67,12 @@ export async function startWorker(
     topology: topologyOptions(config.bus),
     mode: 'verify',
   });
+  const connection = followConnection(bus.nc);
+  health.require('nats', () => (connection.connected() ? undefined : 'disconnected from NATS, reconnecting'));
   const view = new ObjectView(viewKinds, log);
   await view.start(bus.js);
-  return { config, log, bus, view };
+  started = true;
+  return { config, log, health, bus, view };
 }
 
 /** The Kubernetes clients of a worker, from the default kubeconfig (in a Pod: its ServiceAccount). */
@@ -70,7 +83,7 @@ export function workerClients(component: string, config: Config): KubeClients {
 }
 
 export async function runHandlerProcess<T>(argv: string[], spec: HandlerProcess<T>): Promise<void> {
-  const { config, log, bus, view } = await startWorker(argv, spec.concern, spec.viewKinds);
+  const { config, log, health, bus, view } = await startWorker(argv, spec.concern, spec.viewKinds);
   const clients = workerClients(spec.concern, config);
   const consumers = spec.consumers(config);
   const runtime = await startHandlerRuntime({
@@ -100,4 +113,5 @@ export async function runHandlerProcess<T>(argv: string[], spec: HandlerProcess<
   view.stop();
   await bus.close();
   await clients.close();
+  await health.close();
 }

@@ -1,9 +1,10 @@
-// Switchyard installed on the local cluster the way a user installs it: every manifest of
-// deploy/ applied as written, the one difference the overlay a user writes for their cluster
-// (the NATS address), and the admission webhook's serving certificate made and its caBundle
-// filled in, as docs/admission.md tells a user to. The kube-controller-manager creates the Pods
-// and the node agent runs them; nothing of Switchyard runs in the caller's process.
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+// Switchyard installed on the local cluster the way a user installs it with a NATS of their
+// own: deploy/external-nats rendered by kustomize and applied, its NATS address set to the local
+// server's (what a user writes in the overlay's nats-address.yaml), and the admission webhook's
+// serving certificate made and its caBundle filled in, as docs/admission.md tells a user to.
+// The kube-controller-manager creates the Pods and the node agent runs them; nothing of
+// Switchyard runs in the caller's process.
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   AppsV1Api,
@@ -19,8 +20,9 @@ import {
 import type { Logger } from 'pino';
 import { GROUP, VERSION } from '../api/constants.ts';
 import { CRD_CONFIG_KIND } from '../api/conversion-config.ts';
-import { isConflict, isNotFound } from '../kube/errors.ts';
+import { isNotFound } from '../kube/errors.ts';
 import { PROJECT_ROOT } from './cluster.ts';
+import { runKubectl } from './kubectl.ts';
 import { createCertificateAuthority, issueCertificate } from './pki.ts';
 import { waitFor } from './wait.ts';
 
@@ -44,23 +46,36 @@ export interface Installed {
   deployments: string[];
 }
 
-/** The manifests of a file or a folder of deploy/ (its files in name order). */
-export async function deployManifests(path: string): Promise<KubernetesObject[]> {
-  const full = join(PROJECT_ROOT, 'deploy', path);
-  const files = path.endsWith('.yaml')
-    ? [full]
-    : (await readdir(full))
-        .filter((f) => f.endsWith('.yaml'))
-        .sort()
-        .map((f) => join(full, f));
-  const docs = await Promise.all(files.map((f) => readFile(f, 'utf8')));
-  return docs.flatMap((d) => loadAllYaml(d) as KubernetesObject[]);
+/** `kubectl kustomize deploy/<overlay>`: the objects `kubectl apply -k` would send, in its order. */
+export async function renderDeploy(overlay: string): Promise<KubernetesObject[]> {
+  // kustomize reads no cluster: the kubeconfig is never opened.
+  const result = await runKubectl('/dev/null', ['kustomize', join(PROJECT_ROOT, 'deploy', overlay)]);
+  if (result.code !== 0) throw new Error(`kubectl kustomize deploy/${overlay}: ${result.stderr.trim()}`);
+  return loadAllYaml(result.stdout) as KubernetesObject[];
 }
 
+/** The order objects are applied in, by kind: what each phase needs exists before it. */
+const PHASES = {
+  namespace: ['Namespace'],
+  crds: ['CustomResourceDefinition'],
+  access: [
+    'ServiceAccount',
+    'ClusterRole',
+    'ClusterRoleBinding',
+    'Role',
+    'RoleBinding',
+    'PriorityLevelConfiguration',
+    'FlowSchema',
+  ],
+  workloads: ['ConfigMap', 'Service', 'PodDisruptionBudget', 'Job', 'Deployment'],
+  admission: ['ValidatingWebhookConfiguration'],
+} as const;
+
 /**
- * Applies deploy/ to the cluster and resolves once every component is ready and the admission
- * webhook answers: CRDs (established), RBAC, the bus topology Job (complete), the workers and
- * the admission Deployment (all replicas ready), then the ValidatingWebhookConfiguration.
+ * Applies deploy/external-nats to the cluster, the NATS address set as a user sets it in that
+ * overlay, and resolves once every component is ready and the admission webhook answers:
+ * namespace, CRDs (established), identities and API priority, the workloads (the bus-setup Job
+ * complete, every Deployment's replicas ready), then the ValidatingWebhookConfiguration.
  */
 export async function installSwitchyard(opts: InstallOptions): Promise<Installed> {
   const { admin, log } = opts;
@@ -68,27 +83,31 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
   const objects = admin.makeApiClient(KubernetesObjectApi);
   const apply = (o: KubernetesObject) =>
     objects.patch(o, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+  const rendered = (await renderDeploy('external-nats')).map((o) => forThisCluster(o, opts.natsUrl));
+  const phase = (kinds: readonly string[]) => rendered.filter((o) => kinds.includes(o.kind ?? ''));
+  const unplaced = rendered.filter(
+    (o) => !Object.values(PHASES).some((kinds) => kinds.includes(o.kind as never)),
+  );
+  if (unplaced.length > 0)
+    throw new Error(
+      `deploy/ has objects no install phase applies: ${unplaced.map((o) => o.kind).join(', ')}`,
+    );
 
-  await ensureNamespace(admin, SWITCHYARD_NAMESPACE);
-  const crds = await deployManifests('crds');
+  for (const o of phase(PHASES.namespace)) await apply(o);
+  const crds = phase(PHASES.crds);
   for (const crd of crds) await apply(crd);
   await waitForEstablished(admin, crds, timeoutMs);
   log.info({ crds: crds.length }, 'CRDs established');
 
-  for (const o of [...(await deployManifests('rbac')), ...(await deployManifests('admission/rbac.yaml'))])
-    await apply(o);
-
+  for (const o of phase(PHASES.access)) await apply(o);
   const caPem = await createAdmissionCertificate(admin, opts.dir);
-  const workloads = [
-    ...(await deployManifests('workers')),
-    ...(await deployManifests('admission/deployment.yaml')),
-  ];
-  for (const o of workloads) await apply(forThisCluster(o, opts.natsUrl));
+  const workloads = phase(PHASES.workloads);
+  for (const o of workloads) await apply(o);
   const deployments = workloads.filter((o) => o.kind === 'Deployment').map((o) => o.metadata?.name ?? '');
   await waitForBusSetup(admin, timeoutMs);
   await waitForDeployments(admin, deployments, log, timeoutMs);
 
-  for (const o of await deployManifests('admission/webhook.yaml')) await apply(withCaBundle(o, caPem));
+  for (const o of phase(PHASES.admission)) await apply(withCaBundle(o, caPem));
   await waitForAdmission(admin, timeoutMs);
   log.info({ deployments }, 'Switchyard is installed and ready');
   return { deployments };
@@ -108,15 +127,6 @@ function withCaBundle(o: KubernetesObject, caPem: string): KubernetesObject {
   const webhooks = (o as { webhooks?: { clientConfig: { caBundle?: string } }[] }).webhooks ?? [];
   for (const w of webhooks) w.clientConfig.caBundle = Buffer.from(caPem).toString('base64');
   return o;
-}
-
-async function ensureNamespace(admin: KubeConfig, name: string): Promise<void> {
-  await admin
-    .makeApiClient(CoreV1Api)
-    .createNamespace({ body: { metadata: { name } } })
-    .catch((err) => {
-      if (!isConflict(err)) throw err;
-    });
 }
 
 async function waitForEstablished(admin: KubeConfig, crds: KubernetesObject[], timeoutMs: number) {

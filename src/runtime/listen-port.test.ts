@@ -10,7 +10,13 @@ describe('listenPort', () => {
     expect(listenPort(9443, { SWITCHYARD_HOST_PORT_9443: '41234' })).toBe(41234);
   });
 
+  it('is 0, any free port, when a process started by hand asks for it', () => {
+    expect(listenPort(8081, { SWITCHYARD_HOST_PORT_8081: '0' })).toBe(0);
+  });
+
   it('rejects an override that is not a port', () => {
+    expect(() => listenPort(9443, { SWITCHYARD_HOST_PORT_9443: '' })).toThrow(/not a TCP port/);
+    expect(() => listenPort(9443, { SWITCHYARD_HOST_PORT_9443: '-1' })).toThrow(/not a TCP port/);
     expect(() => listenPort(9443, { SWITCHYARD_HOST_PORT_9443: 'nine' })).toThrow(/not a TCP port/);
     expect(() => listenPort(9443, { SWITCHYARD_HOST_PORT_9443: '70000' })).toThrow(/not a TCP port/);
   });

@@ -15,7 +15,9 @@ import { escapeToken } from '../bus/subjects.ts';
 import { DEFAULT_TOPOLOGY } from '../bus/topology.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
 import { ManagedProcess } from '../local-cluster/managed-process.ts';
+import { hostPortVariable } from '../local-cluster/node-agent/pod-env.ts';
 import { waitFor } from '../local-cluster/wait.ts';
+import { HEALTH_PORT } from '../runtime/health-server.ts';
 
 const cluster = useLocalCluster();
 const admin = cluster.kubeConfig('admin');
@@ -28,7 +30,12 @@ beforeAll(async () => {
       name: 'watchers',
       command: process.execPath,
       args: [join(PROJECT_ROOT, 'src/cli/main.ts'), 'watch', `--nats.url=${cluster.info.natsUrl}`],
-      env: { ...process.env, KUBECONFIG: cluster.info.kubeConfigs.admin, SWITCHYARD_LOG_LEVEL: 'debug' },
+      env: {
+        ...process.env,
+        KUBECONFIG: cluster.info.kubeConfigs.admin,
+        SWITCHYARD_LOG_LEVEL: 'debug',
+        [hostPortVariable(HEALTH_PORT)]: '0',
+      },
       logFile: join(cluster.info.dir, 'logs', 'watchers-process.log'),
     },
     pino({ level: 'warn' }),
@@ -80,7 +87,11 @@ describe('switchyard watch', () => {
         name: 'watchers-small-payload',
         command: process.execPath,
         args: [join(PROJECT_ROOT, 'src/cli/main.ts'), 'watch', `--nats.url=${bus.server.url}`],
-        env: { ...process.env, KUBECONFIG: cluster.info.kubeConfigs.admin },
+        env: {
+          ...process.env,
+          KUBECONFIG: cluster.info.kubeConfigs.admin,
+          [hostPortVariable(HEALTH_PORT)]: '0',
+        },
         logFile: join(cluster.info.dir, 'logs', 'watchers-small-payload.log'),
       },
       pino({ level: 'warn' }),

@@ -1,10 +1,12 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { connectBus } from '../bus/connect.ts';
+import { followConnection } from '../bus/connection-state.ts';
 import { RecordWriter } from '../bus/records/record-writer.ts';
 import { tombstoneTtl, topologyOptions } from '../bus/topology.ts';
 import { loadConfig } from '../config/load.ts';
 import { createKubeClients } from '../kube/clients.ts';
+import { startHealthServer } from '../runtime/health-server.ts';
 import { servesGroupVersion } from './list-objects.ts';
 import { loadRecorded, ObjectWatcher } from './object-watcher.ts';
 import { RECORDED_RESOURCES, XRD_RESOURCE } from './resources.ts';
@@ -20,11 +22,16 @@ const COMPONENT = 'watchers';
 export async function runWatchers(argv: string[]): Promise<void> {
   const { config } = loadConfig({ argv });
   const log = pino({ level: config.log.level, name: COMPONENT });
+  const health = await startHealthServer({ log });
+  let recording = false;
+  health.require('start', () => (recording ? undefined : 'connecting to NATS and listing what it records'));
   const kc = new KubeConfig();
   kc.loadFromDefault();
   const clients = createKubeClients({ kubeConfig: kc, component: COMPONENT, kubernetes: config.kubernetes });
   const topology = topologyOptions(config.bus);
   const bus = await connectBus({ servers: config.nats.url, name: COMPONENT, log, topology, mode: 'verify' });
+  const connection = followConnection(bus.nc);
+  health.require('nats', () => (connection.connected() ? undefined : 'disconnected from NATS, reconnecting'));
   const crossplane = await servesGroupVersion(
     clients.informers.kubeConfig,
     '/apis/apiextensions.crossplane.io/v1',
@@ -66,6 +73,7 @@ export async function runWatchers(argv: string[]): Promise<void> {
     ),
   );
   await Promise.all(watchers.map((w) => w.start()));
+  recording = true;
   log.info({ kinds: resources.map((r) => r.kind), crossplane }, 'recording');
 
   await new Promise<void>((resolve) => {
@@ -76,4 +84,5 @@ export async function runWatchers(argv: string[]): Promise<void> {
   for (const w of watchers) w.stop();
   await bus.close();
   await clients.close();
+  await health.close();
 }

@@ -128,7 +128,6 @@ describe('negative control: the same move with replicas that drop a plan at once
   it('sees failed conversions', async () => {
     const unsafe = ['--webhook.unsafeDropPlanOnReassign=true'];
     await createInstance(admin, NC_A, { replicas: 1, extraArgs: unsafe });
-    await createInstance(admin, NC_B, { replicas: 1, extraArgs: unsafe });
     await createTwoVersionTarget(admin, NC_TARGET, 'Gadget');
     await createRenameConfig(admin, NC_CONFIG, NC_TARGET, NC_A);
     await moveDone(NC_CONFIG, NC_TARGET, NC_A, 'FirstApply');
@@ -141,6 +140,11 @@ describe('negative control: the same move with replicas that drop a plan at once
     await control.start();
     await sleep(SETTLE_MS);
     const before = totalOf(await apiserverConversions(admin), [NC_TARGET]);
+    // B is created with the move, so the gate waits seconds for its replica to start: a window
+    // in which A has already dropped the plan that the target still names A for. With replicas
+    // already running the repoint follows in a few hundred milliseconds, and the clients may
+    // send nothing in that window; the apiserver's own counter alone would then see it.
+    await createInstance(admin, NC_B, { replicas: 1, extraArgs: unsafe });
     await patchConfig(admin, NC_CONFIG, { webhookServerRef: { name: NC_B } });
     await moveDone(NC_CONFIG, NC_TARGET, NC_B);
     await sleep(SETTLE_MS);

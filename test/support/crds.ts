@@ -7,6 +7,7 @@ import {
   type V1CustomResourceDefinition,
   type V1JSONSchemaProps,
 } from '@kubernetes/client-node';
+import { CRD_KUSTOMIZATION } from '../../src/api/crd-yaml.ts';
 import { isConflict } from '../../src/kube/errors.ts';
 import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
@@ -31,7 +32,7 @@ export async function ensureCrd(kc: KubeConfig, crd: V1CustomResourceDefinition)
 /** The project's CRDs as committed in deploy/crds/ (what a user applies). */
 export async function committedCrds(): Promise<V1CustomResourceDefinition[]> {
   const dir = join(PROJECT_ROOT, 'deploy', 'crds');
-  const files = (await readdir(dir)).filter((f) => f.endsWith('.yaml'));
+  const files = (await readdir(dir)).filter((f) => f.endsWith('.yaml') && f !== CRD_KUSTOMIZATION);
   const docs = await Promise.all(files.map((f) => readFile(join(dir, f), 'utf8')));
   return docs.flatMap((d) => loadAllYaml(d) as V1CustomResourceDefinition[]);
 }

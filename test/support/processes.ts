@@ -2,6 +2,8 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
 import { ManagedProcess } from '../../src/local-cluster/managed-process.ts';
+import { hostPortVariable } from '../../src/local-cluster/node-agent/pod-env.ts';
+import { HEALTH_PORT } from '../../src/runtime/health-server.ts';
 
 /**
  * `switchyard <args>` as its own process, as a Pod runs it: on `natsUrl`, as the identity of
@@ -17,7 +19,13 @@ export function switchyardProcess(opts: {
   /** More environment, as a Pod's spec gives it (the downward API's POD_NAME, …). */
   env?: Record<string, string>;
 }): ManagedProcess {
-  const env: NodeJS.ProcessEnv = { ...process.env, SWITCHYARD_LOG_LEVEL: 'info', ...opts.env };
+  // Its probes on any free port: several workers run side by side on the host.
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    SWITCHYARD_LOG_LEVEL: 'info',
+    [hostPortVariable(HEALTH_PORT)]: '0',
+    ...opts.env,
+  };
   if (opts.kubeconfig) env.KUBECONFIG = opts.kubeconfig;
   else delete env.KUBECONFIG;
   return new ManagedProcess(

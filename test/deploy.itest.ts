@@ -1,0 +1,370 @@
+// deploy/ as a platform team applies it. Every overlay renders with kustomize and passes the
+// apiserver's server-side dry run: schemas with unknown fields refused, admission, and Pod
+// Security "restricted" in the namespace (any warning fails the test). Third-party kinds are
+// checked against a stand-in CRD written from their documented fields. And the identities
+// deploy/default creates can do what each component needs and nothing it must not
+// (SubjectAccessReviews against its RBAC, applied under a name prefix of this file's own).
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { AuthorizationV1Api, CoreV1Api, type KubernetesObject, loadAllYaml } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
+import { waitFor } from '../src/local-cluster/wait.ts';
+import { useLocalCluster } from './support/local-cluster.ts';
+
+const cluster = useLocalCluster();
+const admin = cluster.kubeConfig('admin');
+const core = admin.makeApiClient(CoreV1Api);
+const suffix = randomBytes(3).toString('hex');
+/** The dry runs' namespace: the overlays' own, renamed, with the same Pod Security label. */
+const namespace = `deploy-check-${suffix}`;
+const prefix = `sar-${suffix}-`;
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  const keda = await cluster.kubectl([
+    'apply',
+    '--server-side',
+    '-f',
+    join(PROJECT_ROOT, 'test/fixtures/third-party-crds/keda-scaledobjects.yaml'),
+  ]);
+  expect(keda.stderr).toBe('');
+  await waitFor('the ScaledObject stand-in CRD established', async () => {
+    const res = await cluster.kubectl([
+      'get',
+      'crd',
+      'scaledobjects.keda.sh',
+      '-o',
+      'jsonpath={.status.conditions[?(@.type=="Established")].status}',
+    ]);
+    return res.stdout === 'True' ? true : undefined;
+  });
+  const own = (await readFile(join(PROJECT_ROOT, 'deploy/base/namespace.yaml'), 'utf8')).replace(
+    'name: switchyard-system',
+    `name: ${namespace}`,
+  );
+  const created = await cluster.kubectl(['create', '--save-config', '-f', '-'], { input: own });
+  expect(created.stderr).toBe('');
+});
+
+afterAll(async () => {
+  await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+/** A kustomization in a directory of its own, over deploy/ folders, with `extra` fields. */
+async function overlay(resources: string[], components: string[], extra: string[] = []): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'switchyard-deploy-'));
+  dirs.push(dir);
+  const path = (folder: string) => relative(dir, join(PROJECT_ROOT, 'deploy', folder));
+  await writeFile(
+    join(dir, 'kustomization.yaml'),
+    [
+      'apiVersion: kustomize.config.k8s.io/v1beta1',
+      'kind: Kustomization',
+      'resources:',
+      ...resources.map((r) => `  - ${r.endsWith('.yaml') ? r : path(r)}`),
+      ...(components.length > 0 ? ['components:', ...components.map((c) => `  - ${path(c)}`)] : []),
+      ...extra,
+      '',
+    ].join('\n'),
+  );
+  return dir;
+}
+
+async function rendered(dir: string): Promise<KubernetesObject[]> {
+  const res = await cluster.kubectl(['kustomize', dir]);
+  expect(res.stderr).toBe('');
+  return loadAllYaml(res.stdout) as KubernetesObject[];
+}
+
+const dryRun = (dir: string) =>
+  cluster.kubectl(['apply', '--dry-run=server', '-k', dir], { timeoutMs: 60_000 });
+
+describe('every overlay of deploy/', () => {
+  it.each([
+    { name: 'default', resources: ['default'], components: [] },
+    { name: 'external-nats', resources: ['external-nats'], components: [] },
+    { name: 'default with autoscaling', resources: ['default'], components: ['autoscaling'] },
+  ])('$name renders and passes the apiserver’s dry run without a warning', async ({
+    resources,
+    components,
+  }) => {
+    const dir = await overlay(resources, components, [`namespace: ${namespace}`]);
+    const objects = await rendered(dir);
+    const res = await dryRun(dir);
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(0);
+    const accepted = res.stdout.split('\n').filter((l) => l.endsWith('(server dry run)'));
+    expect(accepted).toHaveLength(objects.length);
+  });
+
+  it('default holds one Deployment per worker kind, each probed, restricted and budgeted', async () => {
+    const objects = await rendered(await overlay(['default'], []));
+    const deployments = objects.filter((o) => o.kind === 'Deployment');
+    expect(deployments.map((d) => d.metadata?.name).sort()).toEqual(
+      [
+        'admission',
+        'assign',
+        'config-status',
+        'handover',
+        'instances',
+        'lease-aggregate',
+        'router',
+        'watchers',
+      ].map((n) => `switchyard-${n}`),
+    );
+    const budgets = new Set(
+      objects.filter((o) => o.kind === 'PodDisruptionBudget').map((o) => o.metadata?.name),
+    );
+    for (const d of deployments) {
+      const spec = (d as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+      expect(budgets.has(d.metadata?.name), `${d.metadata?.name} budget`).toBe(true);
+      expect(spec.securityContext, `${d.metadata?.name}`).toMatchObject({
+        runAsNonRoot: true,
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+      for (const c of spec.containers) {
+        expect(c.readinessProbe?.httpGet, `${d.metadata?.name} readiness`).toBeDefined();
+        expect(c.livenessProbe?.httpGet, `${d.metadata?.name} liveness`).toBeDefined();
+        expect(c.resources?.requests, `${d.metadata?.name} requests`).toBeDefined();
+        expect(c.resources?.limits?.memory, `${d.metadata?.name} memory limit`).toBeDefined();
+        expect(c.securityContext, `${d.metadata?.name}`).toMatchObject({
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ['ALL'] },
+        });
+      }
+    }
+  });
+
+  it('external-nats points every workload that uses NATS at the address of its nats-address.yaml', async () => {
+    const objects = await rendered(await overlay(['external-nats'], []));
+    const urls = objects.flatMap((o) =>
+      ((o as { spec?: { template?: { spec?: PodSpec } } }).spec?.template?.spec?.containers ?? []).flatMap(
+        (c) => (c.env ?? []).filter((e) => e.name === 'SWITCHYARD_NATS_URL').map((e) => e.value),
+      ),
+    );
+    expect(urls.length).toBe(8);
+    expect(new Set(urls)).toEqual(new Set(['nats://nats.nats.svc:4222']));
+    expect(
+      objects.some((o) => o.kind === 'StatefulSet' || o.metadata?.name === 'switchyard-nats-address'),
+    ).toBe(false);
+  });
+
+  it('runs NATS at the server line the project is tested with', async () => {
+    const goMod = await readFile(join(PROJECT_ROOT, 'tools/nats-server/go.mod'), 'utf8');
+    const version = /github\.com\/nats-io\/nats-server\/v2 v(\S+)/.exec(goMod)?.[1];
+    const nats = (await rendered(await overlay(['default'], []))).find((o) => o.kind === 'StatefulSet') as
+      | { spec: { template: { spec: PodSpec } } }
+      | undefined;
+    expect(version).toBeDefined();
+    expect(nats?.spec.template.spec.containers[0]?.image).toBe(`nats:${version}`);
+  });
+
+  it('the dry run can fail: a mistyped ScaledObject field and a Pod allowed to escalate are refused or warned', async () => {
+    const typoDir = await overlay(['typo.yaml'], [], [`namespace: ${namespace}`]);
+    await writeFile(
+      join(typoDir, 'typo.yaml'),
+      [
+        'apiVersion: keda.sh/v1alpha1',
+        'kind: ScaledObject',
+        'metadata: { name: typo }',
+        'spec:',
+        '  scaleTargetRef: { name: switchyard-handover }',
+        '  minReplicas: 2',
+        '  triggers: [{ type: nats-jetstream, metadata: { stream: WORK } }]',
+        '',
+      ].join('\n'),
+    );
+    const mistyped = await dryRun(typoDir);
+    expect(mistyped.code).not.toBe(0);
+    expect(mistyped.stderr).toMatch(/unknown field "spec.minReplicas"/);
+
+    const escalating = await dryRun(
+      await overlay(
+        ['workers'],
+        [],
+        [
+          `namespace: ${namespace}`,
+          'patches:',
+          '  - target: { kind: Deployment, name: switchyard-router }',
+          '    patch: |-',
+          '      - op: replace',
+          '        path: /spec/template/spec/containers/0/securityContext/allowPrivilegeEscalation',
+          '        value: true',
+        ],
+      ),
+    );
+    expect(escalating.stderr).toMatch(/would violate PodSecurity "restricted:latest"/);
+  });
+});
+
+interface PodSpec {
+  securityContext?: Record<string, unknown>;
+  containers: {
+    image?: string;
+    env?: { name: string; value?: string }[];
+    readinessProbe?: { httpGet?: unknown };
+    livenessProbe?: { httpGet?: unknown };
+    resources?: { requests?: unknown; limits?: { memory?: string } };
+    securityContext?: Record<string, unknown>;
+  }[];
+}
+
+type Access = [verb: string, group: string, resource: string, namespace?: string];
+
+/**
+ * What each component's identity may do (`allow`) and a sample of what it must not (`deny`):
+ * its reads come from the bus, so no worker but the watchers may list or watch anything, and
+ * none may read a Secret in bulk.
+ */
+const ACCESS: Record<string, { allow: Access[]; deny: Access[] }> = {
+  watchers: {
+    allow: [
+      ['list', 'apiextensions.k8s.io', 'customresourcedefinitions'],
+      ['watch', 'switchyard.dev', 'crdconversionconfigs'],
+      ['watch', 'coordination.k8s.io', 'leases', 'switchyard-system'],
+      ['list', 'discovery.k8s.io', 'endpointslices', 'switchyard-system'],
+      ['create', 'events.k8s.io', 'events', 'default'],
+    ],
+    deny: [
+      ['patch', 'apiextensions.k8s.io', 'customresourcedefinitions'],
+      ['list', '', 'secrets', 'switchyard-system'],
+      ['list', '', 'pods', 'switchyard-system'],
+      ['patch', 'switchyard.dev', 'crdconversionconfigs/status'],
+    ],
+  },
+  router: {
+    allow: [],
+    deny: [
+      ['list', 'apiextensions.k8s.io', 'customresourcedefinitions'],
+      ['get', 'switchyard.dev', 'crdconversionconfigs'],
+      ['create', 'events.k8s.io', 'events', 'default'],
+    ],
+  },
+  assign: {
+    allow: [
+      ['patch', 'switchyard.dev', 'crdconversionconfigs/status'],
+      ['patch', 'switchyard.dev', 'conversionwebhookservers/status'],
+      ['create', 'events.k8s.io', 'events', 'default'],
+    ],
+    deny: [
+      ['patch', 'switchyard.dev', 'crdconversionconfigs'],
+      ['patch', 'apiextensions.k8s.io', 'customresourcedefinitions'],
+      ['list', 'switchyard.dev', 'crdconversionconfigs'],
+      ['create', 'events.k8s.io', 'events', 'kube-system'],
+    ],
+  },
+  'lease-aggregate': {
+    allow: [['patch', 'switchyard.dev', 'conversionwebhookservers/status']],
+    deny: [
+      ['list', 'coordination.k8s.io', 'leases', 'switchyard-system'],
+      ['patch', 'coordination.k8s.io', 'leases', 'switchyard-system'],
+      ['patch', 'switchyard.dev', 'crdconversionconfigs/status'],
+    ],
+  },
+  handover: {
+    allow: [
+      ['patch', 'apiextensions.k8s.io', 'customresourcedefinitions'],
+      ['patch', 'apiextensions.crossplane.io', 'compositeresourcedefinitions'],
+      ['patch', 'switchyard.dev', 'crdconversionconfigs/status'],
+      ['create', 'events.k8s.io', 'events', 'default'],
+    ],
+    deny: [
+      ['delete', 'apiextensions.k8s.io', 'customresourcedefinitions'],
+      ['create', 'apiextensions.k8s.io', 'customresourcedefinitions'],
+      ['list', '', 'secrets', 'switchyard-system'],
+      ['patch', 'switchyard.dev', 'crdconversionconfigs'],
+    ],
+  },
+  'config-status': {
+    allow: [['patch', 'switchyard.dev', 'xrdconversionconfigs/status']],
+    deny: [
+      ['patch', 'switchyard.dev', 'xrdconversionconfigs'],
+      ['patch', 'apiextensions.k8s.io', 'customresourcedefinitions'],
+    ],
+  },
+  instances: {
+    allow: [
+      ['create', 'apps', 'deployments', 'switchyard-system'],
+      ['patch', '', 'secrets', 'switchyard-system'],
+      ['create', 'rbac.authorization.k8s.io', 'rolebindings', 'switchyard-system'],
+      ['patch', 'switchyard.dev', 'conversionwebhookservers'],
+      ['update', 'switchyard.dev', 'conversionwebhookservers/finalizers'],
+    ],
+    deny: [
+      ['delete', 'apps', 'deployments', 'switchyard-system'],
+      ['list', '', 'secrets', 'switchyard-system'],
+      ['bind', 'rbac.authorization.k8s.io', 'roles', 'switchyard-system'],
+      ['escalate', 'rbac.authorization.k8s.io', 'roles', 'switchyard-system'],
+      ['patch', 'apiextensions.k8s.io', 'customresourcedefinitions'],
+    ],
+  },
+  admission: {
+    allow: [
+      ['list', 'switchyard.dev', 'crdconversionconfigs'],
+      ['get', 'apiextensions.k8s.io', 'customresourcedefinitions'],
+    ],
+    deny: [
+      ['watch', 'switchyard.dev', 'crdconversionconfigs'],
+      ['create', 'switchyard.dev', 'crdconversionconfigs'],
+      ['list', 'apiextensions.k8s.io', 'customresourcedefinitions'],
+      ['get', '', 'secrets', 'switchyard-system'],
+    ],
+  },
+};
+
+describe('the identities deploy/default creates', () => {
+  let applied = '';
+
+  beforeAll(async () => {
+    await core.createNamespace({ body: { metadata: { name: 'switchyard-system' } } }).catch(() => undefined);
+    // deploy/default's RBAC only, every name prefixed: other files of the run share the
+    // cluster and create the unprefixed objects themselves.
+    const rbac = (await rendered(await overlay(['default'], [], [`namePrefix: ${prefix}`]))).filter((o) =>
+      ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind ?? ''),
+    );
+    expect(rbac.every((o) => o.metadata?.name?.startsWith(prefix))).toBe(true);
+    applied = rbac.map((o) => JSON.stringify(o)).join('\n');
+    const res = await cluster.kubectl(['apply', '--server-side', '-f', '-'], { input: applied });
+    expect(res.stderr).toBe('');
+  });
+
+  afterAll(async () => {
+    // Exactly what was applied: never the overlay, whose CRDs the whole run shares.
+    if (applied)
+      await cluster.kubectl(['delete', '-f', '-', '--ignore-not-found', '--wait=false'], { input: applied });
+  });
+
+  const cases = Object.entries(ACCESS).flatMap(([component, { allow, deny }]) => [
+    ...allow.map((a) => ({ component, access: a, allowed: true })),
+    ...deny.map((a) => ({ component, access: a, allowed: false })),
+  ]);
+
+  it.each(cases)('$component: $access.0 $access.2 ($access.1) → allowed $allowed', async ({
+    component,
+    access,
+    allowed,
+  }) => {
+    const [verb, group, resource, ns] = access;
+    const [base, subresource] = resource.split('/');
+    const account = `${prefix}switchyard-${component}`;
+    const review = await admin.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
+      body: {
+        spec: {
+          user: `system:serviceaccount:switchyard-system:${account}`,
+          groups: [
+            'system:serviceaccounts',
+            'system:serviceaccounts:switchyard-system',
+            'system:authenticated',
+          ],
+          resourceAttributes: { verb, group, resource: base, subresource, namespace: ns },
+        },
+      },
+    });
+    expect(review.status?.allowed ?? false).toBe(allowed);
+  });
+});
