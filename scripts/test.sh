@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every check: types, lint, unit and property tests, and the integration and
-# end-to-end tests against the real local stack (etcd, kube-apiserver,
-# kube-controller-manager, the local node agent and NATS JetStream).
+# Runs every check: types, lint, the container image (built and run as deploy/
+# runs it), unit and property tests, and the integration and end-to-end tests
+# against the real local stack (etcd, kube-apiserver, kube-controller-manager,
+# the local node agent and NATS JetStream).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/bootstrap.sh"
 bootstrap
 cd "$SWITCHYARD_ROOT"
@@ -9,6 +10,8 @@ echo "[test] typecheck"
 npx tsc -p tsconfig.json
 echo "[test] lint"
 npx biome check .
+echo "[test] image"
+./scripts/check-image.sh
 echo "[test] vitest"
 report="$SWITCHYARD_CACHE/vitest-report.json"
 rm -f "$report"

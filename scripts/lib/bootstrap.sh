@@ -42,14 +42,16 @@ ensure_node_modules() {
   fi
 }
 
+# ensure_debian_package <binary> <package> [apt-get install options…]
 ensure_debian_package() {
   local binary="$1" package="$2"
+  shift 2
   command -v "$binary" >/dev/null && return 0
   [[ "$(id -u)" == 0 ]] || { log "$binary is missing: install Debian's $package (needs root)"; exit 1; }
   log "installing Debian package $package"
-  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null 2>&1; then
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" "$package" >/dev/null 2>&1; then
     apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" "$package" >/dev/null
   fi
 }
 

@@ -6,15 +6,13 @@
 // its replicas are up. Loading every subcommand eagerly, uncached, took ~1.3 s of CPU per
 // process on the reference 2-core machine (half of it @kubernetes/client-node, which the
 // webhook-server needs anyway); see BENCHMARKS.md "Process start".
+import { readFileSync } from 'node:fs';
 import { enableCompileCache } from 'node:module';
-
-// The cache lives in NODE_COMPILE_CACHE, else the OS temporary directory; a read-only or missing
-// directory only disables it.
-enableCompileCache();
 
 type Command = (args: string[]) => Promise<void>;
 
-const commands: Record<string, () => Promise<Command>> = {
+/** Each subcommand's module, loaded only when it runs. */
+export const commands: Record<string, () => Promise<Command>> = {
   demo: async () => (await import('./demo.ts')).runDemo,
   watch: async () => (await import('../watchers/run.ts')).runWatchers,
   bus: async () => (await import('./bus.ts')).runBus,
@@ -28,15 +26,36 @@ const commands: Record<string, () => Promise<Command>> = {
   'webhook-server': async () => (await import('../webhook/run.ts')).runWebhookServer,
 };
 
-async function main(argv: string[]): Promise<void> {
+/** `switchyard --version`: the name and the version in package.json (beside src/ in the image too). */
+export function versionLine(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return `switchyard ${pkg.version}\n`;
+}
+
+export async function main(
+  argv: string[],
+  table: Record<string, () => Promise<Command>> = commands,
+): Promise<void> {
   const [name, ...args] = argv;
-  const load = name === undefined ? undefined : commands[name];
+  if (name === '--version') {
+    process.stdout.write(versionLine());
+    return;
+  }
+  const load = name === undefined ? undefined : table[name];
   if (!load) {
-    process.stderr.write(`usage: switchyard <${Object.keys(commands).join('|')}> [args]\n`);
+    process.stderr.write(`usage: switchyard <${Object.keys(table).join('|')}> [args] | --version\n`);
     process.exitCode = 2;
     return;
   }
   await (await load())(args);
 }
 
-await main(process.argv.slice(2));
+if (import.meta.main) {
+  // The cache lives in NODE_COMPILE_CACHE, else the OS temporary directory; a read-only or
+  // missing directory only disables it. The image sets NODE_COMPILE_CACHE to a cache filled
+  // when it was built (read-only, and complete for every subcommand but the demo).
+  enableCompileCache();
+  await main(process.argv.slice(2));
+}
