@@ -12,6 +12,9 @@ echo "[test] lint"
 npx biome check .
 echo "[test] image"
 ./scripts/check-image.sh
+# The check above leaves a Docker engine running: the bus suite again, NATS in containers.
+echo "[test] bus suite, NATS through testcontainers"
+SWITCHYARD_NATS_BACKEND=testcontainers npx vitest run --project integration src/bus
 echo "[test] vitest"
 report="$SWITCHYARD_CACHE/vitest-report.json"
 rm -f "$report"

@@ -131,7 +131,8 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
   const log = opts.log ?? pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'local-cluster' });
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'switchyard-cluster-')));
   await mkdir(join(dir, 'logs'), { recursive: true });
-  const processes: ManagedProcess[] = [];
+  // Every process of the stack, and nats-server, which may run in a container instead.
+  const processes: (ManagedProcess | NatsServer)[] = [];
   let nodeAgent: NodeAgent | undefined;
   const stopAll = async () => {
     await nodeAgent?.stop();
@@ -157,7 +158,7 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
       startEtcd(files, log),
       NatsServer.start(dir, log, opts.natsConfig),
     ]);
-    processes.push(etcd.process, nats.process);
+    processes.push(etcd.process, nats);
     const api = await startApiServer(files, etcd.url, opts.extraApiServerArgs ?? [], log);
     processes.push(api.process);
     const endpoint: ClusterEndpoint = { server: api.url, caFile: ca.certFile };

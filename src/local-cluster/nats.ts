@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { childEnv } from './control-plane.ts';
 import { freePort } from './free-port.ts';
 import { ManagedProcess } from './managed-process.ts';
+import type { NatsContainer } from './nats-container.ts';
 import { waitFor } from './wait.ts';
 
 /**
@@ -15,24 +16,33 @@ import { waitFor } from './wait.ts';
  * The ports and the store are fixed at creation, so `restart()` brings the
  * same server back with its streams: what fault tests need to prove that
  * clients survive a NATS restart.
+ *
+ * It runs as a process of this one, or, with SWITCHYARD_NATS_BACKEND=testcontainers,
+ * in a container on the host's network (`nats-container.ts`); callers see no
+ * difference.
  */
 export class NatsServer {
+  readonly name = 'nats-server';
   readonly url: string;
   readonly monitorUrl: string;
-  private current: ManagedProcess | undefined;
+  private current: ManagedProcess | NatsContainer | undefined;
   private readonly configFile: string;
   private readonly logFile: string;
   private readonly log: Logger;
 
+  private readonly dir: string;
+
   private constructor(opts: {
     port: number;
     httpPort: number;
+    dir: string;
     configFile: string;
     logFile: string;
     log: Logger;
   }) {
     this.url = `nats://127.0.0.1:${opts.port}`;
     this.monitorUrl = `http://127.0.0.1:${opts.httpPort}`;
+    this.dir = opts.dir;
     this.configFile = opts.configFile;
     this.logFile = opts.logFile;
     this.log = opts.log;
@@ -57,6 +67,7 @@ export class NatsServer {
     const server = new NatsServer({
       port,
       httpPort,
+      dir,
       configFile,
       logFile: join(dir, 'logs', 'nats-server.log'),
       log,
@@ -65,24 +76,35 @@ export class NatsServer {
     return server;
   }
 
-  /** The running process (the control plane's process list includes it). */
-  get process(): ManagedProcess {
-    if (!this.current) throw new Error('nats-server is not running');
-    return this.current;
-  }
-
   get running(): boolean {
     return this.current?.running === true;
   }
 
+  /** The process's id; undefined in a container (its process is the container runtime's). */
+  get pid(): number | undefined {
+    return this.current instanceof ManagedProcess ? this.current.pid : undefined;
+  }
+
   /** Stops the server (SIGTERM, or SIGKILL with `kill`); its store stays for `launch()`. */
   async stop(opts: { kill?: boolean } = {}): Promise<void> {
-    await this.current?.stop(opts.kill ? 0 : 5_000);
+    const current = this.current;
+    if (current instanceof ManagedProcess) await current.stop(opts.kill ? 0 : 5_000);
+    else await current?.stop(opts);
   }
 
   /** Starts the server (again) on the same ports and store; resolves once JetStream is healthy. */
   async launch(): Promise<void> {
-    const proc = new ManagedProcess(
+    const running = natsBackend() === 'testcontainers' ? await this.launchContainer() : this.launchProcess();
+    this.current = running;
+    await waitFor('nats-server with JetStream to be healthy', async () => {
+      if (!running.running) throw new Error(`nats-server exited; see ${this.logFile}`);
+      const res = await fetch(`${this.monitorUrl}/healthz?js-enabled-only=true`).catch(() => undefined);
+      return res?.ok ? true : undefined;
+    });
+  }
+
+  private launchProcess(): ManagedProcess {
+    return new ManagedProcess(
       {
         name: 'nats-server',
         command: natsServerBinary(),
@@ -92,18 +114,34 @@ export class NatsServer {
       },
       this.log,
     );
-    this.current = proc;
-    await waitFor('nats-server with JetStream to be healthy', async () => {
-      if (!proc.running) throw new Error(`nats-server exited; see ${proc.logFile}`);
-      const res = await fetch(`${this.monitorUrl}/healthz?js-enabled-only=true`).catch(() => undefined);
-      return res?.ok ? true : undefined;
+  }
+
+  private async launchContainer(): Promise<NatsContainer> {
+    const { NatsContainer } = await import('./nats-container.ts');
+    const container = new NatsContainer({
+      binary: natsServerBinary(),
+      dir: this.dir,
+      configFile: this.configFile,
+      logFile: this.logFile,
     });
+    await container.start();
+    return container;
   }
 
   async restart(opts: { kill?: boolean } = {}): Promise<void> {
     await this.stop(opts);
     await this.launch();
   }
+}
+
+export type NatsBackend = 'process' | 'testcontainers';
+
+/** Where the local stack runs nats-server: SWITCHYARD_NATS_BACKEND, `process` by default. */
+export function natsBackend(env: NodeJS.ProcessEnv = process.env): NatsBackend {
+  const backend = env.SWITCHYARD_NATS_BACKEND ?? 'process';
+  if (backend !== 'process' && backend !== 'testcontainers')
+    throw new Error(`SWITCHYARD_NATS_BACKEND=${backend}: expected process or testcontainers`);
+  return backend;
 }
 
 export function natsServerBinary(): string {
