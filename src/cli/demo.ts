@@ -141,7 +141,7 @@ class Demo {
   private async install(admin: KubeConfig): Promise<void> {
     const cluster = this.requireCluster();
     this.heading(
-      'Installing Switchyard as a user would, `kubectl apply -k deploy/external-nats` pointed at the local NATS: namespace, CRDs, RBAC, API priority, the bus-setup Job, 7 workers × 2 replicas, the admission webhook',
+      'Installing Switchyard as a user would: deploy/external-nats rendered by kustomize, pointed at the local NATS: namespace, CRDs, RBAC, API priority, the bus-setup Job, 7 workers × 2 replicas, the admission webhook',
     );
     const t = performance.now();
     const { deployments } = await installSwitchyard({
