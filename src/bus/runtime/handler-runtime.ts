@@ -88,6 +88,7 @@ import {
   retryDelayMs,
 } from '../../runtime/backoff.ts';
 import { type Clock, systemClock } from '../../runtime/clock.ts';
+import { followConnection } from '../connection-state.ts';
 import { isConsumerNotFound } from '../errors.ts';
 import { AttemptLease } from './attempt.ts';
 import {
@@ -290,13 +291,14 @@ class Runtime<T> implements HandlerRuntime {
   private resolveStopped: () => void = () => undefined;
   private stopCalled: Promise<void> | undefined;
   private readonly recreating = new Map<string, Promise<void>>();
-  private connected = true;
+  private readonly connection: { connected(): boolean };
 
   constructor(opts: HandlerRuntimeOptions<T>, jsm: JetStreamManager) {
     this.opts = opts;
     this.concern = opts.concern;
     this.jsm = jsm;
     this.js = jetstream(opts.nc);
+    this.connection = followConnection(opts.nc);
     this.plan = planHandlerConsumers(opts.consumers);
     this.timings = leaseTimings(opts.consumers.ackWaitMs);
     this.log = opts.log.child({ concern: opts.concern });
@@ -333,7 +335,6 @@ class Runtime<T> implements HandlerRuntime {
             return [c, i] as [PlannedConsumer, number];
           })
         : this.plan.map((c) => [c, 0] as [PlannedConsumer, number]);
-    void this.trackConnection();
     this.lanes = lanes.map(([c, i]) => this.lane(c, i));
     this.log.info(
       { consumers: this.plan.map((c) => c.name), lanes: lanes.length },
@@ -364,14 +365,6 @@ class Runtime<T> implements HandlerRuntime {
     await this.opts.nc.flush().catch(() => undefined);
     this.log.info({ counters: this.counters() }, 'handler runtime stopped');
     this.resolveStopped();
-  }
-
-  /** Ends when the connection closes. */
-  private async trackConnection(): Promise<void> {
-    for await (const s of this.opts.nc.status()) {
-      if (s.type === 'disconnect') this.connected = false;
-      else if (s.type === 'reconnect') this.connected = true;
-    }
   }
 
   private async lane(planned: PlannedConsumer, index: number): Promise<void> {
@@ -664,8 +657,9 @@ class Runtime<T> implements HandlerRuntime {
    * buffer and could reach the server after the lease, so none is sent.
    */
   private mayStillSettle(attempt: AttemptLease, log: Logger): boolean {
-    if (this.connected && attempt.held()) return true;
-    this.abandon(attempt, this.connected ? 'lease lapsed before settling' : 'disconnected from NATS', log);
+    const connected = this.connection.connected();
+    if (connected && attempt.held()) return true;
+    this.abandon(attempt, connected ? 'lease lapsed before settling' : 'disconnected from NATS', log);
     return false;
   }
 
