@@ -6,12 +6,12 @@
 #   2. `switchyard bus setup` creates the topology on a local nats-server;
 #   3. the router worker becomes ready on /readyz (it needs no Kubernetes), and exits 0 on SIGTERM
 #      as the container's PID 1.
-# Needs a Docker engine. When none answers: installs Debian's docker.io if dockerd is missing
-# (root; no recommended packages, and no service started by the install), then starts dockerd with
-# no bridge network and no iptables rules (containers use the host's network, every connection
-# stays on loopback) and leaves it running for the next run, logging to
-# ~/.cache/switchyard/dockerd.log. Removes what it started but dockerd; safe to run again.
+# Needs a Docker engine: when none answers, scripts/lib/docker-engine.sh installs and starts one
+# (no bridge network, no iptables rules) and stops it again when this script ends. Removes
+# everything it started; safe to run again.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/bootstrap.sh"
+# shellcheck source=lib/docker-engine.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/docker-engine.sh"
 
 image="${1:-switchyard:dev}"
 say() { printf '[check-image] %s\n' "$*" >&2; }
@@ -21,7 +21,6 @@ fail() {
 }
 began=$SECONDS
 
-policy_guard=""
 router=""
 nats_pid=""
 tmp=""
@@ -32,39 +31,9 @@ cleanup() {
     wait "$nats_pid" 2>/dev/null || true
   fi
   [[ -z "$tmp" ]] || rm -rf "$tmp"
-  [[ -z "$policy_guard" ]] || rm -f "$policy_guard"
+  stop_docker_engine_if_started
 }
 trap cleanup EXIT
-
-ensure_docker_engine() {
-  if docker info >/dev/null 2>&1; then return 0; fi
-  [[ -z "${DOCKER_HOST:-}" ]] || fail "the Docker engine at DOCKER_HOST=$DOCKER_HOST does not answer"
-  [[ "$(id -u)" == 0 ]] || fail "no Docker engine answers, and installing or starting one needs root"
-  if ! command -v dockerd >/dev/null; then
-    # docker.io's maintainer scripts would start the daemon with its defaults (a bridge network,
-    # iptables rules): a policy-rc.d for the install keeps them from starting anything.
-    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-      policy_guard=/usr/sbin/policy-rc.d
-      printf '#!/bin/sh\n# scripts/check-image.sh: no service starts while docker.io installs\nexit 101\n' \
-        >"$policy_guard"
-      chmod 0755 "$policy_guard"
-    fi
-    ensure_debian_package dockerd docker.io --no-install-recommends
-    [[ -z "$policy_guard" ]] || rm -f "$policy_guard"
-    policy_guard=""
-  fi
-  local log="$SWITCHYARD_CACHE/dockerd.log"
-  say "starting dockerd (no bridge network, no iptables rules), log in $log"
-  setsid dockerd --bridge=none --iptables=false --ip6tables=false </dev/null >>"$log" 2>&1 &
-  local deadline=$((SECONDS + 60))
-  until docker info >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || {
-      tail -n 30 "$log" >&2
-      fail "dockerd did not answer within 60 s"
-    }
-    sleep 0.5
-  done
-}
 
 free_port() {
   node -e 'const s = require("node:net").createServer();
@@ -81,7 +50,7 @@ http_status() {
 mkdir -p "$SWITCHYARD_CACHE"
 ensure_node
 ensure_nats_server
-ensure_docker_engine
+ensure_docker_engine || fail "no Docker engine to build and run the image with"
 
 "$SWITCHYARD_ROOT/scripts/build-image.sh" "$image"
 

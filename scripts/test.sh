@@ -10,11 +10,17 @@ echo "[test] typecheck"
 npx tsc -p tsconfig.json
 echo "[test] lint"
 npx biome check .
+# A Docker engine for the image and the testcontainers run: installed and started if none
+# answers, and then stopped again (scripts/lib/docker-engine.sh).
+# shellcheck source=lib/docker-engine.sh
+source "$SWITCHYARD_ROOT/scripts/lib/docker-engine.sh"
+trap stop_docker_engine_if_started EXIT
+ensure_docker_engine
 echo "[test] image"
 ./scripts/check-image.sh
-# The check above leaves a Docker engine running: the bus suite again, NATS in containers.
 echo "[test] bus suite, NATS through testcontainers"
 SWITCHYARD_NATS_BACKEND=testcontainers npx vitest run --project integration src/bus
+stop_docker_engine_if_started
 echo "[test] vitest"
 report="$SWITCHYARD_CACHE/vitest-report.json"
 rm -f "$report"
