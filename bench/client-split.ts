@@ -25,18 +25,31 @@
 // (it takes ~2 minutes).
 // Relist: a full LIST of the WRITES ConfigMaps through the informers client,
 // idle vs right after a storm has left an event backlog.
+//
+// BENCH_ISOLATED=1 runs the same as deploy/ would in a cluster (issue 14): the
+// apiserver, etcd and every other process of the local stack pinned to core 0
+// and this process to core 1 (taskset), so a ratio measures client-side
+// coupling rather than two processes sharing two cores; deploy/api-priority
+// applied, and the clients acting as a ServiceAccount of switchyard-system, so
+// their Events go to the switchyard-events priority level as Switchyard's do.
+import { execFileSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CoreV1Api,
   EventsV1Api,
   type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
   PatchStrategy,
+  RbacAuthorizationV1Api,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { ClientKubeConfig } from '../src/kube/client-kube-config.ts';
 import { type EventCounters, EventRecorder } from '../src/kube/event-recorder.ts';
 import { limiterFor, tokenBucketLimiter, unlimited } from '../src/kube/rate-limiter.ts';
-import { startLocalCluster } from '../src/local-cluster/cluster.ts';
+import { type LocalCluster, startLocalCluster } from '../src/local-cluster/cluster.ts';
+import { renderDeploy } from '../src/local-cluster/install.ts';
+import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';
 
 const WRITES = 2_000;
 const WORKERS = 16;
@@ -254,7 +267,6 @@ async function relists(setup: Setup, runs: number): Promise<RelistResult> {
 }
 
 async function prepare(kc: KubeConfig): Promise<void> {
-  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
   const writer = new ClientKubeConfig(kc, { userAgent: 'switchyard/bench/setup' }).makeApiClient(CoreV1Api);
   let next = 0;
   await Promise.all(
@@ -298,11 +310,73 @@ function printRelists(results: RelistResult[]): void {
   }
 }
 
+const ISOLATED = process.env.BENCH_ISOLATED === '1';
+const SWITCHYARD_NAMESPACE = 'switchyard-system';
+const BENCH_ACCOUNT = 'bench-client-split';
+
+/** Every process of the local stack on core 0, this one on core 1. */
+function pinProcesses(cluster: LocalCluster): void {
+  for (const { pid } of cluster.pids()) execFileSync('taskset', ['-a', '-c', '-p', '0', String(pid)]);
+  execFileSync('taskset', ['-a', '-c', '-p', '1', String(process.pid)]);
+}
+
+/**
+ * deploy/api-priority applied as a user applies it, and a kubeconfig of a ServiceAccount in
+ * Switchyard's namespace allowed what the bench does: its Events match the FlowSchema.
+ */
+async function switchyardIdentity(cluster: LocalCluster, admin: KubeConfig): Promise<KubeConfig> {
+  const objects = admin.makeApiClient(KubernetesObjectApi);
+  const apply = (o: KubernetesObject) =>
+    objects.patch(o, undefined, undefined, 'bench', true, PatchStrategy.ServerSideApply);
+  for (const o of await renderDeploy('api-priority')) await apply(o);
+  const core = admin.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: SWITCHYARD_NAMESPACE } } });
+  await core.createNamespacedServiceAccount({
+    namespace: SWITCHYARD_NAMESPACE,
+    body: { metadata: { name: BENCH_ACCOUNT } },
+  });
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createClusterRole({
+    body: {
+      metadata: { name: BENCH_ACCOUNT },
+      rules: [
+        { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
+        { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
+      ],
+    },
+  });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: BENCH_ACCOUNT },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: BENCH_ACCOUNT },
+      subjects: [{ kind: 'ServiceAccount', name: BENCH_ACCOUNT, namespace: SWITCHYARD_NAMESPACE }],
+    },
+  });
+  const token = await core.createNamespacedServiceAccountToken({
+    name: BENCH_ACCOUNT,
+    namespace: SWITCHYARD_NAMESPACE,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  return kubeConfigFromToken(
+    cluster.endpoint,
+    `system:serviceaccount:${SWITCHYARD_NAMESPACE}:${BENCH_ACCOUNT}`,
+    token.status?.token ?? '',
+  );
+}
+
 async function main() {
   process.stderr.write('starting the local cluster…\n');
   const cluster = await startLocalCluster();
   try {
-    const kc = cluster.kubeConfigFor('admin');
+    const admin = cluster.kubeConfigFor('admin');
+    if (ISOLATED) pinProcesses(cluster);
+    const kc = ISOLATED ? await switchyardIdentity(cluster, admin) : admin;
+    process.stderr.write(
+      ISOLATED
+        ? 'isolated: the local stack on core 0, this process on core 1; deploy/api-priority applied, clients as a switchyard-system ServiceAccount\n'
+        : 'shared cores: the local stack and this process on both cores; no FlowSchema, clients as admin\n',
+    );
+    await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
     await prepare(kc);
     const splitSetup = split(kc);
     const stalledSetup = split(kc, { stalled: true });
