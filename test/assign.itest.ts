@@ -61,6 +61,7 @@ function start(name: string, args: string[], kubeconfig?: string): ManagedProces
     name,
     args,
     natsUrl: cluster.info.natsUrl,
+    natsCredentialsDir: cluster.info.natsCredentialsDir,
     kubeconfig,
     logFile: join(cluster.info.dir, 'logs', `${name}.log`),
     log: logger,

@@ -91,6 +91,7 @@ function start(name: string, args: string[], kubeconfig?: string): void {
       name,
       args,
       natsUrl: bus.server.url,
+      natsCredentialsDir: bus.natsCredentialsDir,
       kubeconfig,
       logFile: join(cluster.info.dir, 'logs', `gate-processes-${name}.log`),
       log: logger,

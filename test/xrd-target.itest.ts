@@ -71,6 +71,7 @@ function start(name: string, args: string[], kubeconfig?: string): void {
       name,
       args,
       natsUrl: bus.server.url,
+      natsCredentialsDir: bus.natsCredentialsDir,
       kubeconfig,
       logFile: join(cluster.info.dir, 'logs', `xrd-target-${name}.log`),
       log: logger,

@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type NatsConnection, usernamePasswordAuthenticator } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { systemClock } from '../runtime/clock.ts';
+import { inboxPrefixOf } from './inbox.ts';
 import {
   checkServerVersion,
   DEFAULT_TOPOLOGY,
@@ -35,6 +37,8 @@ const VERIFY_RETRY_MS = 2_000;
  */
 export async function connectBus(opts: {
   servers: string;
+  /** Who it connects as (`nats.user`, `nats.passwordFile`); none when the user is empty. */
+  credentials?: NatsCredentials | undefined;
   name: string;
   log: Logger;
   topology?: TopologyOptions;
@@ -46,6 +50,7 @@ export async function connectBus(opts: {
     name: opts.name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,
+    ...credentialOptions(opts.credentials),
   });
   try {
     checkServerVersion(nc.info?.version ?? '0.0.0', nc.info?.jetstream === true);
@@ -62,6 +67,32 @@ export async function connectBus(opts: {
     await nc.close();
     throw err;
   }
+}
+
+export interface NatsCredentials {
+  user: string;
+  passwordFile: string;
+}
+
+/**
+ * The user and its password, read from the file at every (re)connect, and the user's own inbox
+ * prefix: a user may subscribe only under `_INBOX.<user>.>` (src/access/nats-permissions.ts).
+ */
+function credentialOptions(credentials: NatsCredentials | undefined) {
+  if (!credentials?.user) return {};
+  const { user, passwordFile } = credentials;
+  const password = () => {
+    if (!passwordFile) return '';
+    try {
+      return readFileSync(passwordFile, 'utf8').trim();
+    } catch (err) {
+      throw new Error(`cannot read the NATS password of ${user} from ${passwordFile}: ${String(err)}`);
+    }
+  };
+  return {
+    authenticator: usernamePasswordAuthenticator(user, password),
+    inboxPrefix: inboxPrefixOf(user),
+  };
 }
 
 async function waitForTopology(

@@ -141,12 +141,13 @@ class Demo {
   private async install(admin: KubeConfig): Promise<void> {
     const cluster = this.requireCluster();
     this.heading(
-      'Installing Switchyard as a user would: deploy/external-nats rendered by kustomize, pointed at the local NATS: namespace, CRDs, RBAC, API priority, the bus-setup Job, 7 workers × 2 replicas, the admission webhook',
+      'Installing Switchyard as a user would: deploy/external-nats rendered by kustomize, pointed at the local NATS with a NATS user per component: namespace, CRDs, RBAC, API priority, the credentials and bus-setup Jobs, 7 workers × 2 replicas, the admission webhook',
     );
     const t = performance.now();
     const { deployments } = await installSwitchyard({
       admin,
       natsUrl: cluster.natsUrl,
+      natsCredentialsDir: cluster.natsCredentialsDir,
       dir: cluster.dir,
       log: this.log,
     });

@@ -24,6 +24,7 @@ export const commands: Record<string, () => Promise<Command>> = {
   'config-status': async () => (await import('../handlers/run-config-status.ts')).runConfigStatus,
   instances: async () => (await import('../handlers/run-instances.ts')).runInstances,
   'webhook-server': async () => (await import('../webhook/run.ts')).runWebhookServer,
+  'nats-credentials': async () => (await import('./nats-credentials.ts')).runNatsCredentials,
 };
 
 /** `switchyard --version`: the name and the version in package.json (beside src/ in the image too). */

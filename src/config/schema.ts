@@ -68,6 +68,28 @@ const nats = z
       .min(1)
       .default('nats://127.0.0.1:4222')
       .describe('NATS server URL(s) of the JetStream bus, comma-separated for a cluster.'),
+    user: z
+      .string()
+      .default('')
+      .describe(
+        'NATS user this process connects as: its component (`watchers`, `assign`, `webhook-server`, …), whose ' +
+          'permissions are exactly its role’s (docs/install.md, “NATS users”). Empty: no credentials.',
+      ),
+    passwordFile: z
+      .string()
+      .default('')
+      .describe(
+        'File holding the password of nats.user (the mounted credentials Secret). Read at every connect and ' +
+          'reconnect, so a rotated password is used without a restart.',
+      ),
+    webhookServerPasswordFile: z
+      .string()
+      .default('')
+      .describe(
+        'The instances handler only: file holding the password of the `webhook-server` user, which it renders ' +
+          'into a Secret in each instance’s namespace for the replicas. Read at start. Empty: the replicas ' +
+          'connect without credentials.',
+      ),
   })
   .strict();
 

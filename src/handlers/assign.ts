@@ -194,6 +194,16 @@ export interface AssignWorker {
   pacer: Pacer;
 }
 
+/** The pacer of assign's fan-out: the router parks paced work on `fanout.assign.>`, released at the bucket's rate. */
+export const ASSIGN_PACER = {
+  concern: `${ASSIGN_CONCERN}-fanout`,
+  stream: STREAMS.fanout,
+  durable: `${ASSIGN_CONCERN}-pacer`,
+  filterSubject: `fanout.${ASSIGN_CONCERN}.>`,
+  bucket: `pacer-${ASSIGN_CONCERN}`,
+  deadLetterSubject: `dlq.${ASSIGN_CONCERN}-fanout`,
+} as const;
+
 /** The assign runtime and the pacer that releases its fan-out (every replica runs both). */
 export async function startAssignWorker(opts: {
   nc: NatsConnection;
@@ -204,15 +214,10 @@ export async function startAssignWorker(opts: {
 }): Promise<AssignWorker> {
   const handler = new AssignHandler(opts.deps);
   const pacer = await startPacer({
+    ...ASSIGN_PACER,
     nc: opts.nc,
     log: opts.log,
-    concern: `${ASSIGN_CONCERN}-fanout`,
-    stream: STREAMS.fanout,
-    durable: `${ASSIGN_CONCERN}-pacer`,
-    filterSubject: `fanout.${ASSIGN_CONCERN}.>`,
-    bucket: `pacer-${ASSIGN_CONCERN}`,
     ratePerSecond: opts.fanoutRatePerSecond,
-    deadLetterSubject: `dlq.${ASSIGN_CONCERN}-fanout`,
   });
   const runtime = await startHandlerRuntime({
     nc: opts.nc,

@@ -45,7 +45,7 @@ import { type AppliedRenderings, renderingFingerprint } from './applied-renderin
 import { CONFIG_KINDS, configSubjectOf, INSTANCE_KIND, instanceOf } from './assign-world.ts';
 import { HANDOVER } from './handover.ts';
 import { ensureCertificates } from './instance-certificates.ts';
-import type { SecretReader } from './instance-secrets.ts';
+import { SECRETS, type SecretReader } from './instance-secrets.ts';
 import { WEBHOOK_SERVERS } from './lease-aggregate.ts';
 import { handoverWorkSubject, workMsgId } from './work-keys.ts';
 
@@ -187,9 +187,9 @@ async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: Hand
 }
 
 /**
- * Everything but the Secrets and the Deployment: the identity, its Lease access, the handover's
- * read of the serving Secret (before the Secret exists: the read waits on a grant, never the
- * reverse), the Service, the budget.
+ * Everything but the certificate Secrets and the Deployment: the identity, its Lease access, the
+ * handover's read of the serving Secret (before the Secret exists: the read waits on a grant,
+ * never the reverse), the Service, the budget, the replicas' NATS credentials.
  */
 async function applyAccess(deps: InstancesDeps, r: RenderedInstance, signal: AbortSignal): Promise<void> {
   for (const wave of accessWaves(r)) {
@@ -217,6 +217,7 @@ function accessWaves(r: RenderedInstance): [ResourceRef, KubernetesObject | unde
       [REFS.role, r.trustBundleRole],
       [REFS.service, r.service],
       [REFS.podDisruptionBudget, r.podDisruptionBudget],
+      [SECRETS, r.natsSecret],
     ],
     [
       [REFS.roleBinding, r.roleBinding],

@@ -66,6 +66,7 @@ export const ROUTER_CONSUMER: HandlerConsumerSpec = {
   filterSubject: 'k8s.>',
   ackWaitMs: 30_000,
   maxDeliver: 10,
+  republishWhileLatest: true,
 };
 
 /** Records routed at once per replica: a record's work is a handful of publishes, a fan-out a few hundred. */

@@ -62,6 +62,7 @@ export async function startWorker(
   health.require('start', () => (started ? undefined : 'connecting to NATS and reading the view'));
   const bus = await connectBus({
     servers: config.nats.url,
+    credentials: config.nats,
     name,
     log,
     topology: topologyOptions(config.bus),

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { workItemSchema } from '../bus/messages.ts';
 import { systemClock } from '../runtime/clock.ts';
 import { x509Issuer } from '../tls/x509-issuer.ts';
@@ -33,8 +34,14 @@ export function runInstances(argv: string[]): Promise<void> {
           image: projectImage(),
           env: { SWITCHYARD_NATS_URL: config.nats.url },
           handoverServiceAccount: handoverServiceAccount(),
+          natsPassword: readPasswordFile(config.nats.webhookServerPasswordFile),
         },
       }),
     running: 'reconciling instances',
   });
+}
+
+/** The replicas' NATS password, when the bus has users; a configured file that cannot be read stops the start. */
+function readPasswordFile(file: string): string | undefined {
+  return file === '' ? undefined : readFileSync(file, 'utf8').trim();
 }

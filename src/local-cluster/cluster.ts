@@ -20,6 +20,7 @@ import {
 import { type ClusterEndpoint, kubeConfigFromToken, writeKubeConfig } from './kubeconfig.ts';
 import type { ManagedProcess } from './managed-process.ts';
 import { NatsServer } from './nats.ts';
+import { makeLocalNatsCredentials } from './nats-credentials.ts';
 import { NodeAgent } from './node-agent/agent.ts';
 import { nodeAgentClusterRole } from './node-agent/rbac.ts';
 import { createCertificateAuthority, createServiceAccountKey, issueCertificate } from './pki.ts';
@@ -50,6 +51,8 @@ export interface LocalClusterInfo {
   etcdUrl: string;
   natsUrl: string;
   natsMonitorUrl: string;
+  /** One password file per component's NATS user (`nats-credentials.ts`); connecting without one is admin. */
+  natsCredentialsDir: string;
 }
 
 export interface LocalCluster extends LocalClusterInfo {
@@ -154,9 +157,10 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
     };
     await writeTokenAuthFile(files.tokenAuthFile, identities);
 
+    const natsUsers = await makeLocalNatsCredentials(dir);
     const [etcd, nats] = await Promise.all([
       startEtcd(files, log),
-      NatsServer.start(dir, log, opts.natsConfig),
+      NatsServer.start(dir, log, [natsUsers.authorization, opts.natsConfig ?? ''].join('\n')),
     ]);
     processes.push(etcd.process, nats);
     const api = await startApiServer(files, etcd.url, opts.extraApiServerArgs ?? [], log);
@@ -204,6 +208,7 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
       etcdUrl: etcd.url,
       natsUrl: nats.url,
       natsMonitorUrl: nats.monitorUrl,
+      natsCredentialsDir: natsUsers.dir,
       identities,
       kubeConfigFor,
       nodeAgent: agent,

@@ -4,7 +4,7 @@
 // serving certificate made and its caBundle filled in, as docs/admission.md tells a user to.
 // The kube-controller-manager creates the Pods and the node agent runs them; nothing of
 // Switchyard runs in the caller's process.
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   AppsV1Api,
@@ -18,6 +18,8 @@ import {
   type V1PodTemplateSpec,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { NATS_CREDENTIALS_SECRET } from '../access/nats-credentials-secret.ts';
+import { NATS_IDENTITIES } from '../access/nats-permissions.ts';
 import { GROUP, VERSION } from '../api/constants.ts';
 import { CRD_CONFIG_KIND } from '../api/conversion-config.ts';
 import { isNotFound } from '../kube/errors.ts';
@@ -35,6 +37,8 @@ export interface InstallOptions {
   admin: KubeConfig;
   /** The bus every component and every rendered webhook-server replica connects to. */
   natsUrl: string;
+  /** Its users' passwords, one file per user (`LocalCluster.natsCredentialsDir`). */
+  natsCredentialsDir: string;
   /** Where the admission webhook's CA and certificate files are written. */
   dir: string;
   log: Logger;
@@ -101,6 +105,7 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
 
   for (const o of phase(PHASES.access)) await apply(o);
   const caPem = await createAdmissionCertificate(admin, opts.dir);
+  await applyNatsCredentials(apply, opts.natsCredentialsDir);
   const workloads = phase(PHASES.workloads);
   for (const o of workloads) await apply(o);
   const deployments = workloads.filter((o) => o.kind === 'Deployment').map((o) => o.metadata?.name ?? '');
@@ -111,6 +116,26 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
   await waitForAdmission(admin, timeoutMs);
   log.info({ deployments }, 'Switchyard is installed and ready');
   return { deployments };
+}
+
+/**
+ * The credentials Secret as a user of the external-nats overlay makes it: the passwords their
+ * NATS server has for each component's user. The nats-credentials Job then finds every user.
+ */
+async function applyNatsCredentials(
+  apply: (o: KubernetesObject) => Promise<unknown>,
+  credentialsDir: string,
+): Promise<void> {
+  const data: Record<string, string> = {};
+  for (const id of NATS_IDENTITIES)
+    data[id] = Buffer.from((await readFile(join(credentialsDir, id), 'utf8')).trim()).toString('base64');
+  await apply({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: NATS_CREDENTIALS_SECRET, namespace: SWITCHYARD_NAMESPACE },
+    type: 'Opaque',
+    data,
+  } as KubernetesObject);
 }
 
 /** The overlay a user writes for their cluster: where NATS is. */

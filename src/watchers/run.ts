@@ -29,7 +29,14 @@ export async function runWatchers(argv: string[]): Promise<void> {
   kc.loadFromDefault();
   const clients = createKubeClients({ kubeConfig: kc, component: COMPONENT, kubernetes: config.kubernetes });
   const topology = topologyOptions(config.bus);
-  const bus = await connectBus({ servers: config.nats.url, name: COMPONENT, log, topology, mode: 'verify' });
+  const bus = await connectBus({
+    servers: config.nats.url,
+    credentials: config.nats,
+    name: COMPONENT,
+    log,
+    topology,
+    mode: 'verify',
+  });
   const connection = followConnection(bus.nc);
   health.require('nats', () => (connection.connected() ? undefined : 'disconnected from NATS, reconnecting'));
   const crossplane = await servesGroupVersion(

@@ -84,6 +84,7 @@ export async function runWebhookServer(argv: string[]): Promise<void> {
   const clients = createKubeClients({ kubeConfig: kc, component: COMPONENT, kubernetes: config.kubernetes });
   const bus = await connectBus({
     servers: config.nats.url,
+    credentials: config.nats,
     name: `${COMPONENT}-${id.pod.name}`,
     log,
     mode: 'verify',

@@ -6,6 +6,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { DEFAULT_TOPOLOGY, ensureTopology, type TopologyOptions } from '../../src/bus/topology.ts';
 import { NatsServer } from '../../src/local-cluster/nats.ts';
+import { makeLocalNatsCredentials } from '../../src/local-cluster/nats-credentials.ts';
 
 /** What `switchyard bus setup` does in a cluster: the topology's one owner applies it. */
 export async function applyBusTopology(
@@ -22,6 +23,8 @@ export async function applyBusTopology(
 
 export interface OwnBus {
   server: NatsServer;
+  /** Its users, as the local stack's: components started on it connect as theirs (`switchyardProcess`). */
+  natsCredentialsDir: string;
   nc: NatsConnection;
   js: JetStreamClient;
   jsm: JetStreamManager;
@@ -39,12 +42,18 @@ export async function startOwnBus(
   natsConfig = '',
 ): Promise<OwnBus> {
   const dir = await mkdtemp(join(tmpdir(), 'switchyard-nats-'));
-  const server = await NatsServer.start(dir, pino({ level: 'warn' }), natsConfig);
+  const users = await makeLocalNatsCredentials(dir);
+  const server = await NatsServer.start(
+    dir,
+    pino({ level: 'warn' }),
+    `${users.authorization}\n${natsConfig}`,
+  );
   const nc = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   const jsm = await jetstreamManager(nc);
   await ensureTopology(jsm, topology);
   return {
     server,
+    natsCredentialsDir: users.dir,
     nc,
     js: jetstream(nc),
     jsm,

@@ -29,6 +29,7 @@ export default async function setup(project: TestProject) {
     etcdUrl: cluster.etcdUrl,
     natsUrl: cluster.natsUrl,
     natsMonitorUrl: cluster.natsMonitorUrl,
+    natsCredentialsDir: cluster.natsCredentialsDir,
   });
   return async () => {
     const failed = existsSync(join(cluster.dir, FAILED_MARKER));

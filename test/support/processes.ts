@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { natsIdentityOf } from '../../src/access/nats-permissions.ts';
 import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
 import { ManagedProcess } from '../../src/local-cluster/managed-process.ts';
+import { natsCredentialFlags } from '../../src/local-cluster/nats-credentials.ts';
 import { hostPortVariable } from '../../src/local-cluster/node-agent/pod-env.ts';
 import { HEALTH_PORT } from '../../src/runtime/health-server.ts';
 
@@ -18,6 +20,8 @@ export function switchyardProcess(opts: {
   log: Logger;
   /** More environment, as a Pod's spec gives it (the downward API's POD_NAME, …). */
   env?: Record<string, string>;
+  /** The local stack's NATS users (`LocalClusterInfo.natsCredentialsDir`): it connects as its component's. */
+  natsCredentialsDir?: string;
 }): ManagedProcess {
   // Its probes on any free port: several workers run side by side on the host.
   const env: NodeJS.ProcessEnv = {
@@ -32,7 +36,14 @@ export function switchyardProcess(opts: {
     {
       name: opts.name,
       command: process.execPath,
-      args: [join(PROJECT_ROOT, 'src/cli/main.ts'), ...opts.args, `--nats.url=${opts.natsUrl}`],
+      args: [
+        join(PROJECT_ROOT, 'src/cli/main.ts'),
+        ...opts.args,
+        `--nats.url=${opts.natsUrl}`,
+        ...(opts.natsCredentialsDir
+          ? natsCredentialFlags(opts.natsCredentialsDir, natsIdentityOf(opts.args))
+          : []),
+      ],
       env,
       logFile: opts.logFile,
     },

@@ -36,6 +36,7 @@ import { Kvm, type KvOptions } from '@nats-io/kv';
 import { type NatsConnection, headers as natsHeaders } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { HandlerConsumerSpec } from '../runtime/consumers.ts';
 import { describeError, isInfrastructureError } from '../runtime/errors.ts';
 import { type HandlerCounters, startHandlerRuntime } from '../runtime/handler-runtime.ts';
 import { originOf } from '../runtime/republish.ts';
@@ -126,6 +127,20 @@ export interface Pacer {
   stop(opts?: { drainTimeoutMs?: number }): Promise<void>;
 }
 
+/** The pacer's one consumer, shared by every replica. */
+export function pacerConsumers(
+  opts: Pick<PacerOptions, 'stream' | 'durable' | 'filterSubject' | 'ackWaitMs' | 'maxDeliver'>,
+): HandlerConsumerSpec {
+  return {
+    mode: 'shared',
+    stream: opts.stream,
+    durable: opts.durable,
+    filterSubject: opts.filterSubject,
+    ackWaitMs: opts.ackWaitMs ?? 30_000,
+    maxDeliver: opts.maxDeliver ?? 10,
+  };
+}
+
 export async function startPacer(opts: PacerOptions): Promise<Pacer> {
   const rate = opts.ratePerSecond ?? DEFAULT_PACER_RATE_PER_SECOND;
   assertRate(rate);
@@ -152,14 +167,7 @@ export async function startPacer(opts: PacerOptions): Promise<Pacer> {
     nc: opts.nc,
     concern: opts.concern,
     log: opts.log,
-    consumers: {
-      mode: 'shared',
-      stream: opts.stream,
-      durable: opts.durable,
-      filterSubject: opts.filterSubject,
-      ackWaitMs: opts.ackWaitMs ?? 30_000,
-      maxDeliver: opts.maxDeliver ?? 10,
-    },
+    consumers: pacerConsumers(opts),
     concurrency: opts.lanes ?? 2,
     schema: pacedItemSchema,
     deadLetterSubject: opts.deadLetterSubject,

@@ -55,6 +55,11 @@ export type HandlerConsumerSpec = {
   ackWaitMs: number;
   /** Handler attempts before a message is dead-lettered. */
   maxDeliver: number;
+  /**
+   * For a stream of records rather than work: a message whose budget ran out on bus failures is
+   * republished only while it is still its subject's latest (`handler-runtime.ts`).
+   */
+  republishWhileLatest?: boolean;
 } & (
   | {
       mode: 'shared';

@@ -89,7 +89,7 @@ import {
 } from '../../runtime/backoff.ts';
 import { type Clock, systemClock } from '../../runtime/clock.ts';
 import { followConnection } from '../connection-state.ts';
-import { isConsumerNotFound } from '../errors.ts';
+import { isConsumerNotFound, isWrongLastSequence } from '../errors.ts';
 import { AttemptLease } from './attempt.ts';
 import {
   ensureConsumer,
@@ -624,16 +624,27 @@ class Runtime<T> implements HandlerRuntime {
     log.debug({ at: new Date(atMs).toISOString(), reason }, 're-check scheduled');
   }
 
-  /** The bus failed on the last attempt: the message is fine, so it starts over instead of being dead-lettered. */
+  /**
+   * The bus failed on the last attempt: the message is fine, so it starts over instead of being
+   * dead-lettered. On a stream of records (`republishWhileLatest`) only while it is still its
+   * subject's latest: a newer record supersedes it, and an older copy must never follow the newer.
+   */
   private async republishAfresh(m: JsMsg, attempt: AttemptLease, reason: string, log: Logger): Promise<void> {
     const { stream, streamSequence } = m.info;
+    const whileLatest = this.opts.consumers.republishWhileLatest === true;
     try {
       await this.js.publish(m.subject, m.data, {
         headers: republishHeaders(m.headers, originOf(m.headers, stream, streamSequence)),
         msgID: republishMsgId(stream, streamSequence),
         timeout: this.requestTimeoutMs,
+        ...(whileLatest ? { expect: { lastSubjectSequence: streamSequence } } : {}),
       });
     } catch (err) {
+      if (whileLatest && isWrongLastSequence(err)) {
+        if (await this.ack(m, attempt, log)) this.counts.processed++;
+        log.info('a newer record of the subject superseded this one; not republished');
+        return;
+      }
       await this.afterPublishFailed(m, attempt, 'republish', err, log);
       return;
     }

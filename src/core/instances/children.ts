@@ -41,6 +41,8 @@ export interface ChildNames {
   trustBundleReader: string;
   servingSecret: string;
   caSecret: string;
+  /** The replicas' NATS password (the `webhook-server` user), when the bus has users. */
+  natsSecret: string;
 }
 
 export function childNames(instance: WebhookServer, defaultNamespace: string): ChildNames {
@@ -54,6 +56,7 @@ export function childNames(instance: WebhookServer, defaultNamespace: string): C
     trustBundleReader: `${workload}-trust-bundle`,
     servingSecret: servingCertSecretName(name),
     caSecret: servingCaSecretName(name),
+    natsSecret: `${workload}-nats`,
   };
 }
 

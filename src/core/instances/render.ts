@@ -68,6 +68,11 @@ export interface RenderSettings {
   env?: Readonly<Record<string, string>> | undefined;
   /** The handover handler's ServiceAccount: the one identity that may read the serving Secret. */
   handoverServiceAccount: Readonly<ServiceAccountRef>;
+  /**
+   * The password of the bus's `webhook-server` user, when the bus has users (docs/install.md):
+   * rendered into a Secret of the instance's namespace that every replica mounts.
+   */
+  natsPassword?: string | undefined;
 }
 
 export interface ServiceAccountRef {
@@ -90,12 +95,19 @@ export interface RenderedInstance {
   /** Desired shape only (name, type, labels, owner); data is the issuer's. */
   servingSecret: V1Secret;
   caSecret: V1Secret;
+  /** The replicas' NATS credentials, data included; absent when the bus has no users. */
+  natsSecret: V1Secret | undefined;
 }
 
 export type RenderResult = { ok: true; value: RenderedInstance } | { ok: false; error: string };
 
 export const CONTAINER_NAME = 'webhook-server';
 const CERT_VOLUME = 'serving-cert';
+const NATS_VOLUME = 'nats-credentials';
+const NATS_PASSWORD_KEY = 'password';
+/** Where every Switchyard container finds its NATS password (deploy/workers mount it there too). */
+export const NATS_CREDENTIALS_DIR = '/etc/switchyard/nats';
+const WEBHOOK_SERVER_NATS_USER = 'webhook-server';
 /** The user and group the container runs as (the distroless "nonroot" ids). */
 export const RUN_AS_ID = 65532;
 
@@ -163,7 +175,21 @@ export function renderInstance(instance: WebhookServer, settings: RenderSettings
       podDisruptionBudget: podDisruptionBudget(meta(names.workload), instance.metadata.name),
       servingSecret: tlsSecret(meta(names.servingSecret)),
       caSecret: tlsSecret(meta(names.caSecret)),
+      natsSecret:
+        settings.natsPassword === undefined
+          ? undefined
+          : natsSecret(meta(names.natsSecret), settings.natsPassword),
     },
+  };
+}
+
+function natsSecret(metadata: V1ObjectMeta, password: string): V1Secret {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata,
+    type: 'Opaque',
+    data: { [NATS_PASSWORD_KEY]: Buffer.from(password).toString('base64') },
   };
 }
 
@@ -347,6 +373,9 @@ function podSpec(instance: WebhookServer, names: ChildNames, settings: RenderSet
       // Group-readable by the container's group only; the kubelet refreshes the files when the
       // Secret is rotated, and the webhook-server reloads them.
       { name: CERT_VOLUME, secret: { secretName: names.servingSecret, defaultMode: 0o440 } },
+      ...(settings.natsPassword === undefined
+        ? []
+        : [{ name: NATS_VOLUME, secret: { secretName: names.natsSecret, defaultMode: 0o440 } }]),
     ],
   };
 }
@@ -358,7 +387,7 @@ function container(instance: WebhookServer, settings: RenderSettings): V1Contain
     image: imageOf(instance, settings.image),
     ...(spec.image?.pullPolicy === undefined ? {} : { imagePullPolicy: spec.image.pullPolicy }),
     args: [...webhookServerArgs(instance.metadata.name), ...(spec.extraArgs ?? [])],
-    env: [...downwardApiEnv(), ...settingsEnv(settings.env)],
+    env: [...downwardApiEnv(), ...settingsEnv(settings.env), ...natsUserEnv(settings)],
     ports: [{ name: WEBHOOK_SERVER_PORT_NAME, containerPort: WEBHOOK_SERVER_PORT, protocol: 'TCP' }],
     resources: canonical(spec.resources ?? DEFAULT_RESOURCES) as V1ResourceRequirements,
     startupProbe: httpsProbe(LIVENESS_PATH, STARTUP),
@@ -371,8 +400,22 @@ function container(instance: WebhookServer, settings: RenderSettings): V1Contain
       runAsNonRoot: true,
       capabilities: { drop: ['ALL'] },
     },
-    volumeMounts: [{ name: CERT_VOLUME, mountPath: SERVING_CERT_DIR, readOnly: true }],
+    volumeMounts: [
+      { name: CERT_VOLUME, mountPath: SERVING_CERT_DIR, readOnly: true },
+      ...(settings.natsPassword === undefined
+        ? []
+        : [{ name: NATS_VOLUME, mountPath: NATS_CREDENTIALS_DIR, readOnly: true }]),
+    ],
   };
+}
+
+/** The replicas connect as the bus's `webhook-server` user, with the password from their Secret. */
+function natsUserEnv(settings: RenderSettings): V1EnvVar[] {
+  if (settings.natsPassword === undefined) return [];
+  return [
+    { name: 'SWITCHYARD_NATS_USER', value: WEBHOOK_SERVER_NATS_USER },
+    { name: 'SWITCHYARD_NATS_PASSWORD_FILE', value: `${NATS_CREDENTIALS_DIR}/${NATS_PASSWORD_KEY}` },
+  ];
 }
 
 /** The managed flags; spec.extraArgs come after them. */

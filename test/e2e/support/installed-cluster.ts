@@ -37,7 +37,13 @@ export function useInstalledCluster(name: string, opts: { instances: readonly st
     async start(): Promise<InstalledCluster> {
       const cluster = await startLocalCluster({ log: opts.log });
       const admin = cluster.kubeConfigFor('admin');
-      await installSwitchyard({ admin, natsUrl: cluster.natsUrl, dir: cluster.dir, log: opts.log });
+      await installSwitchyard({
+        admin,
+        natsUrl: cluster.natsUrl,
+        natsCredentialsDir: cluster.natsCredentialsDir,
+        dir: cluster.dir,
+        log: opts.log,
+      });
       nc = await connect({ servers: cluster.natsUrl, name: `${name}-witness` });
       const witness = new HandoverWitness({
         namespace: SWITCHYARD_NAMESPACE,

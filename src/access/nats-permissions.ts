@@ -1,0 +1,231 @@
+/**
+ * What each component may do on NATS: one user per component, with exactly its
+ * role's publish and subscribe permissions, derived from the same topology,
+ * consumer plans and partition counts the components run with (so a new
+ * consumer or a changed partition count changes its permission too).
+ *
+ * NATS authorizes by subject only, and JetStream's API is subjects too
+ * (`$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>` pulls, `$JS.ACK.<stream>.<consumer>.…`
+ * acks), so "consumes its work" is "may pull from and ack on its own consumers".
+ * A wildcard covers whole tokens only and a consumer's name is one token, so a
+ * partitioned concern's consumers are listed one by one (`handover-p0` … `-p63`).
+ *
+ * Each user subscribes only under its own inbox prefix (`_INBOX.<user>.>`, the
+ * connection's `inboxPrefix`, `src/bus/connect.ts`): JetStream answers every API
+ * request and delivers every pulled message there, and no user can read another's.
+ *
+ * The roles, as the issue puts them: a watcher publishes records and cannot
+ * consume work; a handler consumes its own work subject, publishes the work it
+ * causes, and cannot publish records. What is wider than the role, and why:
+ * - every component that keeps a view reads all of K8S_LATEST and HEARTBEATS
+ *   (its view filters by kind in the process: one ordered consumer per stream);
+ * - a re-check is a message schedule whose target the server does not check
+ *   against the publisher's permissions: a handler can only schedule on
+ *   `recheck.<its concern>.>`, but the schedule could name another concern's
+ *   work subject. Work items are triggers, never commands (handlers are
+ *   level-triggered), so the worst such a schedule does is wake a handler;
+ * - the router republishes a record to its own subject when routing failed on
+ *   bus errors only, and only while it is the subject's latest record
+ *   (`runtime/republish.ts`): it may publish on `k8s.>`.
+ */
+import { inboxPrefixOf } from '../bus/inbox.ts';
+import { pacerConsumers } from '../bus/pacer/pacer.ts';
+import { type HandlerConsumerSpec, planHandlerConsumers } from '../bus/runtime/consumers.ts';
+import { STREAMS } from '../bus/topology.ts';
+import type { Config } from '../config/schema.ts';
+import { ASSIGN_PACER, assignConsumers } from '../handlers/assign.ts';
+import { configStatusConsumers } from '../handlers/config-status.ts';
+import { handoverConsumers } from '../handlers/handover.ts';
+import { instancesConsumers } from '../handlers/instances.ts';
+import { leaseAggregateConsumers } from '../handlers/lease-aggregate.ts';
+import { ROUTER_CONSUMER } from '../handlers/router.ts';
+
+export const NATS_IDENTITIES = [
+  'bus-setup',
+  'watchers',
+  'router',
+  'assign',
+  'lease-aggregate',
+  'handover',
+  'config-status',
+  'instances',
+  'webhook-server',
+] as const;
+export type NatsIdentity = (typeof NATS_IDENTITIES)[number];
+
+export interface NatsPermissions {
+  publish: string[];
+  subscribe: string[];
+}
+
+const API = '$JS.API';
+
+/** Every process checks the server and the topology at start (`connectBus`, `verifyTopology`). */
+function verifyTopology(): string[] {
+  return [`${API}.INFO`, ...Object.values(STREAMS).map((s) => `${API}.STREAM.INFO.${s}`)];
+}
+
+/** Pull and settle on durable consumers it owns, and (re)create them from its plan. */
+function consumeFrom(spec: HandlerConsumerSpec): string[] {
+  return planHandlerConsumers(spec).flatMap(({ stream, name }) => [
+    `${API}.CONSUMER.CREATE.${stream}.${name}`,
+    `${API}.CONSUMER.CREATE.${stream}.${name}.>`,
+    `${API}.CONSUMER.INFO.${stream}.${name}`,
+    `${API}.CONSUMER.MSG.NEXT.${stream}.${name}`,
+    `$JS.ACK.${stream}.${name}.>`,
+  ]);
+}
+
+/** Ordered consumers on a stream, any filter: what a view or a record lookup reads with. */
+function readWithOrderedConsumers(stream: string): string[] {
+  return [
+    // An ordered consumer with several filters is created without a name in the subject.
+    `${API}.CONSUMER.CREATE.${stream}`,
+    `${API}.CONSUMER.CREATE.${stream}.>`,
+    `${API}.CONSUMER.INFO.${stream}.*`,
+    `${API}.CONSUMER.MSG.NEXT.${stream}.*`,
+    `${API}.CONSUMER.DELETE.${stream}.*`,
+  ];
+}
+
+/** What `ObjectView` reads: the latest record of every object and the renewals of Leases. */
+function keepView(): string[] {
+  return [...readWithOrderedConsumers(STREAMS.latest), ...readWithOrderedConsumers(STREAMS.heartbeats)];
+}
+
+/** A record by sequence or the latest of a subject, exactly (`record-writer.ts`, the router's previous record). */
+function getRecords(): string[] {
+  return [
+    `${API}.STREAM.MSG.GET.${STREAMS.records}`,
+    `${API}.DIRECT.GET.${STREAMS.latest}`,
+    `${API}.DIRECT.GET.${STREAMS.latest}.>`,
+  ];
+}
+
+/** The runtime republishes a message to its own subject after bus failures (`runtime/republish.ts`). */
+function republishOwn(spec: HandlerConsumerSpec): string[] {
+  return [spec.mode === 'partitioned' ? `${spec.prefix}.>` : spec.filterSubject];
+}
+
+/** A handler concern: its consumers, its re-checks, its dead letters and the republish of its own work. */
+function handleConcern(concern: string, spec: HandlerConsumerSpec): string[] {
+  // Only WORK holds re-checks: a schedule fires onto its own stream (`runtime/recheck.ts`).
+  const rechecks = spec.stream === STREAMS.work ? [`recheck.${concern}.>`] : [];
+  return [...consumeFrom(spec), ...republishOwn(spec), ...rechecks, `dlq.${concern}`];
+}
+
+/** A pacer's slot bucket: created if missing, read and written (`src/bus/pacer/`). */
+function usePacerBucket(bucket: string): string[] {
+  const stream = `KV_${bucket}`;
+  return [
+    `${API}.STREAM.INFO.${stream}`,
+    `${API}.STREAM.CREATE.${stream}`,
+    `${API}.STREAM.UPDATE.${stream}`,
+    `${API}.STREAM.MSG.GET.${stream}`,
+    `${API}.DIRECT.GET.${stream}`,
+    `${API}.DIRECT.GET.${stream}.>`,
+    `$KV.${bucket}.>`,
+  ];
+}
+
+function workOf(concern: string): string {
+  return `work.${concern}.>`;
+}
+
+function publishFor(identity: NatsIdentity, config: Config): string[] {
+  const p = config.bus.partitions;
+  switch (identity) {
+    case 'bus-setup':
+      // The topology's owner, and what `bus stats` reads: every stream's and consumer's state.
+      return [
+        `${API}.INFO`,
+        `${API}.STREAM.NAMES`,
+        `${API}.STREAM.LIST`,
+        `${API}.STREAM.INFO.*`,
+        `${API}.CONSUMER.LIST.*`,
+        `${API}.CONSUMER.NAMES.*`,
+        ...Object.values(STREAMS).flatMap((s) => [`${API}.STREAM.CREATE.${s}`, `${API}.STREAM.UPDATE.${s}`]),
+      ];
+    case 'watchers':
+      return [
+        ...verifyTopology(),
+        'k8s.>',
+        'hb.>',
+        ...getRecords(),
+        ...readWithOrderedConsumers(STREAMS.latest),
+      ];
+    case 'router':
+      return [
+        ...verifyTopology(),
+        ...keepView(),
+        ...getRecords(),
+        ...consumeFrom(ROUTER_CONSUMER),
+        ...republishOwn(ROUTER_CONSUMER),
+        'dlq.router',
+        workOf('assign'),
+        workOf('lease-aggregate'),
+        workOf('instances'),
+        workOf('handover'),
+        workOf('config-status'),
+        ASSIGN_PACER.filterSubject,
+      ];
+    case 'assign':
+      return [
+        ...verifyTopology(),
+        ...keepView(),
+        ...handleConcern('assign', assignConsumers(p.assign)),
+        ...handleConcern(ASSIGN_PACER.concern, pacerConsumers(ASSIGN_PACER)),
+        ...usePacerBucket(ASSIGN_PACER.bucket),
+        workOf('handover'),
+      ];
+    case 'lease-aggregate':
+      return [
+        ...verifyTopology(),
+        ...keepView(),
+        ...handleConcern('lease-aggregate', leaseAggregateConsumers(p.leaseAggregate)),
+        workOf('handover'),
+      ];
+    case 'handover':
+      return [
+        ...verifyTopology(),
+        ...keepView(),
+        ...handleConcern('handover', handoverConsumers(p.handover)),
+      ];
+    case 'config-status':
+      return [
+        ...verifyTopology(),
+        ...keepView(),
+        ...handleConcern('config-status', configStatusConsumers(p.configStatus)),
+      ];
+    case 'instances':
+      return [
+        ...verifyTopology(),
+        ...keepView(),
+        ...handleConcern('instances', instancesConsumers(p.instances)),
+        workOf('handover'),
+      ];
+    case 'webhook-server':
+      return [...verifyTopology(), ...keepView()];
+  }
+}
+
+/** The permissions of one component's user, for `config`'s partition counts. */
+export function natsPermissions(identity: NatsIdentity, config: Config): NatsPermissions {
+  return {
+    publish: [...new Set(publishFor(identity, config))],
+    subscribe: [`${inboxPrefixOf(identity)}.>`],
+  };
+}
+
+export function isNatsIdentity(value: string): value is NatsIdentity {
+  return (NATS_IDENTITIES as readonly string[]).includes(value);
+}
+
+/** The user a `switchyard <subcommand> …` process connects as. */
+export function natsIdentityOf(args: readonly string[]): NatsIdentity {
+  const [command, sub] = args;
+  if (command === 'watch') return 'watchers';
+  if (command === 'bus' && sub === 'setup') return 'bus-setup';
+  if (command !== undefined && isNatsIdentity(command)) return command;
+  throw new Error(`switchyard ${args.join(' ')} has no NATS user of its own`);
+}
