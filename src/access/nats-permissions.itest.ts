@@ -21,7 +21,7 @@ let own: OwnBus;
 const opened: Bus[] = [];
 
 beforeAll(async () => {
-  own = await startOwnBus();
+  own = await startOwnBus(undefined, '', { permissionViolationsExpected: true });
 });
 
 afterAll(async () => {

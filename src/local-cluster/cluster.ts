@@ -61,6 +61,8 @@ export interface LocalCluster extends LocalClusterInfo {
   nodeAgent: NodeAgent;
   /** Every process the cluster runs: control plane, NATS and pods. */
   pids(): { name: string; pid: number }[];
+  /** What nats-server refused a component's user so far (`NatsServer.permissionViolations`). */
+  natsPermissionViolations(): Promise<string[]>;
   /** Stops every process. Removes the directory unless `keepDir` (keep logs when a test failed). */
   stop(opts?: { keepDir?: boolean }): Promise<void>;
 }
@@ -212,6 +214,7 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
       identities,
       kubeConfigFor,
       nodeAgent: agent,
+      natsPermissionViolations: () => nats.permissionViolations(),
       pids: () => [
         ...processes.flatMap((p) => (p.running && p.pid !== undefined ? [{ name: p.name, pid: p.pid }] : [])),
         ...agent.runningPods().flatMap((pod) => pod.pids.map((pid) => ({ name: `pod ${pod.name}`, pid }))),

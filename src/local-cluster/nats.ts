@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { childEnv } from './control-plane.ts';
@@ -126,6 +126,16 @@ export class NatsServer {
     });
     await container.start();
     return container;
+  }
+
+  /**
+   * Every publish or subscribe the server refused for a user's permissions so far, as logged
+   * (`… "$G/user:handover" - Publish Violation - Subject "k8s.x"`): a component whose role
+   * misses a subject shows here, whatever it did with the refusal.
+   */
+  async permissionViolations(): Promise<string[]> {
+    const text = await readFile(this.logFile, 'utf8').catch(() => '');
+    return text.split('\n').filter((line) => / - (Publish|Subscription) Violation - /.test(line));
   }
 
   async restart(opts: { kill?: boolean } = {}): Promise<void> {

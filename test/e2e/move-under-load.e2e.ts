@@ -1,7 +1,9 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { NATS_IDENTITIES } from '../../src/access/nats-permissions.ts';
 import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
+import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 import { apiserverConversions, type Conversions, totalOf } from '../../src/scenario/apiserver-conversions.ts';
 import { ConversionLoad, type LoadSummary } from '../../src/scenario/conversion-load.ts';
@@ -36,13 +38,14 @@ const MOVE_TIMEOUT_MS = 90_000;
 
 const e2e = useInstalledCluster('move-e2e', { instances: [A, B, NC_A, NC_B], log });
 let admin: KubeConfig;
+let cluster: LocalCluster;
 let witness: HandoverWitness;
 let load: ConversionLoad;
 let summary: LoadSummary | undefined;
 const moves: { name: string; from: string; to: string; latencyMs: number }[] = [];
 
 beforeAll(async () => {
-  ({ admin, witness } = await e2e.start());
+  ({ admin, witness, cluster } = await e2e.start());
   await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: OBJECTS_NAMESPACE } } });
 
   await createInstance(admin, A, { default: true, replicas: 2 });
@@ -120,6 +123,22 @@ describe('a target moves between instances under sustained load', () => {
         r.readyPods.filter((p) => !p.reported),
         `${r.from}→${r.to}`,
       ).toEqual([]);
+    }
+  });
+});
+
+describe('least privilege on the bus', () => {
+  it('every component, and every webhook-server replica, is connected as its own NATS user', async () => {
+    const res = await fetch(`${cluster.natsMonitorUrl}/connz?auth=true&limit=1024`);
+    const { connections } = (await res.json()) as {
+      connections: { name?: string; authorized_user?: string }[];
+    };
+    const components = connections.filter((c) => !c.name?.startsWith('move-e2e'));
+    const users = new Set(components.map((c) => c.authorized_user));
+    expect(users).toEqual(new Set(NATS_IDENTITIES.filter((id) => id !== 'bus-setup')));
+    for (const c of components) {
+      const expected = c.name?.startsWith('webhook-server-') ? 'webhook-server' : c.name;
+      expect(c.authorized_user, `connection ${c.name}`).toBe(expected);
     }
   });
 });

@@ -35,11 +35,14 @@ export interface OwnBus {
  * A NATS server of the test's own, with the topology applied: for tests that
  * restart NATS or need short retention and duplicate windows, which the run's
  * shared server must not get. The connection reconnects forever, as a
- * component's does (`connectBus`).
+ * component's does (`connectBus`). It has the local stack's users
+ * (`natsCredentialsDir`), and `stop()` fails when the server refused any of
+ * them a subject, unless the test is about refusals.
  */
 export async function startOwnBus(
   topology: TopologyOptions = DEFAULT_TOPOLOGY,
   natsConfig = '',
+  opts: { permissionViolationsExpected?: boolean } = {},
 ): Promise<OwnBus> {
   const dir = await mkdtemp(join(tmpdir(), 'switchyard-nats-'));
   const users = await makeLocalNatsCredentials(dir);
@@ -60,7 +63,11 @@ export async function startOwnBus(
     async stop() {
       await nc.close();
       await server.stop();
+      const violations = await server.permissionViolations();
       await rm(dir, { recursive: true, force: true });
+      // A component started on this bus used a subject its NATS user may not: its role is wrong.
+      if (violations.length > 0 && !opts.permissionViolationsExpected)
+        throw new Error(`nats-server refused components' requests:\n${violations.join('\n')}`);
     },
   };
 }

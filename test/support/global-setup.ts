@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { type LocalCluster, startLocalCluster } from '../../src/local-cluster/cluster.ts';
@@ -32,8 +33,13 @@ export default async function setup(project: TestProject) {
     natsCredentialsDir: cluster.natsCredentialsDir,
   });
   return async () => {
+    // A component run on the shared bus used a subject its NATS user may not: its role is wrong.
+    const violations = await cluster.natsPermissionViolations();
+    if (violations.length > 0) await writeFile(join(cluster.dir, FAILED_MARKER), '');
     const failed = existsSync(join(cluster.dir, FAILED_MARKER));
     await cluster.stop({ keepDir: failed });
     if (failed) process.stderr.write(`[local-cluster] a test failed: logs kept in ${cluster.dir}/logs\n`);
+    if (violations.length > 0)
+      throw new Error(`nats-server refused components' requests:\n${violations.join('\n')}`);
   };
 }

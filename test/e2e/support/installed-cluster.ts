@@ -1,7 +1,8 @@
 // What every end-to-end file starts from: a local cluster of its own, Switchyard installed from
 // deploy/ (src/local-cluster/install.ts), and a HandoverWitness following its bus. The cluster's
 // directory, every Pod's log with it, is kept when a test of the file failed, or when
-// SWITCHYARD_KEEP_CLUSTER=1, and the file says where.
+// SWITCHYARD_KEEP_CLUSTER=1, and the file says where. Every component runs as its own NATS user;
+// the file fails if nats-server refused any of them a subject.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -29,9 +30,13 @@ export function useInstalledCluster(name: string, opts: { instances: readonly st
     installed?.witness.stop();
     await nc?.close();
     if (!installed) return;
-    const keep = failed || process.env.SWITCHYARD_KEEP_CLUSTER === '1';
+    // Every component ran as its own NATS user: a refused subject means a role misses one.
+    const violations = await installed.cluster.natsPermissionViolations();
+    const keep = failed || violations.length > 0 || process.env.SWITCHYARD_KEEP_CLUSTER === '1';
     await installed.cluster.stop({ keepDir: keep });
     if (keep) process.stderr.write(`[${name}] logs kept in ${installed.cluster.dir}\n`);
+    if (violations.length > 0)
+      throw new Error(`nats-server refused components' requests:\n${violations.join('\n')}`);
   });
   return {
     async start(): Promise<InstalledCluster> {
