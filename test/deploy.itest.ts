@@ -226,7 +226,7 @@ interface PodSpec {
   }[];
 }
 
-type Access = [verb: string, group: string, resource: string, namespace?: string];
+type Access = [verb: string, group: string, resource: string, namespace?: string, name?: string];
 
 /**
  * What each component's identity may do (`allow`) and a sample of what it must not (`deny`):
@@ -315,6 +315,21 @@ const ACCESS: Record<string, { allow: Access[]; deny: Access[] }> = {
       ['patch', 'apiextensions.k8s.io', 'customresourcedefinitions'],
     ],
   },
+  'nats-credentials': {
+    allow: [
+      ['get', '', 'secrets', 'switchyard-system', 'switchyard-nats-credentials'],
+      ['patch', '', 'secrets', 'switchyard-system', 'switchyard-nats-credentials'],
+      ['create', '', 'secrets', 'switchyard-system'],
+    ],
+    deny: [
+      ['get', '', 'secrets', 'switchyard-system', 'switchyard-admission-tls'],
+      ['patch', '', 'secrets', 'switchyard-system', 'switchyard-admission-tls'],
+      ['list', '', 'secrets', 'switchyard-system'],
+      ['delete', '', 'secrets', 'switchyard-system', 'switchyard-nats-credentials'],
+      ['create', '', 'secrets', 'default'],
+      ['get', 'apps', 'deployments', 'switchyard-system'],
+    ],
+  },
   admission: {
     allow: [
       ['list', 'switchyard.dev', 'crdconversionconfigs'],
@@ -361,7 +376,7 @@ describe('the identities deploy/default creates', () => {
     access,
     allowed,
   }) => {
-    const [verb, group, resource, ns] = access;
+    const [verb, group, resource, ns, name] = access;
     const [base, subresource] = resource.split('/');
     const account = `${prefix}switchyard-${component}`;
     const review = await admin.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
@@ -373,7 +388,7 @@ describe('the identities deploy/default creates', () => {
             'system:serviceaccounts:switchyard-system',
             'system:authenticated',
           ],
-          resourceAttributes: { verb, group, resource: base, subresource, namespace: ns },
+          resourceAttributes: { verb, group, resource: base, subresource, namespace: ns, name },
         },
       },
     });

@@ -18,6 +18,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GROUP, VERSION } from '../src/api/constants.ts';
 import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
+import { natsCredentialsSecret } from '../src/local-cluster/install.ts';
 import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { auditLogFromNow } from './support/audit-log.ts';
@@ -54,6 +55,12 @@ beforeAll(async () => {
   });
   const objects = admin.makeApiClient(KubernetesObjectApi);
   for (const o of await manifests('rbac/watchers.yaml')) await objects.create(o);
+  // The NATS passwords of the local stack's users, as the credentials Job leaves them.
+  await objects
+    .create(await natsCredentialsSecret(cluster.info.natsCredentialsDir))
+    .catch((err: { code?: number }) => {
+      if (err.code !== 409) throw err;
+    });
   const [deployment] = (await manifests('workers/watchers.yaml')) as V1Deployment[];
   await apps.createNamespacedDeployment({
     namespace: NAMESPACE,

@@ -67,6 +67,7 @@ export async function ensureNatsCredentials(
     try {
       if (current === undefined) {
         await sendForJson(kc, HttpMethod.POST, apiUrl(kc, path), {
+          contentType: 'application/json',
           body: {
             apiVersion: 'v1',
             kind: 'Secret',

@@ -78,8 +78,9 @@ const PHASES = {
 /**
  * Applies deploy/external-nats to the cluster, the NATS address set as a user sets it in that
  * overlay, and resolves once every component is ready and the admission webhook answers:
- * namespace, CRDs (established), identities and API priority, the workloads (the bus-setup Job
- * complete, every Deployment's replicas ready), then the ValidatingWebhookConfiguration.
+ * namespace, CRDs (established), identities and API priority, the NATS credentials Secret, the
+ * workloads (the credentials and bus-setup Jobs complete, every Deployment's replicas ready), then
+ * the ValidatingWebhookConfiguration.
  */
 export async function installSwitchyard(opts: InstallOptions): Promise<Installed> {
   const { admin, log } = opts;
@@ -105,11 +106,12 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
 
   for (const o of phase(PHASES.access)) await apply(o);
   const caPem = await createAdmissionCertificate(admin, opts.dir);
-  await applyNatsCredentials(apply, opts.natsCredentialsDir);
+  await apply(await natsCredentialsSecret(opts.natsCredentialsDir));
   const workloads = phase(PHASES.workloads);
   for (const o of workloads) await apply(o);
   const deployments = workloads.filter((o) => o.kind === 'Deployment').map((o) => o.metadata?.name ?? '');
-  await waitForBusSetup(admin, timeoutMs);
+  await waitForJob(admin, 'switchyard-nats-credentials', timeoutMs);
+  await waitForJob(admin, 'switchyard-bus-setup', timeoutMs);
   await waitForDeployments(admin, deployments, log, timeoutMs);
 
   for (const o of phase(PHASES.admission)) await apply(withCaBundle(o, caPem));
@@ -122,20 +124,17 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
  * The credentials Secret as a user of the external-nats overlay makes it: the passwords their
  * NATS server has for each component's user. The nats-credentials Job then finds every user.
  */
-async function applyNatsCredentials(
-  apply: (o: KubernetesObject) => Promise<unknown>,
-  credentialsDir: string,
-): Promise<void> {
+export async function natsCredentialsSecret(credentialsDir: string): Promise<KubernetesObject> {
   const data: Record<string, string> = {};
   for (const id of NATS_IDENTITIES)
     data[id] = Buffer.from((await readFile(join(credentialsDir, id), 'utf8')).trim()).toString('base64');
-  await apply({
+  return {
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: { name: NATS_CREDENTIALS_SECRET, namespace: SWITCHYARD_NAMESPACE },
     type: 'Opaque',
     data,
-  } as KubernetesObject);
+  } as KubernetesObject;
 }
 
 /** The overlay a user writes for their cluster: where NATS is. */
@@ -201,15 +200,12 @@ async function createAdmissionCertificate(admin: KubeConfig, dir: string): Promi
   return ca.certPem;
 }
 
-async function waitForBusSetup(admin: KubeConfig, timeoutMs: number): Promise<void> {
+async function waitForJob(admin: KubeConfig, name: string, timeoutMs: number): Promise<void> {
   const batch = admin.makeApiClient(BatchV1Api);
   await waitFor(
-    'the bus-setup Job to complete',
+    `the ${name} Job to complete`,
     async () => {
-      const job = await batch.readNamespacedJob({
-        name: 'switchyard-bus-setup',
-        namespace: SWITCHYARD_NAMESPACE,
-      });
+      const job = await batch.readNamespacedJob({ name, namespace: SWITCHYARD_NAMESPACE });
       return (job.status?.succeeded ?? 0) > 0 ? true : undefined;
     },
     { timeoutMs },

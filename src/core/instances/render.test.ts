@@ -347,4 +347,28 @@ describe('renderInstance', () => {
       JSON.stringify(render(instance(spec))),
     );
   });
+
+  it('with the bus’s webhook-server password: a Secret in the instance’s namespace, mounted, and the user named', () => {
+    const r = render(instance({ namespace: 'tenant-a' }), { ...SETTINGS, natsPassword: 's3cret' });
+    expect(r.natsSecret?.metadata?.name).toBe('blue-webhook-server-nats');
+    expect(r.natsSecret?.metadata?.namespace).toBe('tenant-a');
+    expect(Buffer.from(r.natsSecret?.data?.password ?? '', 'base64').toString()).toBe('s3cret');
+    expect(r.natsSecret?.metadata?.ownerReferences).toEqual(r.service.metadata?.ownerReferences);
+    const env = Object.fromEntries((container(r)?.env ?? []).map((e) => [e.name, e.value]));
+    expect(env.SWITCHYARD_NATS_USER).toBe('webhook-server');
+    expect(env.SWITCHYARD_NATS_PASSWORD_FILE).toBe('/etc/switchyard/nats/password');
+    const volume = r.deployment.spec?.template.spec?.volumes?.find(
+      (v) => v.secret?.secretName === 'blue-webhook-server-nats',
+    );
+    expect(container(r)?.volumeMounts?.find((m) => m.name === volume?.name)?.mountPath).toBe(
+      '/etc/switchyard/nats',
+    );
+  });
+
+  it('without it: no Secret, no user, nothing mounted for NATS', () => {
+    const r = render(instance());
+    expect(r.natsSecret).toBeUndefined();
+    expect(container(r)?.env?.some((e) => e.name.startsWith('SWITCHYARD_NATS_USER'))).toBe(false);
+    expect(container(r)?.volumeMounts).toHaveLength(1);
+  });
 });

@@ -1,0 +1,59 @@
+// The credentials Secret against the real apiserver: made once with a password per user, a
+// missing user's password added, and an existing password never changed.
+import { CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useLocalCluster } from '../../test/support/local-cluster.ts';
+import { defaultConfig } from '../config/schema.ts';
+import { createKubeClients, type KubeClients } from '../kube/clients.ts';
+import { ensureNatsCredentials, NATS_CREDENTIALS_SECRET } from './nats-credentials-secret.ts';
+import { NATS_IDENTITIES } from './nats-permissions.ts';
+
+const cluster = useLocalCluster();
+const namespace = `nats-credentials-${process.pid}`;
+let clients: KubeClients;
+const core = () => cluster.kubeConfig().makeApiClient(CoreV1Api);
+
+async function secretData(): Promise<Record<string, string>> {
+  const secret = await core().readNamespacedSecret({ name: NATS_CREDENTIALS_SECRET, namespace });
+  return Object.fromEntries(
+    Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
+  );
+}
+
+beforeAll(async () => {
+  await core().createNamespace({ body: { metadata: { name: namespace } } });
+  clients = createKubeClients({
+    kubeConfig: cluster.kubeConfig(),
+    component: 'nats-credentials',
+    kubernetes: defaultConfig().kubernetes,
+  });
+});
+
+afterAll(async () => {
+  await clients?.close();
+  await core().deleteNamespace({ name: namespace });
+});
+
+describe('ensureNatsCredentials', () => {
+  it('creates the Secret with a distinct strong password for every user', async () => {
+    expect(await ensureNatsCredentials(clients.writes, namespace)).toEqual({ created: [...NATS_IDENTITIES] });
+    const data = await secretData();
+    expect(Object.keys(data).sort()).toEqual([...NATS_IDENTITIES].sort());
+    expect(new Set(Object.values(data)).size).toBe(NATS_IDENTITIES.length);
+    for (const password of Object.values(data)) expect(password).toMatch(/^[A-Za-z0-9_-]{24}$/);
+  });
+
+  it('changes nothing when every user has one, and adds only what is missing', async () => {
+    const before = await secretData();
+    expect(await ensureNatsCredentials(clients.writes, namespace)).toEqual({ unchanged: true });
+    await core().patchNamespacedSecret({
+      name: NATS_CREDENTIALS_SECRET,
+      namespace,
+      body: [{ op: 'remove', path: '/data/router' }],
+    });
+    expect(await ensureNatsCredentials(clients.writes, namespace)).toEqual({ added: ['router'] });
+    const after = await secretData();
+    expect(after.router).not.toBe(before.router);
+    expect({ ...after, router: before.router }).toEqual(before);
+  });
+});
