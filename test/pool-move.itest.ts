@@ -28,6 +28,8 @@ import { API_VERSION, GROUP, servedLeaseName, VERSION, webhookServiceName } from
 import type { ConfigStatus } from '../src/api/conversion-config.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { fleetOf, type InstanceLike, resolveIn } from '../src/core/assignment.ts';
+import { compareNames } from '../src/core/name-list.ts';
+import type { Simulation } from '../src/core/simulate.ts';
 import { isConflict, isNotFound } from '../src/kube/errors.ts';
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
@@ -42,7 +44,7 @@ import {
   RBAC_NAMESPACE,
 } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
-import { switchyardProcess } from './support/processes.ts';
+import { runSwitchyard, switchyardProcess } from './support/processes.ts';
 import { followTargetRecords, type TargetRecord } from './support/records.ts';
 import { ServedLeasePublisher } from './support/served-lease.ts';
 
@@ -322,10 +324,24 @@ describe('a pool moves without a failed conversion', () => {
     await dataPlane(D, [D1, D2]);
     await replica(D, D1);
     const fleetBefore = fleetOf(await listInstances());
+    // The operator's plan of the same change, from the live cluster, before it is made.
+    const simulated = await runSwitchyard(['simulate', `--add=${D}:1`, '-o', 'json'], {
+      KUBECONFIG: cluster.info.kubeConfigs.admin,
+    });
+    expect(simulated.code, simulated.stderr).toBe(0);
+    const plan = JSON.parse(simulated.stdout) as Simulation;
     const seqBefore = (await bus.jsm.streams.info(STREAMS.records)).state.last_seq;
     await createInstance(D);
     const after = await resolved();
     won = TARGETS.filter((t) => after.get(t) !== before.get(t));
+    expect(
+      plan.moves.filter((m) => TARGETS.includes(m.target)),
+      '`switchyard simulate` predicted exactly these moves',
+    ).toEqual(
+      won
+        .map((target) => ({ target, from: before.get(target), to: D }))
+        .sort((a, b) => compareNames(a.target, b.target)),
+    );
     for (const t of won) expect(after.get(t), `${t} moved to another than the new member`).toBe(D);
     for (const t of TARGETS)
       expect(resolveIn(fleetBefore, { target: t })).toMatchObject({ instance: before.get(t) });

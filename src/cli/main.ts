@@ -25,6 +25,7 @@ export const commands: Record<string, () => Promise<Command>> = {
   instances: async () => (await import('../handlers/run-instances.ts')).runInstances,
   'webhook-server': async () => (await import('../webhook/run.ts')).runWebhookServer,
   'nats-credentials': async () => (await import('./nats-credentials.ts')).runNatsCredentials,
+  simulate: async () => (await import('./simulate.ts')).runSimulate,
 };
 
 /** `switchyard --version`: the name and the version in package.json (beside src/ in the image too). */

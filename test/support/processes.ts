@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { natsIdentityOf } from '../../src/access/nats-permissions.ts';
@@ -49,4 +50,22 @@ export function switchyardProcess(opts: {
     },
     opts.log,
   );
+}
+
+/** `switchyard <args>` run to its end, as an operator runs the CLI: its exit code and output. */
+export function runSwitchyard(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [join(PROJECT_ROOT, 'src/cli/main.ts'), ...args],
+      { env: { ...process.env, ...env }, maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
 }
