@@ -30,8 +30,10 @@ import { STREAMS } from '../src/bus/topology.ts';
 import { fleetOf, type InstanceLike, resolveIn } from '../src/core/assignment.ts';
 import { compareNames } from '../src/core/name-list.ts';
 import type { Simulation } from '../src/core/simulate.ts';
+import type { TargetExplanation } from '../src/handlers/explain.ts';
 import { isConflict, isNotFound } from '../src/kube/errors.ts';
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
+import { natsCredentialFlags } from '../src/local-cluster/nats-credentials.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
@@ -459,9 +461,20 @@ describe('a pool moves without a failed conversion', () => {
   it('every target was patched once per move, by the handover identity only, and no handler was refused a request', async () => {
     const users = new Set(COMPONENTS.map(componentUser));
     const expected = N + 2 * won.length; // a first apply each, the moves to the 4th member and back
-    const events = await audit.waitFor('the conversion patches', (all) => all.filter(targetPatch), expected);
+    // A patch in flight when its handover replica was SIGKILLed ends in the audit log as a 5xx
+    // (the apiserver's handler saw its client go), whether or not etcd committed it: committed,
+    // the redelivered attempt finds the target up to date and patches nothing.
+    const cutShort = (e: AuditEvent) => targetPatchAttempt(e) && (e.responseStatus?.code ?? 0) >= 500;
+    const events = await audit.waitFor(
+      'the conversion patches',
+      (all) => all.filter((e) => targetPatch(e) || cutShort(e)),
+      expected,
+    );
     await new Promise((r) => setTimeout(r, 2_000));
-    expect((await audit.all()).filter(targetPatch), 'a patch the target already said').toHaveLength(expected);
+    const all = await audit.all();
+    const [patched, cut] = [all.filter(targetPatch), all.filter(cutShort)];
+    expect(patched.length, 'a patch the target already said').toBeLessThanOrEqual(expected);
+    expect(patched.length + cut.length, 'a move without its patch').toBeGreaterThanOrEqual(expected);
     expect([...new Set(events.map((e) => e.user.username))]).toEqual([componentUser('handover')]);
     const refused = (await audit.all()).filter(
       (e) => users.has(e.user.username) && e.stage === 'ResponseComplete' && e.responseStatus?.code === 403,
@@ -519,6 +532,36 @@ describe('a pool moves without a failed conversion', () => {
   });
 });
 
+describe('switchyard explain, against the live state the moves left', () => {
+  it('says, for every target, where the resolver puts it, what its status says and what the apiserver names', async () => {
+    const out = await runSwitchyard([
+      'explain',
+      '--all',
+      '-o',
+      'json',
+      `--nats.url=${bus.server.url}`,
+      // The read-only user is enough: the view, and no publish.
+      ...natsCredentialFlags(bus.natsCredentialsDir, 'webhook-server'),
+    ]);
+    expect(out.code, out.stderr).toBe(0);
+    const explained = new Map((JSON.parse(out.stdout) as TargetExplanation[]).map((e) => [e.target, e]));
+    const [picks, services, status] = [await resolved(), await servicesNow(), await statuses()];
+    for (const t of TARGETS) {
+      const e = explained.get(t);
+      expect(e?.resolution, t).toEqual({ instance: picks.get(t), rule: 'Pool' });
+      expect(e?.scores[0]?.instance, t).toBe(picks.get(t));
+      expect(e?.status.assigned, t).toBe(status.get(t)?.assignedWebhookServer);
+      expect(e?.status.handoverReady?.reason, t).toBe(handoverReady(status.get(t))?.reason);
+      expect(e?.names.service, t).toBe(services.get(t));
+      expect(webhookServiceName(e?.names.instance ?? ''), t).toBe(services.get(t));
+      expect(e?.gate, t).toMatchObject({ decided: true, reason: handoverReady(status.get(t))?.reason });
+      expect(e?.destination?.readyPods.length, t).toBeGreaterThan(0);
+      for (const pod of e?.destination?.pods.filter((p) => p.ready) ?? [])
+        expect(pod, `${t} on ${pod.pod}`).toMatchObject({ lease: 'live', target: 'serves' });
+    }
+  });
+});
+
 /** The one manager of each field of a config's status (docs/handlers.md). */
 function statusOwner(field: string): string {
   if (['assignedWebhookServer', 'webhookPath', 'conditions/Assigned'].includes(field))
@@ -546,12 +589,12 @@ function statusFieldsOf(fieldsV1: Record<string, unknown> | undefined): string[]
   });
 }
 
-const targetPatch = (e: AuditEvent) =>
+const targetPatchAttempt = (e: AuditEvent) =>
   e.stage === 'ResponseComplete' &&
   e.verb === 'patch' &&
   e.objectRef?.resource === 'customresourcedefinitions' &&
-  TARGETS.includes(e.objectRef.name ?? '') &&
-  e.responseStatus?.code === 200;
+  TARGETS.includes(e.objectRef.name ?? '');
+const targetPatch = (e: AuditEvent) => targetPatchAttempt(e) && e.responseStatus?.code === 200;
 
 async function createInstance(name: string, spec: Record<string, unknown> = {}): Promise<void> {
   await createCustom('conversionwebhookservers', {

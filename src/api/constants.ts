@@ -19,7 +19,7 @@ export function servedLeaseName(podName: string): string {
   return `${SERVED_LEASE_PREFIX}-served-${podName}`;
 }
 
-const SERVICE_SUFFIX = '-webhook-server';
+export const SERVICE_SUFFIX = '-webhook-server';
 
 /** The Service (and Deployment) of a ConversionWebhookServer instance. */
 export function webhookServiceName(instance: string): string {

@@ -26,6 +26,7 @@ export const commands: Record<string, () => Promise<Command>> = {
   'webhook-server': async () => (await import('../webhook/run.ts')).runWebhookServer,
   'nats-credentials': async () => (await import('./nats-credentials.ts')).runNatsCredentials,
   simulate: async () => (await import('./simulate.ts')).runSimulate,
+  explain: async () => (await import('./explain.ts')).runExplain,
 };
 
 /** `switchyard --version`: the name and the version in package.json (beside src/ in the image too). */

@@ -38,6 +38,7 @@ import {
   decideHandover,
   HANDOVER_READY,
   type HandoverCondition,
+  type HandoverDecision,
   type HandoverPolicy,
 } from '../core/handover.ts';
 import { decideHandoverStatus } from '../core/handover-status.ts';
@@ -168,24 +169,17 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
   return async (item, ctx) => {
     await deps.view.waitFor(item.seq);
     const nowMs = deps.clock.now();
-    const subject = readSubject(deps.view, item.key, deps.defaultNamespace, nowMs);
-    if (subject.kind === 'skip') {
-      ctx.log.debug({ target: item.key, why: subject.why }, 'nothing to hand over');
-      return done;
-    }
-    const { config, destination, namespace, targetKind, live, replicas } = subject;
-    const currentServiceName = conversionServiceOf(live);
-    const decision = decideHandover({
-      target: item.key,
-      destination,
-      currentServiceName,
-      replicas,
+    const gate = handoverOnView(deps.view, item.key, {
+      defaultNamespace: deps.defaultNamespace,
       nowMs,
-      progress: config.status?.handover,
-      previous: findCondition(config.status?.conditions, HANDOVER_READY) as HandoverCondition | undefined,
-      previousDestination: config.status?.handoverDestination,
       policy: deps.policy,
     });
+    if (gate.kind === 'skip') {
+      ctx.log.debug({ target: item.key, why: gate.why }, 'nothing to hand over');
+      return done;
+    }
+    const { subject, decision, currentServiceName } = gate;
+    const { config, destination, namespace, targetKind, live } = subject;
     const regarding = objectRefOf(config);
     const related = { apiVersion: targetKind.resource.apiVersion, kind: targetKind.kind, name: item.key };
     let repointed = false;
@@ -278,17 +272,54 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
   };
 }
 
-type Subject =
+/** A target the gate decides on: its config, destination and live object, as read from the view. */
+export interface HandoverSubject {
+  kind: 'handover';
+  config: ConversionConfig & { metadata: { resourceVersion: string } };
+  destination: string;
+  namespace: string;
+  targetKind: TargetKind;
+  live: { metadata: { resourceVersion: string } };
+  replicas: DestinationReplicas;
+}
+
+type Subject = { kind: 'skip'; why: string } | HandoverSubject;
+
+export type HandoverOnView =
   | { kind: 'skip'; why: string }
   | {
-      kind: 'handover';
-      config: ConversionConfig & { metadata: { resourceVersion: string } };
-      destination: string;
-      namespace: string;
-      targetKind: TargetKind;
-      live: { metadata: { resourceVersion: string } };
-      replicas: DestinationReplicas;
+      kind: 'decided';
+      subject: HandoverSubject;
+      currentServiceName: string | undefined;
+      decision: HandoverDecision;
     };
+
+/**
+ * The gate's decision for a target on the view as it is now: what the handler acts on, and what
+ * `switchyard explain` prints, so both always say the same.
+ */
+export function handoverOnView(
+  view: HandoverView,
+  target: string,
+  opts: { defaultNamespace: string; nowMs: number; policy?: Readonly<HandoverPolicy> | undefined },
+): HandoverOnView {
+  const subject = readSubject(view, target, opts.defaultNamespace, opts.nowMs);
+  if (subject.kind === 'skip') return subject;
+  const { config } = subject;
+  const currentServiceName = conversionServiceOf(subject.live);
+  const decision = decideHandover({
+    target,
+    destination: subject.destination,
+    currentServiceName,
+    replicas: subject.replicas,
+    nowMs: opts.nowMs,
+    progress: config.status?.handover,
+    previous: findCondition(config.status?.conditions, HANDOVER_READY) as HandoverCondition | undefined,
+    previousDestination: config.status?.handoverDestination,
+    policy: opts.policy,
+  });
+  return { kind: 'decided', subject, currentServiceName, decision };
+}
 
 /**
  * Everything the gate needs about one target, or why it has nothing to do: no config, a target

@@ -1,0 +1,149 @@
+// `switchyard explain <target>` (or `--all`): why a target is on the instance it is on, and why it
+// has or has not moved, read from the bus as the handlers read it (src/handlers/explain.ts).
+import { pino } from 'pino';
+import { connectBus } from '../bus/connect.ts';
+import { topologyOptions } from '../bus/topology.ts';
+import { ObjectView } from '../bus/view.ts';
+import { loadConfig } from '../config/load.ts';
+import { explainableTargets, explainTarget, type TargetExplanation } from '../handlers/explain.ts';
+import { HANDOVER_VIEW_KINDS } from '../handlers/handover.ts';
+import { operatorNamespace } from '../handlers/operator-namespace.ts';
+import { handoverPolicyOf } from '../handlers/run-handover.ts';
+
+const USAGE =
+  'usage: switchyard explain <target> | --all [-o json] [--nats.url=…] [--nats.user=… --nats.passwordFile=…]\n' +
+  '  Reads the bus (the read-only webhook-server user is enough) and says why the target is where it\n' +
+  '  is. Exit 0 when explained, 2 on bad usage, 3 when no config converts the target, 1 when the\n' +
+  '  bus cannot be read.\n';
+
+interface ExplainArgs {
+  targets: string[] | 'all';
+  json: boolean;
+}
+
+export function parseExplainArgs(rest: readonly string[]): ExplainArgs {
+  let json = false;
+  let all = false;
+  const targets: string[] = [];
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i] as string;
+    if (arg === '-o' && rest[i + 1] === 'json') {
+      json = true;
+      i++;
+    } else if (arg === '-o=json' || arg === '--output=json') json = true;
+    else if (arg === '--all') all = true;
+    else if (arg.startsWith('-')) throw new Error(`unknown argument ${arg}`);
+    else targets.push(arg);
+  }
+  if (all === targets.length > 0) throw new Error('name one or more targets, or --all');
+  return { targets: all ? 'all' : targets, json };
+}
+
+function scoreLine(e: TargetExplanation): string | undefined {
+  if (e.scores.length === 0) return undefined;
+  const shown = e.scores
+    .slice(0, 5)
+    .map((s) => `${s.instance} ${s.score.toPrecision(4)} (weight ${s.weight})`)
+    .join(', ');
+  return `${shown}${e.scores.length > 5 ? `, … ${e.scores.length - 5} more` : ''}`;
+}
+
+export function formatExplanation(e: TargetExplanation): string {
+  const rows: [string, string | undefined][] = [
+    ['configs', e.configs.join(', ')],
+    [
+      'resolves to',
+      'instance' in e.resolution
+        ? `${e.resolution.instance} (rule: ${e.resolution.rule})`
+        : `nothing: ${e.resolution.unresolved}: ${e.resolution.message}`,
+    ],
+    ['pool scores', scoreLine(e)],
+    ['status says', `assigned ${e.status.assigned ?? '(none)'}`],
+    [
+      'HandoverReady',
+      e.status.handoverReady &&
+        `${e.status.handoverReady.status} ${e.status.handoverReady.reason}: ${e.status.handoverReady.message}` +
+          (e.status.handoverDestination ? ` (about ${e.status.handoverDestination})` : ''),
+    ],
+    [
+      'conversion now',
+      e.names.service === undefined
+        ? 'names no Service'
+        : `names Service ${e.names.service}${e.names.instance ? ` (instance ${e.names.instance})` : ''}`,
+    ],
+  ];
+  if (e.destination) {
+    const d = e.destination;
+    rows.push([
+      'destination',
+      `${d.instance} in ${d.namespace}: ${d.readyPods.length} ready Pods` +
+        (d.pods.length === 0
+          ? ', no served-set Lease'
+          : `; ${d.pods.map((p) => `${p.pod} ${p.ready ? 'ready' : 'not ready'}, Lease ${p.lease}, ${p.target}`).join('; ')}`),
+    ]);
+  }
+  rows.push([
+    'gate now',
+    e.gate.decided
+      ? `${e.gate.action} ${e.gate.reason}: ${e.gate.message}`
+      : `nothing to decide: ${e.gate.why}`,
+  ]);
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return `${e.target}\n${rows
+    .filter((r): r is [string, string] => r[1] !== undefined)
+    .map(([k, v]) => `  ${k.padEnd(width)}  ${v}`)
+    .join('\n')}\n`;
+}
+
+export async function runExplain(argv: string[]): Promise<void> {
+  const { config, rest } = loadConfig({ argv });
+  let args: ExplainArgs;
+  try {
+    args = parseExplainArgs(rest);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
+  const log = pino({ level: 'warn', name: 'explain' }, pino.destination(2));
+  let bus: Awaited<ReturnType<typeof connectBus>>;
+  try {
+    bus = await connectBus({
+      servers: config.nats.url,
+      credentials: config.nats,
+      name: 'explain',
+      log,
+      topology: topologyOptions(config.bus),
+      mode: 'none',
+    });
+  } catch (err) {
+    process.stderr.write(`cannot read the bus at ${config.nats.url}: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const view = new ObjectView(HANDOVER_VIEW_KINDS, log);
+  try {
+    await view.start(bus.js);
+    const opts = {
+      defaultNamespace: operatorNamespace(),
+      nowMs: Date.now(),
+      policy: handoverPolicyOf(config.handover),
+    };
+    const targets = args.targets === 'all' ? explainableTargets(view) : args.targets;
+    const explained: TargetExplanation[] = [];
+    for (const target of targets) {
+      const e = explainTarget(view, target, opts);
+      if (e) explained.push(e);
+      else {
+        process.stderr.write(`no config converts ${target}\n`);
+        process.exitCode = 3;
+      }
+    }
+    process.stdout.write(
+      args.json ? `${JSON.stringify(explained, null, 2)}\n` : explained.map(formatExplanation).join('\n'),
+    );
+  } finally {
+    view.stop();
+    await bus.close();
+  }
+}
