@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { renderAuthorization } from '../access/nats-authorization.ts';
+import { newNatsPassword } from '../access/nats-credentials-secret.ts';
 import { NATS_IDENTITIES, type NatsIdentity } from '../access/nats-permissions.ts';
 import { defaultConfig } from '../config/schema.ts';
 
@@ -21,14 +21,10 @@ export interface LocalNatsCredentials {
 
 export const LOCAL_NATS_ADMIN = 'admin';
 
-function newPassword(): string {
-  return randomBytes(18).toString('base64url');
-}
-
 export async function makeLocalNatsCredentials(clusterDir: string): Promise<LocalNatsCredentials> {
   const dir = join(clusterDir, 'nats-credentials');
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const passwords = Object.fromEntries(NATS_IDENTITIES.map((id) => [id, newPassword()])) as Record<
+  const passwords = Object.fromEntries(NATS_IDENTITIES.map((id) => [id, newNatsPassword()])) as Record<
     NatsIdentity,
     string
   >;
@@ -36,7 +32,7 @@ export async function makeLocalNatsCredentials(clusterDir: string): Promise<Loca
   const authorization = renderAuthorization({
     config: defaultConfig(),
     password: (id) => ({ literal: passwords[id] }),
-    admin: { user: LOCAL_NATS_ADMIN, password: newPassword() },
+    admin: { user: LOCAL_NATS_ADMIN, password: newNatsPassword() },
   });
   return { dir, passwords, authorization };
 }
