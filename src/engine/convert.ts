@@ -173,10 +173,14 @@ function write(output: JsonObject, to: Segments, value: unknown, op: Op): OpProb
   };
 }
 
-/** Deep copy minus the omitted paths (see OmitBranch for when an emptied object stays). */
+/**
+ * Deep copy minus the omitted paths (see OmitBranch for when an emptied object stays). `for…in`
+ * rather than `Object.keys`: no array per object on the hot path, and a JSON object's prototype
+ * has no enumerable keys of its own.
+ */
 function copyExcept(source: JsonObject, omit: OmitTree, take: Take): JsonObject {
   const out: JsonObject = {};
-  for (const key of Object.keys(source)) {
+  for (const key in source) {
     const skip = omit.get(key);
     if (skip === null) continue;
     const value = source[key];
@@ -185,10 +189,14 @@ function copyExcept(source: JsonObject, omit: OmitTree, take: Take): JsonObject 
       continue;
     }
     const copy = copyExcept(value, skip.children, take);
-    if (skip.keepIfEmptied || Object.keys(copy).length > 0 || Object.keys(value).length === 0)
-      setOwn(out, key, copy);
+    if (skip.keepIfEmptied || hasKeys(copy) || !hasKeys(value)) setOwn(out, key, copy);
   }
   return out;
+}
+
+function hasKeys(object: JsonObject): boolean {
+  for (const _ in object) return true;
+  return false;
 }
 
 function failure(object: JsonObject, message: string, path?: string, ruleIndex?: number): ConvertResult {
