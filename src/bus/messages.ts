@@ -20,6 +20,10 @@ export const recordedObjectSchema = z.looseObject({
 });
 export type RecordedObject = z.infer<typeof recordedObjectSchema>;
 
+/** A UTC timestamp as `toISOString` writes it (any fraction of a second). */
+const OBSERVED_AT_FORMAT = { offset: false, local: false, precision: null } as const;
+const OBSERVED_AT = z.regexes.datetime(OBSERVED_AT_FORMAT);
+
 /**
  * One change of one object, as recorded on `k8s.<kind>.<ns>.<name>`.
  * `upsert` carries the whole object as the apiserver returned it (without
@@ -31,7 +35,7 @@ export const objectEventSchema = z.discriminatedUnion('op', [
     op: z.literal('upsert'),
     object: recordedObjectSchema,
     observedBy: z.enum(['watch', 'list']),
-    observedAt: z.iso.datetime(),
+    observedAt: z.iso.datetime(OBSERVED_AT_FORMAT),
     /**
      * Set when the object did not fit the bus even compressed: `object` then
      * holds only its apiVersion, kind and metadata. A reader knows the object
@@ -43,10 +47,74 @@ export const objectEventSchema = z.discriminatedUnion('op', [
     op: z.literal('delete'),
     object: recordedObjectSchema,
     observedBy: z.enum(['watch', 'relist-gap']),
-    observedAt: z.iso.datetime(),
+    observedAt: z.iso.datetime(OBSERVED_AT_FORMAT),
   }),
 ]);
 export type ObjectEvent = z.infer<typeof objectEventSchema>;
+
+/**
+ * What `objectEventSchema` accepts and returns unchanged, checked by hand. Every view decodes
+ * every record with it, a replica thousands before it is ready, and zod, which copies each
+ * loose object it reads, took a quarter of that read. The property tests hold the two to the same
+ * answer; zod reads what this refuses: an invalid record, for the message, or one with fields
+ * zod strips.
+ */
+export function isObjectEvent(value: unknown): value is ObjectEvent {
+  if (!isPlainObject(value) || typeof value.observedAt !== 'string' || !isRecordedObject(value.object))
+    return false;
+  let keys = 4;
+  if (value.op === 'upsert') {
+    if (value.observedBy !== 'watch' && value.observedBy !== 'list') return false;
+    if (value.omitted !== undefined) {
+      if (!isOmission(value.omitted)) return false;
+      keys++;
+    }
+  } else if (value.op !== 'delete' || (value.observedBy !== 'watch' && value.observedBy !== 'relist-gap'))
+    return false;
+  return keyCount(value) === keys && OBSERVED_AT.test(value.observedAt);
+}
+
+function isRecordedObject(value: unknown): boolean {
+  if (!isPlainObject(value) || !isPlainObject(value.metadata)) return false;
+  const { apiVersion, kind, metadata } = value;
+  return (
+    (apiVersion === undefined || typeof apiVersion === 'string') &&
+    (kind === undefined || typeof kind === 'string') &&
+    isNonEmptyString(metadata.name) &&
+    (metadata.namespace === undefined || typeof metadata.namespace === 'string') &&
+    isNonEmptyString(metadata.uid) &&
+    isNonEmptyString(metadata.resourceVersion)
+  );
+}
+
+function isOmission(value: unknown): boolean {
+  return (
+    isPlainObject(value) &&
+    value.reason === 'too-large' &&
+    Number.isSafeInteger(value.bytes) &&
+    (value.bytes as number) > 0 &&
+    keyCount(value) === 2
+  );
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isNonEmptyString(value: unknown): boolean {
+  return typeof value === 'string' && value.length > 0;
+}
+
+function keyCount(object: object): number {
+  let n = 0;
+  for (const _ in object) n++;
+  return n;
+}
+
+/** `decodeMessage(objectEventSchema, data)`, with the check by hand first. */
+export function decodeObjectEvent(data: Uint8Array): Decoded<ObjectEvent> {
+  return decodeMessage(objectEventSchema, data, isObjectEvent);
+}
 
 /**
  * The deduplication id of an object event: two watchers, or one watcher
@@ -80,8 +148,15 @@ function isGzip(data: Uint8Array): boolean {
 
 export type Decoded<T> = { ok: true; value: T } | { ok: false; reason: string };
 
-/** Parses and validates a payload; never throws. */
-export function decodeMessage<T>(schema: z.ZodType<T>, data: Uint8Array): Decoded<T> {
+/**
+ * Parses and validates a payload; never throws. `accepts`, when given, is a faster check of
+ * what the schema accepts unchanged; the schema then reads only what it refuses.
+ */
+export function decodeMessage<T>(
+  schema: z.ZodType<T>,
+  data: Uint8Array,
+  accepts?: (value: unknown) => value is T,
+): Decoded<T> {
   let json: unknown;
   try {
     // JSON never starts with 0x1f, so the gzip magic alone tells a compressed payload.
@@ -90,6 +165,7 @@ export function decodeMessage<T>(schema: z.ZodType<T>, data: Uint8Array): Decode
   } catch (err) {
     return { ok: false, reason: `not JSON (or not inflatable): ${(err as Error).message}` };
   }
+  if (accepts?.(json)) return { ok: true, value: json };
   const result = schema.safeParse(json);
   if (!result.success) return { ok: false, reason: z.prettifyError(result.error) };
   return { ok: true, value: result.data };

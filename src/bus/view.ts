@@ -1,7 +1,7 @@
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { followLatest, type LatestFollower } from './follow-latest.ts';
-import { decodeMessage, type ObjectEvent, objectEventSchema, type RecordedObject } from './messages.ts';
+import { decodeObjectEvent, type ObjectEvent, type RecordedObject } from './messages.ts';
 import { kindFilter, type ObjectKey, parseObjectSubject } from './subjects.ts';
 import { STREAMS } from './topology.ts';
 
@@ -151,7 +151,7 @@ export class ObjectView {
   private applyRecord(m: JsMsg): void {
     const key = parseObjectSubject(m.subject);
     if (key && this.kinds.has(key.kind)) {
-      const decoded = decodeMessage(objectEventSchema, m.data);
+      const decoded = decodeObjectEvent(m.data);
       if (decoded.ok) {
         this.store(key, decoded.value);
         for (const listener of this.changeListeners) listener(key.kind);
@@ -192,7 +192,7 @@ export class ObjectView {
   private applyHeartbeat(m: JsMsg): void {
     const key = parseObjectSubject(m.subject);
     if (!key) return;
-    const decoded = decodeMessage(objectEventSchema, m.data);
+    const decoded = decodeObjectEvent(m.data);
     const renewTime = decoded.ok ? renewTimeOf(decoded.value.object) : undefined;
     if (renewTime !== undefined) this.renewals.set(fullKey(key), renewTime);
   }

@@ -19,7 +19,7 @@ import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { MsgHdrs } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import {
-  decodeMessage,
+  decodeObjectEvent,
   encodeMessage,
   handoverWorkSchema,
   type ObjectEvent,
@@ -141,7 +141,7 @@ export class Router {
     // come back "not found" whenever the mirror answered first. The stream's own get is exact.
     const stored = await this.deps.jsm.streams.getMessage(STREAMS.records, { seq });
     if (!stored) return undefined;
-    const decoded = decodeMessage(objectEventSchema, stored.data);
+    const decoded = decodeObjectEvent(stored.data);
     return decoded.ok ? decoded.value.object : undefined;
   }
 
@@ -204,7 +204,7 @@ export class Router {
 
 /** Records may be gzip-compressed (messages.ts), so they are decoded the way every reader decodes them. */
 function decodeRecord(data: Uint8Array): ObjectEvent {
-  const decoded = decodeMessage(objectEventSchema, data);
+  const decoded = decodeObjectEvent(data);
   if (!decoded.ok) throw new Error(decoded.reason);
   return decoded.value;
 }

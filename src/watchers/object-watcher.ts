@@ -3,7 +3,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { followLatest } from '../bus/follow-latest.ts';
 import {
-  decodeMessage,
+  decodeObjectEvent,
   encodeMessage,
   type ObjectEvent,
   objectEventSchema,
@@ -89,7 +89,7 @@ export async function loadRecorded(
     log,
     onMessage: (m) => {
       const key = parseObjectSubject(m.subject);
-      const decoded = decodeMessage(objectEventSchema, m.data);
+      const decoded = decodeObjectEvent(m.data);
       if (!key || !decoded.ok) return;
       const { op, object } = decoded.value;
       if (op === 'delete') {

@@ -1,7 +1,7 @@
 import type { JetStreamClient, JetStreamManager, StoredMsg } from '@nats-io/jetstream';
 import { isWrongLastSequence } from '../errors.ts';
 import {
-  decodeMessage,
+  decodeObjectEvent,
   encodeMessage,
   type ObjectEvent,
   objectEventId,
@@ -145,6 +145,6 @@ export class RecordWriter {
 
 /** A stored record that cannot be read is treated as absent: any valid record may replace it. */
 function summaryOf(m: StoredMsg): RecordSummary | undefined {
-  const decoded = decodeMessage(objectEventSchema, m.data);
+  const decoded = decodeObjectEvent(m.data);
   return decoded.ok ? summarize(decoded.value) : undefined;
 }
