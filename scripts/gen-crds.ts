@@ -1,7 +1,9 @@
-// Writes the CRDs generated from src/api into deploy/crds/. Run after changing a schema:
+// Writes the CRDs generated from src/api into deploy/crds/, and their field reference into
+// docs/crd-reference.md. Run after changing a schema:
 //   node scripts/gen-crds.ts
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { CRD_REFERENCE_PATH, renderCrdReference } from '../src/api/crd-reference.ts';
 import { CRD_KUSTOMIZATION, renderCrdKustomization, renderCrdYaml } from '../src/api/crd-yaml.ts';
 import { crdFileName, switchyardCrds } from '../src/api/crds.ts';
 
@@ -15,3 +17,6 @@ for (const crd of switchyardCrds()) {
   console.log(`wrote ${path}`);
 }
 writeFileSync(join(outDir, CRD_KUSTOMIZATION), renderCrdKustomization(switchyardCrds().map(crdFileName)));
+const reference = join(import.meta.dirname, '..', CRD_REFERENCE_PATH);
+writeFileSync(reference, renderCrdReference());
+console.log(`wrote ${reference}`);
