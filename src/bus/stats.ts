@@ -1,75 +1,426 @@
-import type { JetStreamManager } from '@nats-io/jetstream';
+import type { ConsumerInfo, JetStreamManager, StreamInfo } from '@nats-io/jetstream';
+import { type HandlerConsumerSpec, planHandlerConsumers } from './runtime/consumers.ts';
+import { recheckSubject } from './subjects.ts';
+import { STREAMS } from './topology.ts';
 
 /**
- * The numbers an operator reads off the bus, per stream and per consumer.
- * Backlog is a consumer's `pending` (undelivered messages matching its
- * filter), never `last_seq - delivered` (wrong for filtered consumers); a
- * consumer is saturated when `ackPending` reaches its `max_ack_pending`, and
- * stuck when `pending` > 0 while `lastActive` grows old.
+ * `switchyard bus stats`: the bus in the project's terms. Two reads (JetStream's stream list and,
+ * per stream, its consumer list; the dead letters and the re-checks by the stream's per-subject
+ * counts, never a scan), then pure functions: the consumers grouped by the handler concern whose
+ * plan (`runtime/consumers.ts`) names them, and a table.
+ *
+ * Per consumer, the numbers are the server's own, as its monitoring endpoint (`/jsz`) gives them:
+ * backlog is `num_pending` (undelivered messages matching its filter), never
+ * `last_seq - delivered` (wrong for a filtered consumer); in flight is `num_ack_pending`, and a
+ * consumer is saturated when it reaches `max_ack_pending`; stuck when `pending` > 0 while the
+ * last ack grows old.
  */
 export interface ConsumerStats {
   name: string;
   filter: string;
   pending: number;
   ackPending: number;
+  /** -1: no limit (an ephemeral reader that does not ack). */
   maxAckPending: number;
   redelivered: number;
+  /** Pull requests waiting at the server: replicas idle on this consumer. */
   waiting: number;
+  /** When the server last saw an ack on it (`ack_floor.last_active`). */
   lastActive: string | undefined;
+  /** A durable (a handler's); false: an ephemeral reader (a view, a record lookup, a tool). */
+  durable: boolean;
+}
+
+export type StreamRole = keyof typeof STREAMS;
+
+/** What each stream of the topology (`topology.ts`) holds, in the words `bus stats` prints. */
+export const STREAM_PURPOSES: Record<StreamRole, string> = {
+  records: 'records',
+  latest: 'latest state',
+  heartbeats: 'heartbeats',
+  work: 'work',
+  fanout: 'fanout',
+  deadLetters: 'dead letters',
+};
+
+const ROLE_OF_STREAM = new Map<string, StreamRole>(
+  Object.entries(STREAMS).map(([role, name]) => [name, role as StreamRole]),
+);
+
+/** The purpose of a stream by its name; a pacer's slot bucket and anything else are said as such. */
+export function streamPurpose(name: string): string {
+  const role = ROLE_OF_STREAM.get(name);
+  if (role) return STREAM_PURPOSES[role];
+  return name.startsWith('KV_') ? 'key-value bucket' : 'not in the topology';
 }
 
 export interface StreamStats {
   name: string;
+  purpose: string;
   messages: number;
   bytes: number;
   firstSeq: number;
   lastSeq: number;
+  /** Stored time of the first message (ISO 8601); undefined when the stream is empty. */
+  firstTime: string | undefined;
+  lastTime: string | undefined;
+  /** Distinct subjects holding messages. */
   subjects: number;
+  /**
+   * Messages per subject, for the subjects `bus stats` counts by (`dlq.>` in DLQ, `recheck.>` in
+   * WORK): the server's per-subject counts, read with the stream's info (`subjects_filter`).
+   */
+  subjectCounts: Record<string, number>;
   consumers: ConsumerStats[];
 }
 
-export async function busStats(jsm: JetStreamManager): Promise<StreamStats[]> {
-  const out: StreamStats[] = [];
-  for await (const s of jsm.streams.list()) {
-    const consumers: ConsumerStats[] = [];
-    for await (const c of jsm.consumers.list(s.config.name)) {
-      consumers.push({
-        name: c.name,
-        filter: c.config.filter_subject ?? '',
-        pending: c.num_pending,
-        ackPending: c.num_ack_pending,
-        maxAckPending: c.config.max_ack_pending ?? -1,
-        redelivered: c.num_redelivered,
-        waiting: c.num_waiting,
-        lastActive: c.ack_floor.last_active ? String(c.ack_floor.last_active) : undefined,
-      });
-    }
-    out.push({
-      name: s.config.name,
-      messages: s.state.messages,
-      bytes: s.state.bytes,
-      firstSeq: s.state.first_seq,
-      lastSeq: s.state.last_seq,
-      subjects: s.state.num_subjects ?? 0,
-      consumers: consumers.sort((a, b) => a.name.localeCompare(b.name)),
-    });
-  }
-  return out.sort((a, b) => a.name.localeCompare(b.name));
+/** The subjects whose per-subject counts are read with a stream's info: dead letters and waiting re-checks. */
+const COUNTED_SUBJECTS: Partial<Record<string, string>> = {
+  [STREAMS.deadLetters]: 'dlq.>',
+  [STREAMS.work]: 'recheck.>',
+};
+
+const NO_TIME = /^0001-01-01/;
+const TOPOLOGY_ORDER: readonly string[] = Object.values(STREAMS);
+
+/** A stream's place in the topology's order; any other stream after them. */
+function streamRank(name: string): number {
+  const i = TOPOLOGY_ORDER.indexOf(name);
+  return i < 0 ? TOPOLOGY_ORDER.length : i;
 }
 
-/** A plain-text table of `busStats`, as `switchyard bus stats` prints it. */
-export function formatBusStats(stats: readonly StreamStats[]): string {
-  const lines = ['STREAM/CONSUMER                 MESSAGES  PENDING  ACK-PENDING  REDELIVERED  LAST-SEQ'];
-  for (const s of stats) {
-    lines.push(
-      `${s.name.padEnd(30)} ${String(s.messages).padStart(9)} ${''.padStart(8)} ${''.padStart(12)} ${''.padStart(12)}  ${s.lastSeq}`,
-    );
+function timeOf(ts: string | undefined, messages: number): string | undefined {
+  return messages > 0 && ts && !NO_TIME.test(ts) ? ts : undefined;
+}
+
+function consumerStats(c: ConsumerInfo): ConsumerStats {
+  const lastActive = c.ack_floor.last_active;
+  return {
+    name: c.name,
+    filter: c.config.filter_subject ?? c.config.filter_subjects?.join(',') ?? '',
+    pending: c.num_pending,
+    ackPending: c.num_ack_pending,
+    maxAckPending: c.config.max_ack_pending ?? -1,
+    redelivered: c.num_redelivered,
+    waiting: c.num_waiting,
+    lastActive: lastActive && !NO_TIME.test(String(lastActive)) ? String(lastActive) : undefined,
+    durable: c.config.durable_name !== undefined && c.config.durable_name !== '',
+  };
+}
+
+function streamStats(s: StreamInfo, consumers: ConsumerStats[]): StreamStats {
+  return {
+    name: s.config.name,
+    purpose: streamPurpose(s.config.name),
+    messages: s.state.messages,
+    bytes: s.state.bytes,
+    firstSeq: s.state.first_seq,
+    lastSeq: s.state.last_seq,
+    firstTime: timeOf(s.state.first_ts, s.state.messages),
+    lastTime: timeOf(s.state.last_ts, s.state.messages),
+    subjects: s.state.num_subjects ?? 0,
+    subjectCounts: s.state.subjects ?? {},
+    consumers: consumers.sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true })),
+  };
+}
+
+/**
+ * Every stream and its consumers, as the server reports them. The streams whose subjects are
+ * counted (DLQ, WORK) are read again by name with a `subjects_filter`, and that one reply gives
+ * their state and counts together. Needs `$JS.API.STREAM.LIST`, `STREAM.INFO.*` and
+ * `CONSUMER.LIST.*`: what the `bus-setup` user has.
+ */
+export async function busStats(jsm: JetStreamManager): Promise<StreamStats[]> {
+  const out: StreamStats[] = [];
+  for await (const listed of jsm.streams.list()) {
+    const name = listed.config.name;
+    const filter = COUNTED_SUBJECTS[name];
+    const info = filter ? await jsm.streams.info(name, { subjects_filter: filter }) : listed;
+    const consumers: ConsumerStats[] = [];
+    for await (const c of jsm.consumers.list(name)) consumers.push(consumerStats(c));
+    out.push(streamStats(info, consumers));
+  }
+  // The topology's streams in its order (records first, dead letters last), then any other.
+  return out.sort((a, b) => streamRank(a.name) - streamRank(b.name) || a.name.localeCompare(b.name));
+}
+
+/** The topology's streams that `stats` does not hold: the topology is not (fully) applied. */
+export function missingStreams(stats: readonly StreamStats[]): string[] {
+  const present = new Set(stats.map((s) => s.name));
+  return Object.values(STREAMS).filter((name) => !present.has(name));
+}
+
+/** A handler concern as the project runs it: its name (its dead letters go to `dlq.<concern>`) and its consumers. */
+export interface ConcernPlan {
+  concern: string;
+  consumers: HandlerConsumerSpec;
+}
+
+export interface ConcernStats {
+  concern: string;
+  /**
+   * `handler`: a planned concern; `unplanned`: a durable consumer or dead letters no plan names
+   * (another partition count, a concern removed, a test's); `readers`: the ephemeral consumers
+   * on one stream (views, record lookups, tools), whose pending is how far behind they are.
+   */
+  kind: 'handler' | 'unplanned' | 'readers';
+  stream: string | undefined;
+  /** Consumers present; for a handler, `planned` says how many its plan has. */
+  consumers: number;
+  planned: number;
+  /** Planned consumers the server does not have (the handler has not started since, or one was deleted). */
+  missing: string[];
+  pending: number;
+  ackPending: number;
+  /** Sum of the consumers' `max_ack_pending`; null when one has no limit. */
+  maxAckPending: number | null;
+  redelivered: number;
+  waiting: number;
+  /** Messages on `dlq.<concern>` in DLQ. */
+  deadLetters: number;
+  /** Durable re-checks waiting (message schedules on `recheck.<concern>.…` in WORK). */
+  rechecks: number;
+  /** The latest ack on any of its consumers. */
+  lastAck: string | undefined;
+  members: ConsumerStats[];
+}
+
+export interface BusReport {
+  streams: StreamStats[];
+  concerns: ConcernStats[];
+  /** Streams of the topology the server does not have. */
+  missingStreams: string[];
+}
+
+const PARTITION_SUFFIX = /^(.*)-p\d+$/;
+const DLQ_PREFIX = 'dlq.';
+
+function emptyConcern(concern: string, kind: ConcernStats['kind'], stream: string | undefined): ConcernStats {
+  return {
+    concern,
+    kind,
+    stream,
+    consumers: 0,
+    planned: 0,
+    missing: [],
+    pending: 0,
+    ackPending: 0,
+    maxAckPending: 0,
+    redelivered: 0,
+    waiting: 0,
+    deadLetters: 0,
+    rechecks: 0,
+    lastAck: undefined,
+    members: [],
+  };
+}
+
+function add(group: ConcernStats, c: ConsumerStats): void {
+  group.members.push(c);
+  group.consumers++;
+  group.pending += c.pending;
+  group.ackPending += c.ackPending;
+  group.maxAckPending =
+    group.maxAckPending === null || c.maxAckPending < 0 ? null : group.maxAckPending + c.maxAckPending;
+  group.redelivered += c.redelivered;
+  group.waiting += c.waiting;
+  if (c.lastActive && (!group.lastAck || Date.parse(c.lastActive) > Date.parse(group.lastAck)))
+    group.lastAck = c.lastActive;
+}
+
+/** The prefix of a concern's re-check subjects (`recheck.<concern>`), when its work is on WORK. */
+function recheckPrefix(spec: HandlerConsumerSpec): string | undefined {
+  if (spec.stream !== STREAMS.work) return undefined;
+  const work = spec.mode === 'partitioned' ? spec.prefix : spec.filterSubject.replace(/\.>$/, '');
+  return work.startsWith('work.') ? recheckSubject(work) : undefined;
+}
+
+/**
+ * The consumers grouped by concern. A consumer belongs to the concern whose plan names it
+ * (`planHandlerConsumers`: `<durable>` or `<durable>-p<i>`); a `<durable>-p<i>` beyond the plan's
+ * partitions still does (the count was changed). Dead letters are the DLQ's count on
+ * `dlq.<concern>`; re-checks the WORK subjects under the concern's `recheck.<…>` prefix.
+ * Planned concerns come first, in the plan's order, then what no plan names, then the readers.
+ */
+export function groupByConcern(
+  streams: readonly StreamStats[],
+  plans: readonly ConcernPlan[],
+): ConcernStats[] {
+  const byConcern = new Map<string, ConcernStats>();
+  const concernOfConsumer = new Map<string, ConcernStats>();
+  const concernOfDurable = new Map<string, ConcernStats>();
+  const rechecks: [string, ConcernStats][] = [];
+  for (const plan of plans) {
+    const group = emptyConcern(plan.concern, 'handler', plan.consumers.stream);
+    const planned = planHandlerConsumers(plan.consumers);
+    group.planned = planned.length;
+    byConcern.set(plan.concern, group);
+    for (const p of planned) concernOfConsumer.set(`${p.stream}/${p.name}`, group);
+    concernOfDurable.set(`${plan.consumers.stream}/${plan.consumers.durable}`, group);
+    const prefix = recheckPrefix(plan.consumers);
+    if (prefix) rechecks.push([`${prefix}.`, group]);
+  }
+
+  const unplanned = new Map<string, ConcernStats>();
+  const readers = new Map<string, ConcernStats>();
+  for (const s of streams) {
     for (const c of s.consumers) {
-      const ack = `${c.ackPending}/${c.maxAckPending < 0 ? '∞' : c.maxAckPending}`;
-      lines.push(
-        `  ${c.name.padEnd(28)} ${''.padStart(9)} ${String(c.pending).padStart(8)} ${ack.padStart(12)} ${String(c.redelivered).padStart(12)}`,
-      );
+      if (!c.durable) {
+        const group = readers.get(s.name) ?? emptyConcern('readers', 'readers', s.name);
+        readers.set(s.name, group);
+        add(group, c);
+        continue;
+      }
+      const base = PARTITION_SUFFIX.exec(c.name)?.[1];
+      let group =
+        concernOfConsumer.get(`${s.name}/${c.name}`) ??
+        (base === undefined ? undefined : concernOfDurable.get(`${s.name}/${base}`));
+      if (!group) {
+        const concern = base ?? c.name;
+        group = unplanned.get(concern) ?? emptyConcern(concern, 'unplanned', s.name);
+        unplanned.set(concern, group);
+      }
+      add(group, c);
+    }
+    for (const [subject, count] of Object.entries(s.subjectCounts)) {
+      if (s.name === STREAMS.deadLetters && subject.startsWith(DLQ_PREFIX)) {
+        const concern = subject.slice(DLQ_PREFIX.length);
+        let group = byConcern.get(concern) ?? unplanned.get(concern);
+        if (!group) {
+          group = emptyConcern(concern, 'unplanned', undefined);
+          unplanned.set(concern, group);
+        }
+        group.deadLetters += count;
+      } else if (s.name === STREAMS.work) {
+        const owner = rechecks.find(([prefix]) => subject.startsWith(prefix))?.[1];
+        if (owner) owner.rechecks += count;
+      }
     }
   }
-  return lines.join('\n');
+
+  for (const group of byConcern.values()) {
+    const present = new Set(group.members.map((m) => m.name));
+    const plan = plans.find((p) => p.concern === group.concern);
+    if (plan)
+      group.missing = planHandlerConsumers(plan.consumers)
+        .map((p) => p.name)
+        .filter((name) => !present.has(name));
+  }
+  const sorted = (m: Map<string, ConcernStats>) =>
+    [...m.values()].sort(
+      (a, b) => a.concern.localeCompare(b.concern) || streamRank(a.stream ?? '') - streamRank(b.stream ?? ''),
+    );
+  const all = [...byConcern.values(), ...sorted(unplanned), ...sorted(readers)];
+  for (const group of all)
+    group.members.sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }));
+  return all;
+}
+
+/** The report `bus stats` prints: streams, concerns, and the topology's streams that are missing. */
+export function busReport(streams: StreamStats[], plans: readonly ConcernPlan[]): BusReport {
+  return { streams, concerns: groupByConcern(streams, plans), missingStreams: missingStreams(streams) };
+}
+
+/** Reads the bus and groups it by the plans' concerns. */
+export async function readBusReport(
+  jsm: JetStreamManager,
+  plans: readonly ConcernPlan[],
+): Promise<BusReport> {
+  return busReport(await busStats(jsm), plans);
+}
+
+const UNITS = ['KiB', 'MiB', 'GiB', 'TiB'];
+
+/** 912 B, 1.5 KiB, 23.4 MiB. */
+export function humanBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  let value = bytes;
+  let unit = '';
+  for (const u of UNITS) {
+    value /= 1024;
+    unit = u;
+    if (value < 1024) break;
+  }
+  return `${value < 10 ? value.toFixed(1) : Math.round(value)} ${unit}`;
+}
+
+/** How long ago, coarsely: 12s, 5m, 3h, 2d. */
+export function ago(iso: string | undefined, nowMs: number): string {
+  if (!iso) return 'never';
+  const s = Math.max(0, Math.round((nowMs - Date.parse(iso)) / 1000));
+  if (s < 120) return `${s}s ago`;
+  if (s < 120 * 60) return `${Math.round(s / 60)}m ago`;
+  if (s < 48 * 3600) return `${Math.round(s / 3600)}h ago`;
+  return `${Math.round(s / 86_400)}d ago`;
+}
+
+/** Columns padded to their widest cell; the `right` ones (numbers) aligned right. */
+function table(header: readonly string[], rows: readonly (readonly string[])[], right: ReadonlySet<number>) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, i) => (right.has(i) ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)];
+}
+
+function concernLabel(c: ConcernStats): string {
+  if (c.kind === 'readers') return 'readers';
+  return c.kind === 'unplanned' ? `${c.concern} (unplanned)` : c.concern;
+}
+
+function consumersCell(c: ConcernStats): string {
+  return c.kind === 'handler' && c.consumers !== c.planned
+    ? `${c.consumers}/${c.planned}`
+    : String(c.consumers);
+}
+
+/** The report as `switchyard bus stats` prints it: the streams, then the concerns. */
+export function formatBusStats(report: BusReport, nowMs: number = Date.now()): string {
+  const streams = table(
+    ['STREAM', 'PURPOSE', 'MESSAGES', 'BYTES', 'FIRST SEQ', 'LAST SEQ', 'FIRST MESSAGE'],
+    report.streams.map((s) => [
+      s.name,
+      s.purpose,
+      String(s.messages),
+      humanBytes(s.bytes),
+      String(s.firstSeq),
+      String(s.lastSeq),
+      s.firstTime ? s.firstTime.replace(/\.\d+Z$/, 'Z') : '-',
+    ]),
+    new Set([2, 3, 4, 5]),
+  );
+  const concerns = table(
+    [
+      'CONCERN',
+      'STREAM',
+      'CONSUMERS',
+      'PENDING',
+      'ACK PENDING',
+      'REDELIVERED',
+      'DEAD LETTERS',
+      'RECHECKS',
+      'LAST ACK',
+    ],
+    report.concerns.map((c) => [
+      concernLabel(c),
+      c.stream ?? '-',
+      consumersCell(c),
+      String(c.pending),
+      c.kind === 'readers' ? '-' : `${c.ackPending}/${c.maxAckPending === null ? '∞' : c.maxAckPending}`,
+      String(c.redelivered),
+      String(c.deadLetters),
+      String(c.rechecks),
+      c.kind === 'readers' || c.consumers === 0 ? '-' : ago(c.lastAck, nowMs),
+    ]),
+    new Set([2, 3, 4, 5, 6, 7]),
+  );
+  const notes = report.missingStreams.map(
+    (name) => `stream ${name} is missing (the topology is not applied)`,
+  );
+  for (const c of report.concerns)
+    if (c.kind === 'handler' && c.missing.length > 0 && c.missing.length < c.planned)
+      notes.push(`${c.concern}: consumers missing: ${c.missing.join(', ')}`);
+  return [...streams, '', ...concerns, ...(notes.length > 0 ? ['', ...notes] : [])].join('\n');
 }

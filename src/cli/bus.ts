@@ -1,27 +1,94 @@
 import { pino } from 'pino';
 import { connectBus } from '../bus/connect.ts';
-import { busStats, formatBusStats } from '../bus/stats.ts';
+import type { ConcernPlan } from '../bus/stats.ts';
 import { topologyOptions } from '../bus/topology.ts';
-import { loadConfig } from '../config/load.ts';
+import { ConfigError, loadConfig } from '../config/load.ts';
+import type { Config } from '../config/schema.ts';
 
-const USAGE = 'usage: switchyard bus <stats [--json] | setup | authorization> [--nats.url=nats://…]\n';
+const USAGE =
+  'usage: switchyard bus <stats [-o json|--json] | setup | authorization> [--nats.url=nats://…] [--nats.user=… --nats.passwordFile=…]\n' +
+  '  stats: streams and handler concerns (backlog, in flight, retries, dead letters), read as the\n' +
+  '  bus-setup user; exit 0, 1 when NATS cannot be read or a stream of the topology is missing, 2 on\n' +
+  '  bad usage.\n';
+
+/** `bus stats` flags: the output format. */
+export function parseStatsArgs(flags: readonly string[]): { json: boolean } {
+  let json = false;
+  for (let i = 0; i < flags.length; i++) {
+    const arg = flags[i] as string;
+    const output = arg === '-o' || arg === '--output' ? flags[++i] : /^(?:-o|--output)=(.*)$/.exec(arg)?.[1];
+    if (arg === '--json') json = true;
+    else if (output === 'json') json = true;
+    else if (output === 'table') json = false;
+    else if (output !== undefined) throw new Error(`unknown output format ${output}: json or table`);
+    else throw new Error(`unknown argument ${arg}`);
+  }
+  return { json };
+}
 
 /**
- * `switchyard bus stats`: streams and consumers, their backlog and retries.
+ * The handler concerns as the processes run them, for `config`'s partition counts: each one's
+ * name (its dead letters go to `dlq.<concern>`) and its consumer spec, from the handlers' own
+ * exports. Loaded only for `bus stats` (the setup Job needs none of it).
+ */
+export async function handlerConcernPlans(config: Config): Promise<ConcernPlan[]> {
+  const [router, assignWorld, assign, leaseAggregate, handover, configStatus, instances, pacer] =
+    await Promise.all([
+      import('../handlers/router.ts'),
+      import('../handlers/assign-world.ts'),
+      import('../handlers/assign.ts'),
+      import('../handlers/lease-aggregate.ts'),
+      import('../handlers/handover.ts'),
+      import('../handlers/config-status.ts'),
+      import('../handlers/instances.ts'),
+      import('../bus/pacer/pacer.ts'),
+    ]);
+  const { ASSIGN_PACER } = assign;
+  const p = config.bus.partitions;
+  return [
+    // The router's runtime runs as concern `router`, its durable's name (`startRouter`).
+    { concern: router.ROUTER_CONSUMER.durable, consumers: router.ROUTER_CONSUMER },
+    { concern: assignWorld.ASSIGN_CONCERN, consumers: assign.assignConsumers(p.assign) },
+    { concern: ASSIGN_PACER.concern, consumers: pacer.pacerConsumers(ASSIGN_PACER) },
+    {
+      concern: leaseAggregate.LEASE_AGGREGATE,
+      consumers: leaseAggregate.leaseAggregateConsumers(p.leaseAggregate),
+    },
+    { concern: handover.HANDOVER, consumers: handover.handoverConsumers(p.handover) },
+    { concern: configStatus.CONFIG_STATUS, consumers: configStatus.configStatusConsumers(p.configStatus) },
+    { concern: instances.INSTANCES, consumers: instances.instancesConsumers(p.instances) },
+  ];
+}
+
+/**
+ * `switchyard bus stats`: streams and handler concerns, their backlog, retries and dead letters.
  * `switchyard bus setup`: applies the topology (its one owner; workers only verify it).
  * `switchyard bus authorization`: prints the nats-server `authorization` block of every
  * component's user for this configuration's partition counts (passwords from the server's
  * environment: docs/install.md); connects to nothing.
  */
 export async function runBus(argv: string[]): Promise<void> {
-  const { config, rest } = loadConfig({ argv });
+  let loaded: ReturnType<typeof loadConfig>;
+  try {
+    loaded = loadConfig({ argv });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
+  const { config, rest } = loaded;
   const [sub, ...flags] = rest;
   if (sub === 'authorization') {
     const { renderAuthorization } = await import('../access/nats-authorization.ts');
     process.stdout.write(renderAuthorization({ config }));
     return;
   }
-  if (sub !== 'stats' && sub !== 'setup') {
+  if (sub === 'stats') {
+    await runStats(config, flags);
+    return;
+  }
+  if (sub !== 'setup') {
     process.stderr.write(USAGE);
     process.exitCode = 2;
     return;
@@ -30,18 +97,53 @@ export async function runBus(argv: string[]): Promise<void> {
   const bus = await connectBus({
     servers: config.nats.url,
     credentials: config.nats,
-    name: `bus-${sub}`,
+    name: 'bus-setup',
     log,
     topology: topologyOptions(config.bus),
-    mode: sub === 'setup' ? 'apply' : 'none',
+    mode: 'apply',
   });
+  await bus.close();
+}
+
+async function runStats(config: Config, flags: readonly string[]): Promise<void> {
+  let args: { json: boolean };
   try {
-    if (sub === 'stats') {
-      const stats = await busStats(bus.jsm);
-      process.stdout.write(
-        `${flags.includes('--json') ? JSON.stringify(stats, null, 2) : formatBusStats(stats)}\n`,
+    args = parseStatsArgs(flags);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
+  const { readBusReport, formatBusStats } = await import('../bus/stats.ts');
+  const plans = await handlerConcernPlans(config);
+  const log = pino({ level: 'warn', name: 'bus' }, pino.destination(2));
+  let bus: Awaited<ReturnType<typeof connectBus>>;
+  try {
+    bus = await connectBus({
+      servers: config.nats.url,
+      credentials: config.nats,
+      name: 'bus-stats',
+      log,
+      topology: topologyOptions(config.bus),
+      mode: 'none',
+    });
+  } catch (err) {
+    process.stderr.write(`cannot reach NATS at ${config.nats.url}: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  try {
+    const report = await readBusReport(bus.jsm, plans);
+    process.stdout.write(`${args.json ? JSON.stringify(report, null, 2) : formatBusStats(report)}\n`);
+    if (report.missingStreams.length > 0) {
+      process.stderr.write(
+        `streams missing: ${report.missingStreams.join(', ')}; the topology is applied by \`switchyard bus setup\`\n`,
       );
+      process.exitCode = 1;
     }
+  } catch (err) {
+    process.stderr.write(`cannot read the bus at ${config.nats.url}: ${(err as Error).message}\n`);
+    process.exitCode = 1;
   } finally {
     await bus.close();
   }
