@@ -35,7 +35,8 @@ async function connectAs(identity: NatsIdentity): Promise<Bus> {
     credentials: { user: identity, passwordFile: join(own.natsCredentialsDir, identity) },
     name: `test-${identity}`,
     log,
-    mode: identity === 'bus-setup' ? 'apply' : 'verify',
+    // bus-setup owns the topology; dlq, an operator's command, neither applies nor waits for it.
+    mode: identity === 'bus-setup' ? 'apply' : identity === 'dlq' ? 'none' : 'verify',
   });
   opened.push(bus);
   return bus;
@@ -141,6 +142,35 @@ describe('NATS users: each component may do its role and nothing else', () => {
     await expectDenied(replica.nc, 'work.handover.0.x', '{}');
     await expectDenied(replica.nc, 'dlq.webhook-server', '{}');
     await expectDenied(replica.nc, `$JS.API.CONSUMER.CREATE.${STREAMS.work}.mine`, '{}');
+  });
+
+  it('dlq reads and deletes dead letters and publishes work, and nothing else', async () => {
+    const dead = await own.js.publish('dlq.config-status', '{"key":"x","seq":0}');
+    const dlq = await connectAs('dlq');
+    const info = await dlq.jsm.streams.info(STREAMS.deadLetters, { subjects_filter: 'dlq.>' });
+    expect(info.state.last_seq).toBeGreaterThanOrEqual(dead.seq);
+    expect((await dlq.jsm.streams.getMessage(STREAMS.deadLetters, { seq: dead.seq }))?.subject).toBe(
+      'dlq.config-status',
+    );
+    // What `dlq list` reads with: the next message on a subject, no consumer.
+    const next = { seq: 1, next_by_subj: 'dlq.config-status' } as unknown as { seq: number };
+    expect((await dlq.jsm.streams.getMessage(STREAMS.deadLetters, next))?.seq).toBe(dead.seq);
+    expect((await dlq.js.publish('work.config-status.0.x', '{"key":"x","seq":0}')).stream).toBe(STREAMS.work);
+    expect(await dlq.jsm.streams.deleteMessage(STREAMS.deadLetters, dead.seq, false)).toBe(true);
+
+    for (const subject of ['dlq.config-status', 'k8s.crd._.x', 'hb.lease.ns.l', 'recheck.config-status.0.x'])
+      await expectDenied(dlq.nc, subject, '{}');
+    await expectDenied(dlq.nc, 'fanout.assign.x', '{}');
+    await expectDenied(dlq.nc, `$JS.API.STREAM.PURGE.${STREAMS.deadLetters}`);
+    await expectDenied(dlq.nc, `$JS.API.STREAM.DELETE.${STREAMS.deadLetters}`);
+    await expectDenied(dlq.nc, `$JS.API.STREAM.INFO.${STREAMS.work}`);
+    await expectDenied(dlq.nc, `$JS.API.STREAM.MSG.GET.${STREAMS.work}`, '{"seq":1}');
+    await expectDenied(dlq.nc, `$JS.API.STREAM.MSG.DELETE.${STREAMS.work}`, '{"seq":1}');
+    await expectDenied(dlq.nc, `$JS.API.DIRECT.GET.${STREAMS.latest}`, '{"seq":1}');
+    await expectDenied(dlq.nc, `$JS.API.CONSUMER.CREATE.${STREAMS.deadLetters}`, '{}');
+    await expectDenied(dlq.nc, `$JS.API.CONSUMER.MSG.NEXT.${STREAMS.work}.config-status-p0`, '{}');
+    await expectSubscribeDenied(dlq.nc, 'dlq.>');
+    await expectSubscribeDenied(dlq.nc, '_INBOX.config-status.>');
   });
 
   it('refuses a wrong password and an unknown user', async () => {

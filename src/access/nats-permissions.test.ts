@@ -8,7 +8,13 @@ import { configSchema, defaultConfig } from '../config/schema.ts';
 import { handoverConsumers } from '../handlers/handover.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
 import { passwordVariable, renderAuthorization } from './nats-authorization.ts';
-import { NATS_IDENTITIES, type NatsIdentity, natsIdentityOf, natsPermissions } from './nats-permissions.ts';
+import {
+  NATS_IDENTITIES,
+  NATS_OPERATOR_IDENTITIES,
+  type NatsIdentity,
+  natsIdentityOf,
+  natsPermissions,
+} from './nats-permissions.ts';
 
 /** NATS subject matching: `*` is one token, `>` the rest (one or more tokens). */
 function matches(pattern: string, subject: string): boolean {
@@ -68,10 +74,39 @@ describe('natsPermissions', () => {
     );
   });
 
+  it('lets dlq read and delete dead letters and publish work, and nothing else', () => {
+    const { publish } = natsPermissions('dlq', defaultConfig());
+    expect(publish).toEqual([
+      '$JS.API.INFO',
+      '$JS.API.STREAM.INFO.DLQ',
+      '$JS.API.STREAM.MSG.GET.DLQ',
+      '$JS.API.STREAM.MSG.DELETE.DLQ',
+      'work.>',
+    ]);
+    expect(mayPublish('dlq', 'work.handover.3.widgets_2eexample_2ecom')).toBe(true);
+    for (const subject of [
+      'dlq.handover',
+      'k8s.crd._.x',
+      'hb.lease.ns.l',
+      'recheck.handover.0.x',
+      'fanout.assign.x',
+      '$JS.API.STREAM.PURGE.DLQ',
+      '$JS.API.STREAM.DELETE.DLQ',
+      '$JS.API.STREAM.MSG.DELETE.WORK',
+      '$JS.API.STREAM.MSG.GET.WORK',
+      '$JS.API.DIRECT.GET.K8S_LATEST',
+      '$JS.API.CONSUMER.CREATE.DLQ',
+      '$JS.API.CONSUMER.MSG.NEXT.WORK.handover-p0',
+      '$JS.ACK.WORK.handover-p0.1.2.3.4.5',
+    ])
+      expect(mayPublish('dlq', subject), subject).toBe(false);
+  });
+
   it('names the user of each subcommand that connects to the bus', () => {
     expect(natsIdentityOf(['watch'])).toBe('watchers');
     expect(natsIdentityOf(['bus', 'setup'])).toBe('bus-setup');
     expect(natsIdentityOf(['handover', '--x=1'])).toBe('handover');
+    expect(natsIdentityOf(['dlq', 'retry', '--all'])).toBe('dlq');
     expect(() => natsIdentityOf(['admission'])).toThrow(/no NATS user/);
   });
 });
@@ -96,8 +131,11 @@ describe('deploy/ carries the same users', () => {
   });
 
   it('every worker connects as its own user with its own key mounted', () => {
-    // deploy/workers/<user>.yaml for every user but the replicas the instances handler renders.
-    const workers = NATS_IDENTITIES.filter((id) => id !== 'webhook-server');
+    // deploy/workers/<user>.yaml for every user but the replicas the instances handler renders
+    // and the operator's commands (`dlq`), which no Pod runs.
+    const workers = NATS_IDENTITIES.filter(
+      (id) => id !== 'webhook-server' && !NATS_OPERATOR_IDENTITIES.includes(id),
+    );
     for (const file of workers) {
       const [workload] = loadAllYaml(read(`deploy/workers/${file}.yaml`)) as {
         spec: { template: { spec: V1PodSpec } };

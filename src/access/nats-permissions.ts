@@ -26,7 +26,10 @@
  *   level-triggered), so the worst such a schedule does is wake a handler;
  * - the router republishes a record to its own subject when routing failed on
  *   bus errors only, and only while it is the subject's latest record
- *   (`runtime/republish.ts`): it may publish on `k8s.>`.
+ *   (`runtime/republish.ts`): it may publish on `k8s.>`;
+ * - `switchyard dlq` (an operator's command, user `dlq`) re-drives a dead letter to its original
+ *   work subject: it may publish on all of `work.>` (a wake-up of any handler, like the router's)
+ *   and checks in code that the subject is one a handler consumes.
  */
 import { inboxPrefixOf } from '../bus/inbox.ts';
 import { pacerConsumers } from '../bus/pacer/pacer.ts';
@@ -50,8 +53,15 @@ export const NATS_IDENTITIES = [
   'config-status',
   'instances',
   'webhook-server',
+  'dlq',
 ] as const;
 export type NatsIdentity = (typeof NATS_IDENTITIES)[number];
+
+/**
+ * Users of commands an operator runs by hand, never a workload of deploy/: their passwords are in
+ * the credentials Secret like every other, but no Pod mounts them.
+ */
+export const NATS_OPERATOR_IDENTITIES: readonly NatsIdentity[] = ['dlq'];
 
 export interface NatsPermissions {
   publish: string[];
@@ -206,6 +216,16 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
       ];
     case 'webhook-server':
       return [...verifyTopology(), ...keepView()];
+    case 'dlq':
+      // `switchyard dlq`: read the dead letters one by one (no consumer), delete one once it was
+      // re-driven, and re-drive it: publish to a work subject (it checks which; NATS cannot).
+      return [
+        `${API}.INFO`,
+        `${API}.STREAM.INFO.${STREAMS.deadLetters}`,
+        `${API}.STREAM.MSG.GET.${STREAMS.deadLetters}`,
+        `${API}.STREAM.MSG.DELETE.${STREAMS.deadLetters}`,
+        'work.>',
+      ];
   }
 }
 

@@ -1,0 +1,401 @@
+// `switchyard dlq list|show|retry`: inspect the dead letters (stream DLQ) with their reasons, and
+// re-drive them into their work subject once the cause is fixed. The decisions are pure
+// (src/bus/dead-letters.ts); this file reads DLQ, publishes and deletes.
+//
+// Re-driving is publish-then-delete: the payload goes to its original work subject, and the dead
+// letter is deleted only after JetStream acknowledged that publish. A crash in between leaves
+// the dead letter in place (a later run re-drives it again: a duplicate at worst, never a loss),
+// and the publish carries a message id derived from the dead letter's sequence, so a run repeated
+// within WORK's duplicate window stores the work once.
+import type { JetStreamManager, MsgRequest, StoredMsg } from '@nats-io/jetstream';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import type { ZodType } from 'zod';
+import { type Bus, connectBus } from '../bus/connect.ts';
+import {
+  type ConcernSchema,
+  DEAD_LETTER_PREFIX,
+  deadLetterJson,
+  decodesNow,
+  formatDeadLetter,
+  formatDeadLetterList,
+  formatProgress,
+  formatRetryResult,
+  formatRetrySummary,
+  isProgressPoint,
+  PROGRESS_ABOVE,
+  parseDeadLetter,
+  payloadView,
+  REDRIVEN_FROM_HEADER,
+  type RetryResult,
+  redriveMsgId,
+  redriveVerdict,
+  retryExitCode,
+  type ShownDeadLetter,
+  type StoredDeadLetter,
+  showJson,
+  tallyRetries,
+  type WorkConcern,
+} from '../bus/dead-letters.ts';
+import { handoverWorkSchema, objectEventSchema, workItemSchema } from '../bus/messages.ts';
+import { pacedItemSchema } from '../bus/pacer/pacer.ts';
+import { STREAMS, topologyOptions } from '../bus/topology.ts';
+import { ConfigError, loadConfig } from '../config/load.ts';
+import type { Config } from '../config/schema.ts';
+import { ASSIGN_PACER, assignConsumers } from '../handlers/assign.ts';
+import { ASSIGN_CONCERN } from '../handlers/assign-world.ts';
+import { CONFIG_STATUS, configStatusConsumers } from '../handlers/config-status.ts';
+import { HANDOVER, handoverConsumers } from '../handlers/handover.ts';
+import { INSTANCES, instancesConsumers } from '../handlers/instances.ts';
+import { LEASE_AGGREGATE, leaseAggregateConsumers } from '../handlers/lease-aggregate.ts';
+
+const USAGE =
+  'usage: switchyard dlq list [--concern=<c>] [-o json]\n' +
+  '       switchyard dlq show <seq> [-o json]\n' +
+  '       switchyard dlq retry <seq>… | --all [--concern=<c>] [--dry-run] [-o json]\n' +
+  '  [--nats.url=… --nats.user=dlq --nats.passwordFile=…] [--bus.partitions.<concern>=N as the handlers run]\n' +
+  '  Dead letters are messages a handler could not process (stream DLQ, kept a week). `retry`\n' +
+  '  republishes each to its original work subject, then deletes it. Exit 0 done; 1 something\n' +
+  '  failed, was refused or was not found, or nothing matched; 2 bad usage.\n';
+
+/** How long one publish or delete may take before it counts as failed. */
+const REQUEST_TIMEOUT_MS = 10_000;
+
+/**
+ * Every concern a handler consumes work of, as its process runs it (`src/handlers/run-*.ts`):
+ * its consumers for this configuration's partition counts and the schema its payloads decode
+ * with. A dead letter is re-driven only to a subject one of these consumers takes.
+ */
+export function workConcerns(config: Config): WorkConcern[] {
+  const p = config.bus.partitions;
+  const concern = (name: string, consumers: WorkConcern['consumers'], schema: ZodType<unknown>) => ({
+    concern: name,
+    consumers,
+    schema,
+  });
+  return [
+    concern(ASSIGN_CONCERN, assignConsumers(p.assign), workItemSchema),
+    concern(LEASE_AGGREGATE, leaseAggregateConsumers(p.leaseAggregate), workItemSchema),
+    concern(HANDOVER, handoverConsumers(p.handover), handoverWorkSchema),
+    concern(CONFIG_STATUS, configStatusConsumers(p.configStatus), workItemSchema),
+    concern(INSTANCES, instancesConsumers(p.instances), workItemSchema),
+  ];
+}
+
+/**
+ * Concerns whose dead letters are shown but never re-driven (their work is not on WORK): the
+ * router's records and the assign pacer's fan-out items, so `show` says whether they decode now.
+ */
+export const INSPECT_ONLY: readonly ConcernSchema[] = [
+  { concern: 'router', schema: objectEventSchema },
+  { concern: ASSIGN_PACER.concern, schema: pacedItemSchema },
+];
+
+export type DlqArgs =
+  | { command: 'list'; concern: string | undefined; json: boolean }
+  | { command: 'show'; seq: number; json: boolean }
+  | {
+      command: 'retry';
+      seqs: number[] | 'all';
+      concern: string | undefined;
+      dryRun: boolean;
+      json: boolean;
+    };
+
+function parseSeq(arg: string): number {
+  if (!/^[1-9]\d*$/.test(arg)) throw new Error(`${arg} is not a DLQ sequence (a positive integer)`);
+  return Number(arg);
+}
+
+/** The arguments after `dlq` (configuration flags already taken out by `loadConfig`). */
+export function parseDlqArgs(rest: readonly string[]): DlqArgs {
+  const [command, ...args] = rest;
+  let json = false;
+  let all = false;
+  let dryRun = false;
+  let concern: string | undefined;
+  const positional: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === '-o' || arg === '--output') {
+      const value = args[++i];
+      if (value !== 'json') throw new Error(`${arg} takes json, got ${value ?? 'nothing'}`);
+      json = true;
+    } else if (arg === '-o=json' || arg === '--output=json' || arg === '-ojson') json = true;
+    else if (arg === '--all') all = true;
+    else if (arg === '--dry-run') dryRun = true;
+    else if (arg.startsWith('--concern=')) {
+      concern = arg.slice('--concern='.length);
+      if (!/^[A-Za-z0-9-]+$/.test(concern)) throw new Error(`--concern=${concern} is not a concern name`);
+    } else if (arg === '--concern') throw new Error('--concern needs a value: --concern=<concern>');
+    else if (arg.startsWith('-')) throw new Error(`unknown argument ${arg}`);
+    else positional.push(arg);
+  }
+  const only = (what: string, allowed: boolean) => {
+    if (!allowed) throw new Error(`${what} does not apply to dlq ${command}`);
+  };
+  switch (command) {
+    case 'list':
+      only('--all', !all);
+      only('--dry-run', !dryRun);
+      if (positional.length > 0) throw new Error(`dlq list takes no arguments, got ${positional.join(' ')}`);
+      return { command, concern, json };
+    case 'show': {
+      only('--all', !all);
+      only('--dry-run', !dryRun);
+      only('--concern', concern === undefined);
+      if (positional.length !== 1) throw new Error('dlq show takes one DLQ sequence');
+      return { command, seq: parseSeq(positional[0] as string), json };
+    }
+    case 'retry': {
+      if (all === positional.length > 0) throw new Error('dlq retry takes DLQ sequences or --all');
+      return { command, seqs: all ? 'all' : positional.map(parseSeq), concern, dryRun, json };
+    }
+    default:
+      throw new Error(command === undefined ? 'name a dlq command' : `unknown dlq command ${command}`);
+  }
+}
+
+function stored(m: StoredMsg): StoredDeadLetter {
+  return { seq: m.seq, subject: m.subject, time: m.time, headers: m.header, data: m.data };
+}
+
+function filterOf(concern: string | undefined): string {
+  return concern ? `${DEAD_LETTER_PREFIX}.${concern}` : `${DEAD_LETTER_PREFIX}.>`;
+}
+
+/** One dead letter by its DLQ sequence, or null when there is none. */
+function getDeadLetter(jsm: JetStreamManager, seq: number): Promise<StoredMsg | null> {
+  return jsm.streams.getMessage(STREAMS.deadLetters, { seq });
+}
+
+/**
+ * The dead letters in sequence order, from `fromSeq` up to `toSeq`: one STREAM.MSG.GET per
+ * message (`next_by_subj`), which is all the `dlq` user may read with (no consumer to create).
+ */
+async function* deadLetters(
+  jsm: JetStreamManager,
+  filter: string,
+  fromSeq: number,
+  toSeq: number,
+): AsyncGenerator<StoredMsg> {
+  let seq = Math.max(1, fromSeq);
+  while (seq <= toSeq) {
+    // nats.js types MsgRequest without `next_by_subj`; the server's STREAM.MSG.GET takes it.
+    const query = { seq, next_by_subj: filter } as unknown as MsgRequest;
+    const m = await jsm.streams.getMessage(STREAMS.deadLetters, query);
+    if (!m || m.seq > toSeq) return;
+    yield m;
+    seq = m.seq + 1;
+  }
+}
+
+/** How many dead letters match the filter now, and the sequence range to read them in. */
+async function deadLetterRange(jsm: JetStreamManager, concern: string | undefined) {
+  const info = await jsm.streams.info(STREAMS.deadLetters, { subjects_filter: filterOf(concern) });
+  const counts = Object.values(info.state.subjects ?? {});
+  const count = concern === undefined ? info.state.messages : counts.reduce((a, b) => a + b, 0);
+  const maxAgeMs = (info.config.max_age ?? 0) / 1e6;
+  return { count, firstSeq: info.state.first_seq, lastSeq: info.state.last_seq, maxAgeMs };
+}
+
+function headerPairs(m: StoredMsg): [string, string][] {
+  const h = m.header;
+  if (!h) return [];
+  const pairs: [string, string][] = [];
+  for (const k of h.keys()) for (const v of h.values(k)) pairs.push([k, v]);
+  return pairs;
+}
+
+function describeError(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function list(
+  bus: Bus,
+  args: Extract<DlqArgs, { command: 'list' }>,
+  out: NodeJS.WritableStream,
+): Promise<number> {
+  const range = await deadLetterRange(bus.jsm, args.concern);
+  const entries = [];
+  for await (const m of deadLetters(bus.jsm, filterOf(args.concern), range.firstSeq, range.lastSeq))
+    entries.push(parseDeadLetter(stored(m)));
+  out.write(
+    args.json
+      ? `${JSON.stringify(entries.map(deadLetterJson), null, 2)}\n`
+      : formatDeadLetterList(entries, { nowMs: Date.now(), concern: args.concern }),
+  );
+  return 0;
+}
+
+async function show(
+  bus: Bus,
+  args: Extract<DlqArgs, { command: 'show' }>,
+  concerns: readonly WorkConcern[],
+  out: NodeJS.WritableStream,
+  err: NodeJS.WritableStream,
+): Promise<number> {
+  const m = await getDeadLetter(bus.jsm, args.seq);
+  if (!m) {
+    err.write(`no dead letter ${args.seq} in ${STREAMS.deadLetters}\n`);
+    return 1;
+  }
+  const { maxAgeMs } = await deadLetterRange(bus.jsm, undefined);
+  const entry = parseDeadLetter(stored(m));
+  const shown: ShownDeadLetter = {
+    entry,
+    headers: headerPairs(m),
+    payload: payloadView(m.data),
+    decodes: decodesNow(entry, m.data, [...concerns, ...INSPECT_ONLY]),
+    verdict: redriveVerdict(entry, m.data, concerns),
+    keptUntil: maxAgeMs > 0 ? new Date(m.time.getTime() + maxAgeMs).toISOString() : undefined,
+  };
+  out.write(args.json ? `${JSON.stringify(showJson(shown), null, 2)}\n` : formatDeadLetter(shown));
+  return 0;
+}
+
+/** Re-drives one dead letter: publish to its work subject, and only once that is acknowledged, delete it. */
+async function retryOne(
+  bus: Bus,
+  m: StoredMsg,
+  concerns: readonly WorkConcern[],
+  opts: { concern: string | undefined; dryRun: boolean },
+): Promise<RetryResult> {
+  const entry = parseDeadLetter(stored(m));
+  if (opts.concern !== undefined && entry.concern !== opts.concern)
+    return {
+      seq: m.seq,
+      outcome: 'refused',
+      reason: `it is a dead letter of ${entry.concern}, not ${opts.concern}`,
+    };
+  const verdict = redriveVerdict(entry, m.data, concerns);
+  if (!verdict.ok) return { seq: m.seq, outcome: 'refused', reason: verdict.reason };
+  if (opts.dryRun) return { seq: m.seq, outcome: 'would-redrive', subject: verdict.subject };
+  let ack: Awaited<ReturnType<Bus['js']['publish']>>;
+  try {
+    const h = natsHeaders();
+    h.set(REDRIVEN_FROM_HEADER, `${STREAMS.deadLetters}:${m.seq}`);
+    ack = await bus.js.publish(verdict.subject, m.data, {
+      msgID: redriveMsgId(m.seq),
+      expect: { streamName: STREAMS.work },
+      headers: h,
+      timeout: REQUEST_TIMEOUT_MS,
+    });
+  } catch (e) {
+    return { seq: m.seq, outcome: 'failed', error: `publish to ${verdict.subject}: ${describeError(e)}` };
+  }
+  try {
+    await bus.jsm.streams.deleteMessage(STREAMS.deadLetters, m.seq, false);
+  } catch (e) {
+    // Gone already (another run re-drove it meanwhile) is what a delete was for.
+    const still = await getDeadLetter(bus.jsm, m.seq).catch(() => m);
+    if (still !== null)
+      return {
+        seq: m.seq,
+        outcome: 'failed',
+        error:
+          `published to ${verdict.subject} (WORK seq ${ack.seq}) but not deleted from DLQ: ${describeError(e)}; ` +
+          'a retry publishes it again under the same message id (stored once within the duplicate window)',
+      };
+  }
+  return {
+    seq: m.seq,
+    outcome: 'redriven',
+    subject: verdict.subject,
+    workSeq: ack.seq,
+    duplicate: ack.duplicate,
+  };
+}
+
+async function retry(
+  bus: Bus,
+  args: Extract<DlqArgs, { command: 'retry' }>,
+  concerns: readonly WorkConcern[],
+  out: NodeJS.WritableStream,
+  err: NodeJS.WritableStream,
+): Promise<number> {
+  const results: RetryResult[] = [];
+  const opts = { concern: args.concern, dryRun: args.dryRun };
+  const report = (r: RetryResult, everyLine: boolean) => {
+    results.push(r);
+    if (args.json) return;
+    if (everyLine || r.outcome === 'refused' || r.outcome === 'failed')
+      out.write(`${formatRetryResult(r)}\n`);
+  };
+  if (args.seqs !== 'all') {
+    for (const seq of args.seqs) {
+      const m = await getDeadLetter(bus.jsm, seq);
+      if (!m) report({ seq, outcome: 'missing' }, true);
+      else report(await retryOne(bus, m, concerns, opts), true);
+    }
+  } else {
+    // Only what is there now: a re-driven message that fails again is dead-lettered anew, after
+    // the last sequence read here, and is not picked up by this run.
+    const range = await deadLetterRange(bus.jsm, args.concern);
+    const everyLine = range.count < PROGRESS_ABOVE;
+    let done = 0;
+    let lastProgress = 0;
+    for await (const m of deadLetters(bus.jsm, filterOf(args.concern), range.firstSeq, range.lastSeq)) {
+      report(await retryOne(bus, m, concerns, opts), everyLine);
+      done++;
+      if (isProgressPoint(done, range.count)) {
+        err.write(formatProgress(done, range.count, results, args.dryRun));
+        lastProgress = done;
+      }
+    }
+    if (!everyLine && lastProgress !== done)
+      err.write(formatProgress(done, range.count, results, args.dryRun));
+  }
+  out.write(
+    args.json
+      ? `${JSON.stringify({ dryRun: args.dryRun, ...tallyRetries(results), results }, null, 2)}\n`
+      : formatRetrySummary(results, args.dryRun),
+  );
+  return retryExitCode(results);
+}
+
+export async function runDlq(argv: string[]): Promise<void> {
+  let config: Config;
+  let args: DlqArgs;
+  try {
+    const loaded = loadConfig({ argv });
+    config = loaded.config;
+    args = parseDlqArgs(loaded.rest);
+  } catch (e) {
+    const message = e instanceof ConfigError ? e.message : describeError(e);
+    process.stderr.write(`${message}\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
+  const log = pino({ level: 'warn', name: 'dlq' }, pino.destination(2));
+  let bus: Bus;
+  try {
+    bus = await connectBus({
+      servers: config.nats.url,
+      credentials: config.nats,
+      name: 'dlq',
+      log,
+      topology: topologyOptions(config.bus),
+      mode: 'none',
+    });
+  } catch (e) {
+    process.stderr.write(`cannot reach the bus at ${config.nats.url}: ${describeError(e)}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  try {
+    const concerns = workConcerns(config);
+    const { stdout, stderr } = process;
+    process.exitCode =
+      args.command === 'list'
+        ? await list(bus, args, stdout)
+        : args.command === 'show'
+          ? await show(bus, args, concerns, stdout, stderr)
+          : await retry(bus, args, concerns, stdout, stderr);
+  } catch (e) {
+    process.stderr.write(`dlq ${args.command}: ${describeError(e)}\n`);
+    process.exitCode = 1;
+  } finally {
+    await bus.close();
+  }
+}
