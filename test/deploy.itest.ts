@@ -1,7 +1,8 @@
 // deploy/ as a platform team applies it. Every overlay renders with kustomize and passes the
 // apiserver's server-side dry run: schemas with unknown fields refused, admission, and Pod
 // Security "restricted" in the namespace (any warning fails the test). Third-party kinds are
-// checked against a stand-in CRD written from their documented fields. And the identities
+// checked against their CRDs: the Prometheus Operator's own (ServiceMonitor, PrometheusRule),
+// KEDA's a stand-in written from its documented fields. And the identities
 // deploy/default creates can do what each component needs and nothing it must not
 // (SubjectAccessReviews against its RBAC, applied under a name prefix of this file's own).
 import { randomBytes } from 'node:crypto';
@@ -23,24 +24,42 @@ const namespace = `deploy-check-${suffix}`;
 const prefix = `sar-${suffix}-`;
 const dirs: string[] = [];
 
-beforeAll(async () => {
-  const keda = await cluster.kubectl([
-    'apply',
-    '--server-side',
-    '-f',
-    join(PROJECT_ROOT, 'test/fixtures/third-party-crds/keda-scaledobjects.yaml'),
-  ]);
-  expect(keda.stderr).toBe('');
-  await waitFor('the ScaledObject stand-in CRD established', async () => {
+/** Applies a third-party CRD and waits until the apiserver serves it. */
+async function installCrd(file: string, name: string): Promise<void> {
+  const applied = await cluster.kubectl(['apply', '--server-side', '-f', file]);
+  expect(applied.stderr).toBe('');
+  await waitFor(`the ${name} CRD established`, async () => {
     const res = await cluster.kubectl([
       'get',
       'crd',
-      'scaledobjects.keda.sh',
+      name,
       '-o',
       'jsonpath={.status.conditions[?(@.type=="Established")].status}',
     ]);
     return res.stdout === 'True' ? true : undefined;
   });
+}
+
+/** The Prometheus Operator's own CRDs, fetched by the bootstrap (scripts/lib/fetch-monitoring-crds.sh). */
+function monitoringCrd(file: string): string {
+  const dir = process.env.SWITCHYARD_MONITORING_CRDS;
+  if (!dir) throw new Error('SWITCHYARD_MONITORING_CRDS is not set: run the tests through scripts/test.sh');
+  return join(dir, file);
+}
+
+beforeAll(async () => {
+  await installCrd(
+    join(PROJECT_ROOT, 'test/fixtures/third-party-crds/keda-scaledobjects.yaml'),
+    'scaledobjects.keda.sh',
+  );
+  await installCrd(
+    monitoringCrd('monitoring.coreos.com_servicemonitors.yaml'),
+    'servicemonitors.monitoring.coreos.com',
+  );
+  await installCrd(
+    monitoringCrd('monitoring.coreos.com_prometheusrules.yaml'),
+    'prometheusrules.monitoring.coreos.com',
+  );
   const own = (await readFile(join(PROJECT_ROOT, 'deploy/base/namespace.yaml'), 'utf8')).replace(
     'name: switchyard-system',
     `name: ${namespace}`,
@@ -100,6 +119,7 @@ describe('every overlay of deploy/', () => {
     { name: 'default', resources: ['default'], components: [] },
     { name: 'external-nats', resources: ['external-nats'], components: [] },
     { name: 'default with autoscaling', resources: ['default'], components: ['autoscaling'] },
+    { name: 'default with monitoring', resources: ['default'], components: ['monitoring'] },
   ])('$name renders and passes the apiserver’s dry run without a warning', async ({
     resources,
     components,
@@ -194,6 +214,23 @@ describe('every overlay of deploy/', () => {
     const mistyped = await dryRun(typoDir);
     expect(mistyped.code).not.toBe(0);
     expect(mistyped.stderr).toMatch(/unknown field "spec.minReplicas"/);
+
+    const monitorTypo = await overlay(['typo.yaml'], [], [`namespace: ${namespace}`]);
+    await writeFile(
+      join(monitorTypo, 'typo.yaml'),
+      [
+        'apiVersion: monitoring.coreos.com/v1',
+        'kind: ServiceMonitor',
+        'metadata: { name: typo }',
+        'spec:',
+        '  selector: { matchLabels: { app: x } }',
+        '  endpoints: [{ port: metrics, scrapeInterval: 30s }]',
+        '',
+      ].join('\n'),
+    );
+    const monitorMistyped = await dryRun(monitorTypo);
+    expect(monitorMistyped.code).not.toBe(0);
+    expect(monitorMistyped.stderr).toMatch(/unknown field "spec.endpoints\[0\].scrapeInterval"/);
 
     const escalating = await dryRun(
       await overlay(

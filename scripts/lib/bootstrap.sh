@@ -6,7 +6,9 @@
 #   * nats-server built from Go modules (tools/nats-server), into the cache;
 #   * etcd, kube-apiserver, kube-controller-manager and kubectl built from Go
 #     modules (tools/kube-bins), into the cache, keyed by the wrapper module's
-#     content.
+#     content;
+#   * the ServiceMonitor and PrometheusRule CRDs the tests validate deploy/monitoring
+#     against, from the prometheus-operator Go module pinned in tools/monitoring-crds.
 # The cache lives outside the work tree so that clones on the same machine share it.
 set -euo pipefail
 
@@ -69,6 +71,13 @@ ensure_kube_bins() {
   export SWITCHYARD_BIN_DIR
 }
 
+ensure_monitoring_crds() {
+  # shellcheck source=fetch-monitoring-crds.sh
+  source "$SWITCHYARD_ROOT/scripts/lib/fetch-monitoring-crds.sh"
+  SWITCHYARD_MONITORING_CRDS="$(fetch_monitoring_crds)"
+  export SWITCHYARD_MONITORING_CRDS
+}
+
 bootstrap() {
   mkdir -p "$SWITCHYARD_CACHE"
   ensure_node
@@ -76,4 +85,5 @@ bootstrap() {
   ensure_nats_server
   ensure_debian_package openssl openssl
   ensure_kube_bins
+  ensure_monitoring_crds
 }

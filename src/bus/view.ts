@@ -1,5 +1,6 @@
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
+import { observeViewLag } from '../metrics/worker-metrics.ts';
 import { followLatest, type LatestFollower } from './follow-latest.ts';
 import { decodeObjectEvent, type ObjectEvent, type RecordedObject } from './messages.ts';
 import { kindFilter, type ObjectKey, parseObjectSubject } from './subjects.ts';
@@ -37,6 +38,9 @@ export class ObjectView {
   private readonly changeListeners = new Set<(kind: string) => void>();
   private readonly followers: LatestFollower[] = [];
   private appliedSeq = 0;
+  /** Per stream followed: messages still to apply after the last one applied (`info.pending`). */
+  private readonly pending = new Map<string, number>();
+  private unobserve: () => void = () => undefined;
   private readonly kinds: ReadonlySet<string>;
   private readonly log: Logger;
 
@@ -47,6 +51,7 @@ export class ObjectView {
 
   /** Starts following the bus; resolves once the view holds everything recorded before the call. */
   async start(js: JetStreamClient): Promise<void> {
+    this.unobserve = observeViewLag(this);
     this.followers.push(
       await followLatest({
         js,
@@ -68,6 +73,12 @@ export class ObjectView {
 
   stop(): void {
     for (const f of this.followers) f.stop();
+    this.unobserve();
+  }
+
+  /** How far behind each stream the view is, in messages, as of the last message applied. */
+  lag(): ReadonlyMap<string, number> {
+    return this.pending;
   }
 
   get sequence(): number {
@@ -149,6 +160,7 @@ export class ObjectView {
   }
 
   private applyRecord(m: JsMsg): void {
+    this.pending.set(STREAMS.latest, m.info.pending);
     const key = parseObjectSubject(m.subject);
     if (key && this.kinds.has(key.kind)) {
       const decoded = decodeObjectEvent(m.data);
@@ -190,6 +202,7 @@ export class ObjectView {
   }
 
   private applyHeartbeat(m: JsMsg): void {
+    this.pending.set(STREAMS.heartbeats, m.info.pending);
     const key = parseObjectSubject(m.subject);
     if (!key) return;
     const decoded = decodeObjectEvent(m.data);

@@ -18,7 +18,12 @@
 // Both writes are conditional on the resourceVersion the decision read (docs/handlers.md).
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { API_VERSION } from '../api/constants.ts';
-import { type ConversionConfig, conversionConfigSchema, targetNameOf } from '../api/conversion-config.ts';
+import {
+  type ConversionConfig,
+  conversionConfigSchema,
+  type HandoverProgress,
+  targetNameOf,
+} from '../api/conversion-config.ts';
 import { type WebhookServer, webhookServerSchema } from '../api/webhook-server.ts';
 import type { HandoverWork } from '../bus/messages.ts';
 import {
@@ -53,6 +58,7 @@ import {
 import { handoverWaitEvent, repointEvent } from '../core/transition-events.ts';
 import type { EventSink, ObjectRef } from '../kube/event-recorder.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
+import { countHandoverDecision, countHandoverRepoint } from '../metrics/worker-metrics.ts';
 import type { Clock } from '../runtime/clock.ts';
 import {
   CONFIG_VIEW_KINDS,
@@ -180,6 +186,7 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
     }
     const { subject, decision, currentServiceName } = gate;
     const { config, destination, namespace, targetKind, live } = subject;
+    countHandoverDecision(decision.action, decision.condition.reason);
     const regarding = objectRefOf(config);
     const related = { apiVersion: targetKind.resource.apiVersion, kind: targetKind.kind, name: item.key };
     let repointed = false;
@@ -221,6 +228,10 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
         ctx.log.info(
           { target: item.key, from: currentServiceName, to: destination, reason: decision.condition.reason },
           'conversion repointed',
+        );
+        countHandoverRepoint(
+          decision.condition.reason,
+          waitedSeconds(config.status?.handover, destination, nowMs),
         );
         deps.events.record({
           regarding,
@@ -270,6 +281,12 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
     if (decision.recheckAtMs === undefined) return done;
     return recheckAt(decision.recheckAtMs, deps.clock.now(), `handover: ${decision.condition.reason}`);
   };
+}
+
+/** How long the move to `destination` had waited, from the progress the gate kept; 0 if it never waited. */
+function waitedSeconds(progress: HandoverProgress | undefined, destination: string, nowMs: number): number {
+  if (progress?.destination !== destination) return 0;
+  return (nowMs - Date.parse(progress.waitingSince)) / 1000;
 }
 
 /** A target the gate decides on: its config, destination and live object, as read from the view. */

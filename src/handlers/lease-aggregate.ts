@@ -20,8 +20,15 @@ import { done, type Handler, type HandlerConsumerSpec, recheckAt } from '../bus/
 import { workSubject } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
-import { decideInstanceAggregate, handoverTargets, waitingTargets } from '../core/instance-aggregate.ts';
+import {
+  decideInstanceAggregate,
+  handoverTargets,
+  type LeaseFacts,
+  type PodReport,
+  waitingTargets,
+} from '../core/instance-aggregate.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
+import { countServedLeaseReport } from '../metrics/worker-metrics.ts';
 import type { Clock } from '../runtime/clock.ts';
 import {
   readExpectationView,
@@ -101,13 +108,15 @@ export function leaseAggregateHandler(deps: LeaseAggregateDeps): Handler<WorkIte
     const namespace = instance.spec.namespace ?? deps.defaultNamespace;
     const expectation = readExpectationView(deps.view);
     const nowMs = deps.clock.now();
+    const leases = readInstanceLeases(deps.view, name, namespace);
     const decision = decideInstanceAggregate({
-      leases: readInstanceLeases(deps.view, name, namespace),
+      leases,
       readyPods: readReadyPods(deps.view, name, namespace),
       expected: readExpectedSets(deps.view)(name),
       current: instance.status,
       nowMs,
     });
+    countLeaseReports(leases, decision.reports);
     if (decision.changed) {
       const targets = handoverTargets(waitingTargets(expectation, name), decision.changedTargets);
       // All at once: a report often releases many targets, and each handover waits on its own.
@@ -142,4 +151,10 @@ export function leaseAggregateHandler(deps: LeaseAggregateDeps): Handler<WorkIte
     if (decision.nextExpiryMs === undefined) return done;
     return recheckAt(decision.nextExpiryMs, deps.clock.now(), 'a Lease changes state with time');
   };
+}
+
+/** Each Lease read, for metrics: its state (a truncated or undecodable one is alerted on) and its size. */
+function countLeaseReports(leases: readonly LeaseFacts[], reports: readonly PodReport[]): void {
+  const bytes = new Map(leases.map((l) => [l.name, l.servedSet?.length]));
+  for (const report of reports) countServedLeaseReport(report.state, bytes.get(report.lease));
 }

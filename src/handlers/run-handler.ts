@@ -14,6 +14,7 @@ import { loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import { createKubeClients, type KubeClients } from '../kube/clients.ts';
 import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
+import { workerMetricsToServe } from '../metrics/worker-metrics.ts';
 import { type HealthServer, startHealthServer } from '../runtime/health-server.ts';
 
 /** What a handler is built from: the process's pieces, ready. */
@@ -57,7 +58,7 @@ export async function startWorker(
   const { config } = loadConfig({ argv });
   const log = pino({ level: config.log.level, name });
   // First: liveness answers while the worker waits for NATS or for the topology.
-  const health = await startHealthServer({ log });
+  const health = await startHealthServer({ log, metrics: workerMetricsToServe() });
   let started = false;
   health.require('start', () => (started ? undefined : 'connecting to NATS and reading the view'));
   const bus = await connectBus({

@@ -33,6 +33,8 @@ export interface ClientKubeConfigOptions {
   userAgent: string;
   /** Consulted (`wait`) before every request sent through this client's pool. */
   limiter?: RateLimiter;
+  /** Told the status code of every response through the pool (`error`: none came), for metrics. */
+  onResponse?: (method: string, code: number | 'error') => void;
 }
 
 export class ClientKubeConfig extends KubeConfig {
@@ -41,13 +43,14 @@ export class ClientKubeConfig extends KubeConfig {
   private readonly connections: Dispatcher;
   private readonly dispatcher: Dispatcher;
 
-  constructor(source: KubeConfig, { userAgent, limiter = unlimited }: ClientKubeConfigOptions) {
+  constructor(source: KubeConfig, { userAgent, limiter = unlimited, onResponse }: ClientKubeConfigOptions) {
     super();
     this.mergeConfig(source);
     this.userAgent = userAgent;
     this.limiter = limiter;
     this.connections = this.buildConnectionPool();
-    this.dispatcher = limiter === unlimited ? this.connections : throttle(this.connections, limiter);
+    const counted = onResponse ? countResponses(this.connections, onResponse) : this.connections;
+    this.dispatcher = limiter === unlimited ? counted : throttle(counted, limiter);
   }
 
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {
@@ -111,6 +114,41 @@ export class ClientKubeConfig extends KubeConfig {
         throw new Error('SOCKS proxies are not supported by the Kubernetes clients (cluster.proxyUrl)');
     }
   }
+}
+
+/**
+ * Reports each request's final status code (or `error`) as the response starts, without touching
+ * the response: the handler underneath sees every callback as it would have.
+ */
+function countResponses(
+  pool: Dispatcher,
+  onResponse: (method: string, code: number | 'error') => void,
+): Dispatcher {
+  return pool.compose((dispatch) => (opts, handler) => {
+    let counted = false;
+    const count = (code: number | 'error') => {
+      if (counted) return;
+      counted = true;
+      onResponse(opts.method, code);
+    };
+    return dispatch(opts, {
+      onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
+      onRequestUpgrade: (controller, statusCode, headers, socket) => {
+        count(statusCode);
+        handler.onRequestUpgrade?.(controller, statusCode, headers, socket);
+      },
+      onResponseStart: (controller, statusCode, headers, statusMessage) => {
+        if (statusCode >= 200) count(statusCode);
+        handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
+      },
+      onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
+      onResponseEnd: (controller, trailers) => handler.onResponseEnd?.(controller, trailers),
+      onResponseError: (controller, err) => {
+        count('error');
+        handler.onResponseError?.(controller, err);
+      },
+    });
+  });
 }
 
 /**

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { CoreV1Api, KubeConfig, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultConfig } from '../config/schema.ts';
+import { workerRegistry } from '../metrics/worker-metrics.ts';
 import { createKubeClients, WATCH_INACTIVITY_TIMEOUT_MS } from './clients.ts';
 
 interface Seen {
@@ -22,6 +23,15 @@ beforeAll(async () => {
   server = createServer((req: IncomingMessage, res) => {
     seen.push({ userAgent: req.headers['user-agent'] ?? '', path: req.url ?? '', socket: req.socket });
     res.setHeader('content-type', 'application/json');
+    if (req.url?.includes('missing')) {
+      res.statusCode = 404;
+      res.end(JSON.stringify({ kind: 'Status', code: 404, message: 'not found' }));
+      return;
+    }
+    if (req.url?.includes('hang-up')) {
+      req.socket.destroy();
+      return;
+    }
     if (req.url?.includes('watch=true')) {
       res.end(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'a' } } })}\n`);
       return;
@@ -76,6 +86,39 @@ describe('createKubeClients', () => {
       'switchyard/ua-unit/informers',
       'switchyard/ua-unit/informers',
     ]);
+    await clients.close();
+  });
+
+  it('counts every answer by client, method and status code, and a request with no answer as an error', async () => {
+    const clients = createKubeClients({
+      kubeConfig,
+      component: 'count-unit',
+      kubernetes: defaultConfig().kubernetes,
+    });
+    const count = async (client: string, method: string, code: string) =>
+      (await workerRegistry.getSingleMetricAsString('switchyard_kube_requests_total'))
+        .split('\n')
+        .find((l) =>
+          l.startsWith(
+            `switchyard_kube_requests_total{client="${client}",method="${method}",code="${code}"}`,
+          ),
+        )
+        ?.split(' ')[1] ?? '0';
+    const before = {
+      ok: Number(await count('writes', 'GET', '200')),
+      missing: Number(await count('writes', 'GET', '404')),
+      watch: Number(await count('informers', 'GET', '200')),
+      error: Number(await count('events', 'GET', 'error')),
+    };
+    const core = (kc: KubeConfig) => kc.makeApiClient(CoreV1Api);
+    await core(clients.writes.kubeConfig).readNamespace({ name: 'default' });
+    await expect(core(clients.writes.kubeConfig).readNamespace({ name: 'missing' })).rejects.toThrow();
+    await watchOnce(clients.informers.newWatch());
+    await expect(core(clients.events.kubeConfig).readNamespace({ name: 'hang-up' })).rejects.toThrow();
+    expect(Number(await count('writes', 'GET', '200'))).toBe(before.ok + 1);
+    expect(Number(await count('writes', 'GET', '404'))).toBe(before.missing + 1);
+    expect(Number(await count('informers', 'GET', '200'))).toBe(before.watch + 1);
+    expect(Number(await count('events', 'GET', 'error'))).toBe(before.error + 1);
     await clients.close();
   });
 

@@ -14,6 +14,7 @@
 import { hostname } from 'node:os';
 import { EventsV1Api, type KubeConfig, Watch } from '@kubernetes/client-node';
 import type { KubernetesConfig } from '../config/schema.ts';
+import { countKubeResponse, observeEventRecorder } from '../metrics/worker-metrics.ts';
 import { ClientKubeConfig } from './client-kube-config.ts';
 import { EventRecorder, type EventRecorderTuning } from './event-recorder.ts';
 import { effectiveBurst, limiterFor, type RateLimiter, unlimited } from './rate-limiter.ts';
@@ -78,6 +79,7 @@ export function createKubeClients(options: KubeClientsOptions): KubeClients {
     new ClientKubeConfig(kubeConfig, {
       userAgent: userAgentFor(component, name),
       ...(limiter && { limiter }),
+      onResponse: (method, code) => countKubeResponse(name, method, code),
     });
 
   const writesLimiter = limiterFor({ qps: kubernetes.qps, burst: kubernetes.burst });
@@ -96,12 +98,15 @@ export function createKubeClients(options: KubeClientsOptions): KubeClients {
     ...options.eventTuning,
   });
 
+  const unobserveRecorder = observeEventRecorder(recorder);
+
   return {
     writes: { kubeConfig: writes, limiter: writesLimiter },
     informers: { kubeConfig: informers, newWatch: () => watchWithInactivityTimeout(informers) },
     events: { kubeConfig: events, recorder },
     async close({ timeoutMs = 5_000 } = {}) {
       await recorder.close({ timeoutMs });
+      unobserveRecorder();
       await Promise.all([writes.close(), informers.close(), events.close()]);
     },
   };

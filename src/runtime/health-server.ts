@@ -4,8 +4,11 @@
 // - `/healthz`: the process answers. A worker that lost NATS or the apiserver keeps retrying on
 //   its own, and a restart would not bring either back, so liveness asks nothing more.
 // - `/readyz`: every readiness check passes; the answer names the ones that do not.
-import { createServer, type Server } from 'node:http';
+// - `/metrics`: the process's Prometheus metrics (metrics/worker-metrics.ts), on the same port so
+//   that one Service and one ServiceMonitor reach every worker (deploy/monitoring).
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { listenPort } from './listen-port.ts';
 
 /** The container port every worker's probes use (`health` in deploy/). */
@@ -36,11 +39,23 @@ export function notReadyReasons(checks: ReadonlyMap<string, ReadinessCheck>): st
   return reasons;
 }
 
+async function serveMetrics(registry: Registry, res: ServerResponse, log: Logger): Promise<void> {
+  try {
+    const body = await registry.metrics();
+    res.writeHead(200, { 'content-type': registry.contentType }).end(body);
+  } catch (err) {
+    log.warn({ err }, 'collecting metrics failed');
+    res.writeHead(500, { 'content-type': 'text/plain' }).end('collecting metrics failed\n');
+  }
+}
+
 export async function startHealthServer(opts: {
   log: Logger;
   /** Defaults to HEALTH_PORT, or the port the local node agent hands this Pod for it. */
   port?: number;
   host?: string;
+  /** Served at /metrics when given. */
+  metrics?: Registry;
 }): Promise<HealthServer> {
   const checks = new Map<string, ReadinessCheck>();
   const server: Server = createServer((req, res) => {
@@ -60,9 +75,13 @@ export async function startHealthServer(opts: {
         .end(reasons.length === 0 ? 'ok\n' : `not ready:\n${reasons.join('\n')}\n`);
       return;
     }
+    if (path === '/metrics' && opts.metrics) {
+      void serveMetrics(opts.metrics, res, opts.log);
+      return;
+    }
     res
       .writeHead(404, { 'content-type': 'text/plain' })
-      .end('not found: /healthz and /readyz are served here\n');
+      .end(`not found: /healthz, /readyz${opts.metrics ? ' and /metrics' : ''} are served here\n`);
   });
   const port = opts.port ?? listenPort(HEALTH_PORT);
   await new Promise<void>((resolve, reject) => {
@@ -74,7 +93,12 @@ export async function startHealthServer(opts: {
   });
   const address = server.address();
   const bound = typeof address === 'object' && address ? address.port : port;
-  opts.log.info({ port: bound }, 'probes served on /healthz and /readyz');
+  opts.log.info(
+    { port: bound },
+    opts.metrics
+      ? 'probes served on /healthz and /readyz, metrics on /metrics'
+      : 'probes served on /healthz and /readyz',
+  );
   return {
     port: bound,
     require(name, check) {

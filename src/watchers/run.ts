@@ -6,6 +6,7 @@ import { RecordWriter } from '../bus/records/record-writer.ts';
 import { tombstoneTtl, topologyOptions } from '../bus/topology.ts';
 import { loadConfig } from '../config/load.ts';
 import { createKubeClients } from '../kube/clients.ts';
+import { workerMetricsToServe } from '../metrics/worker-metrics.ts';
 import { startHealthServer } from '../runtime/health-server.ts';
 import { servesGroupVersion } from './list-objects.ts';
 import { loadRecorded, ObjectWatcher } from './object-watcher.ts';
@@ -22,7 +23,7 @@ const COMPONENT = 'watchers';
 export async function runWatchers(argv: string[]): Promise<void> {
   const { config } = loadConfig({ argv });
   const log = pino({ level: config.log.level, name: COMPONENT });
-  const health = await startHealthServer({ log });
+  const health = await startHealthServer({ log, metrics: workerMetricsToServe() });
   let recording = false;
   health.require('start', () => (recording ? undefined : 'connecting to NATS and listing what it records'));
   const kc = new KubeConfig();

@@ -1,7 +1,8 @@
 // The webhook-server's Prometheus metrics (issue 12): what it converted and how fast, what it
 // holds, what it publishes. prom-client keeps the registry and the text format; each replica has
 // its own registry (tests run several in one process).
-import { Counter, collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { BucketCounts, HistogramFamily } from '../metrics/bucket-counts.ts';
 
 export type ReviewResult = 'success' | 'failure' | 'rejected';
 
@@ -33,66 +34,14 @@ class Tally<Labels extends Record<string, string>> {
   }
 }
 
-/**
- * A histogram by one label, `result`, observed on the path of every review: a bucket index and
- * three additions, where prom-client's `observe` validates and hashes its labels each call.
- * Registered as a custom metric (prom-client renders what `get` returns).
- */
-class ResultHistogram {
-  readonly type = 'histogram';
-  readonly aggregator = 'sum';
-  private readonly byResult = new Map<string, { buckets: number[]; sum: number; count: number }>();
-  readonly name: string;
-  readonly help: string;
-  private readonly bounds: readonly number[];
-
-  constructor(name: string, help: string, bounds: readonly number[]) {
-    this.name = name;
-    this.help = help;
-    this.bounds = bounds;
-  }
-
-  observe(result: string, seconds: number): void {
-    let entry = this.byResult.get(result);
-    if (!entry) {
-      entry = { buckets: this.bounds.map(() => 0), sum: 0, count: 0 };
-      this.byResult.set(result, entry);
-    }
-    const bucket = this.bounds.findIndex((bound) => seconds <= bound);
-    if (bucket >= 0) entry.buckets[bucket] = (entry.buckets[bucket] ?? 0) + 1;
-    entry.sum += seconds;
-    entry.count += 1;
-  }
-
-  async get() {
-    const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = [];
-    for (const [result, { buckets, sum, count }] of this.byResult) {
-      let cumulative = 0;
-      this.bounds.forEach((bound, i) => {
-        cumulative += buckets[i] ?? 0;
-        values.push({ metricName: `${this.name}_bucket`, labels: { le: bound, result }, value: cumulative });
-      });
-      values.push({ metricName: `${this.name}_bucket`, labels: { le: '+Inf', result }, value: count });
-      values.push({ metricName: `${this.name}_sum`, labels: { result }, value: sum });
-      values.push({ metricName: `${this.name}_count`, labels: { result }, value: count });
-    }
-    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
-  }
-
-  reset(): void {
-    this.byResult.clear();
-  }
-}
+const REVIEW_SECONDS_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
 export class WebhookMetrics {
   readonly registry = new Registry();
   private readonly reviewTally = new Tally<{ target: string; to_version: string; result: string }>();
   private readonly objectTally = new Tally<{ target: string }>();
-  private readonly latency = new ResultHistogram(
-    'switchyard_webhook_conversion_review_seconds',
-    'Time from the request body read to the answer written, by result.',
-    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-  );
+  /** By result; observed on the path of every review, rendered at scrape time. */
+  private readonly latency = new Map<string, BucketCounts>();
   private readonly plansHeld = new Gauge({
     name: 'switchyard_webhook_plans_held',
     help: 'Targets this replica holds a compiled plan for (what its Lease reports).',
@@ -108,8 +57,12 @@ export class WebhookMetrics {
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
-    this.registry.registerMetric(this.latency as unknown as Metric);
     const metrics = this;
+    new HistogramFamily(
+      'switchyard_webhook_conversion_review_seconds',
+      'Time from the request body read to the answer written, by result.',
+      () => [...this.latency].map(([result, counts]) => ({ labels: { result }, counts })),
+    ).register(this.registry);
     new Counter({
       name: 'switchyard_webhook_conversion_reviews_total',
       help: 'ConversionReviews answered, by target, desired version and result (rejected: not a readable review).',
@@ -156,7 +109,12 @@ export class WebhookMetrics {
       () => ({ target, to_version: toVersion, result }),
       1,
     );
-    this.latency.observe(result, seconds);
+    let latency = this.latency.get(result);
+    if (!latency) {
+      latency = new BucketCounts(REVIEW_SECONDS_BOUNDS);
+      this.latency.set(result, latency);
+    }
+    latency.observe(seconds);
     if (result === 'success') this.objectTally.add(target, () => ({ target }), objects);
   }
 

@@ -81,6 +81,8 @@ import {
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { type ZodType, z } from 'zod';
+import { BucketCounts } from '../../metrics/bucket-counts.ts';
+import { observeHandlerRuntime } from '../../metrics/worker-metrics.ts';
 import {
   type BackoffPolicy,
   DEFAULT_CONFLICT_BACKOFF,
@@ -210,10 +212,31 @@ export interface HandlerCounters {
   inFlight: number;
 }
 
+/** One consumer's state on the server, as the runtime reads it for metrics. */
+export interface ConsumerState {
+  consumer: string;
+  /** Matching messages not yet delivered: the backlog. */
+  pending: number;
+  /** Delivered and not yet acked: in flight, or held by a replica that died. */
+  ackPending: number;
+  /** Delivered more than once and not yet acked. */
+  redelivered: number;
+}
+
+/** Bounds of the attempt-duration histogram (seconds): a view read and one or two writes. */
+export const ATTEMPT_SECONDS_BOUNDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
 export interface HandlerRuntime {
   readonly concern: string;
   /** A snapshot of the counters. */
   counters(): HandlerCounters;
+  /** How long attempts took, from the message's arrival to its settlement, whatever they came to. */
+  readonly attemptSeconds: BucketCounts;
+  /**
+   * Each of the runtime's consumers as the server reports it now (one request each, within the
+   * connection's request timeout); those it cannot read are left out.
+   */
+  consumerStates(): Promise<ConsumerState[]>;
   /** Stop pulling, drain in-flight work (bounded by the drain timeout), resolve when every lane ended. */
   stop(opts?: { drainTimeoutMs?: number }): Promise<void>;
   /** Resolves when the runtime has stopped. */
@@ -253,6 +276,8 @@ const DEFAULTS = {
 export async function startHandlerRuntime<T>(opts: HandlerRuntimeOptions<T>): Promise<HandlerRuntime> {
   const runtime = new Runtime(opts, await jetstreamManager(opts.nc));
   await runtime.start();
+  const unobserve = observeHandlerRuntime(runtime);
+  void runtime.stopped.then(unobserve);
   return runtime;
 }
 
@@ -268,6 +293,7 @@ class Runtime<T> implements HandlerRuntime {
   private readonly clock: Clock;
   private readonly policy: SettlementPolicy;
   private readonly requestTimeoutMs: number;
+  readonly attemptSeconds = new BucketCounts(ATTEMPT_SECONDS_BOUNDS);
   private readonly counts: HandlerCounters = {
     processed: 0,
     retried: 0,
@@ -321,6 +347,22 @@ class Runtime<T> implements HandlerRuntime {
 
   counters(): HandlerCounters {
     return { ...this.counts, inFlight: this.inFlight.size };
+  }
+
+  async consumerStates(): Promise<ConsumerState[]> {
+    const read = async (c: PlannedConsumer): Promise<ConsumerState | undefined> => {
+      const info = await this.jsm.consumers.info(c.stream, c.name).catch(() => undefined);
+      return (
+        info && {
+          consumer: c.name,
+          pending: info.num_pending,
+          ackPending: info.num_ack_pending,
+          redelivered: info.num_redelivered,
+        }
+      );
+    };
+    const states = await Promise.all(this.plan.map(read));
+    return states.filter((s): s is ConsumerState => s !== undefined);
   }
 
   async start(): Promise<void> {
@@ -457,6 +499,7 @@ class Runtime<T> implements HandlerRuntime {
   /** Plumbing: what the attempt came to, the one decision of what to send (`settlement.ts`), then sending it. */
   private async process(m: JsMsg, planned: PlannedConsumer, pulledAt: number): Promise<void> {
     // Lease arithmetic runs on the monotonic clock: a wall-clock step must not extend or shorten a lease.
+    const arrivedAt = this.clock.monotonic();
     const attempt = new AttemptLease(this.opts.nc, m, this.timings, () => this.clock.monotonic(), pulledAt);
     const key = this.keyOf(m.subject);
     const log = this.log.child({
@@ -476,6 +519,7 @@ class Runtime<T> implements HandlerRuntime {
       );
     } finally {
       attempt.end();
+      this.attemptSeconds.observe((this.clock.monotonic() - arrivedAt) / 1000);
     }
   }
 
