@@ -105,6 +105,8 @@ describe('natsPermissions', () => {
   it('names the user of each subcommand that connects to the bus', () => {
     expect(natsIdentityOf(['watch'])).toBe('watchers');
     expect(natsIdentityOf(['bus', 'setup'])).toBe('bus-setup');
+    expect(natsIdentityOf(['bus', 'stats', '-o', 'json'])).toBe('bus-setup');
+    expect(() => natsIdentityOf(['bus', 'authorization'])).toThrow(/no NATS user/);
     expect(natsIdentityOf(['handover', '--x=1'])).toBe('handover');
     expect(natsIdentityOf(['dlq', 'retry', '--all'])).toBe('dlq');
     expect(() => natsIdentityOf(['admission'])).toThrow(/no NATS user/);

@@ -54,6 +54,7 @@ export const NATS_IDENTITIES = [
   'instances',
   'webhook-server',
   'dlq',
+  'replay',
 ] as const;
 export type NatsIdentity = (typeof NATS_IDENTITIES)[number];
 
@@ -61,7 +62,7 @@ export type NatsIdentity = (typeof NATS_IDENTITIES)[number];
  * Users of commands an operator runs by hand, never a workload of deploy/: their passwords are in
  * the credentials Secret like every other, but no Pod mounts them.
  */
-export const NATS_OPERATOR_IDENTITIES: readonly NatsIdentity[] = ['dlq'];
+export const NATS_OPERATOR_IDENTITIES: readonly NatsIdentity[] = ['dlq', 'replay'];
 
 export interface NatsPermissions {
   publish: string[];
@@ -142,6 +143,11 @@ function workOf(concern: string): string {
   return `work.${concern}.>`;
 }
 
+/** Where a concern records what it decided (`switchyard replay` reads it). */
+function decisionsOf(concern: string): string {
+  return `decision.${concern}.>`;
+}
+
 function publishFor(identity: NatsIdentity, config: Config): string[] {
   const p = config.bus.partitions;
   switch (identity) {
@@ -187,6 +193,7 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
         ...handleConcern(ASSIGN_PACER.concern, pacerConsumers(ASSIGN_PACER)),
         ...usePacerBucket(ASSIGN_PACER.bucket),
         workOf('handover'),
+        decisionsOf('assign'),
       ];
     case 'lease-aggregate':
       return [
@@ -226,6 +233,17 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
         `${API}.STREAM.MSG.DELETE.${STREAMS.deadLetters}`,
         'work.>',
       ];
+    case 'replay':
+      // `switchyard replay`: read the recorded history and decisions, and re-drive what it replayed
+      // as new work of the concerns that record decisions (`--redrive`).
+      return [
+        `${API}.INFO`,
+        ...[STREAMS.records, STREAMS.latest, STREAMS.decisions].flatMap((stream) => [
+          `${API}.STREAM.INFO.${stream}`,
+          ...readWithOrderedConsumers(stream),
+        ]),
+        workOf('assign'),
+      ];
   }
 }
 
@@ -245,7 +263,8 @@ export function isNatsIdentity(value: string): value is NatsIdentity {
 export function natsIdentityOf(args: readonly string[]): NatsIdentity {
   const [command, sub] = args;
   if (command === 'watch') return 'watchers';
-  if (command === 'bus' && sub === 'setup') return 'bus-setup';
+  // `bus stats` reads what the topology's owner may read: every stream's and consumer's state.
+  if (command === 'bus' && (sub === 'setup' || sub === 'stats')) return 'bus-setup';
   if (command !== undefined && isNatsIdentity(command)) return command;
   throw new Error(`switchyard ${args.join(' ')} has no NATS user of its own`);
 }

@@ -211,3 +211,19 @@ export const handoverWorkSchema = workItemSchema.extend({
   trust: z.literal(true).optional(),
 });
 export type HandoverWork = z.infer<typeof handoverWorkSchema>;
+
+/**
+ * What a handler decided about one key, recorded on `decision.<concern>.<key>` (stream
+ * DECISIONS) before it acts on it. `viewSeq` is the view's K8S sequence at the moment of the
+ * decision and `decidedAt` the clock it read: with the records up to `viewSeq`, the same function
+ * decides the same thing again, which `switchyard replay` checks byte for byte. `decision` is
+ * the handler's own JSON (for assign: `ConfigAssignmentDecision`).
+ */
+export const decisionRecordSchema = z.object({
+  concern: z.string().min(1),
+  key: z.string().min(1),
+  viewSeq: z.int().min(0),
+  decidedAt: z.iso.datetime(),
+  decision: z.unknown().refine((value) => value !== undefined, { message: 'a decision is required' }),
+});
+export type DecisionRecord = z.infer<typeof decisionRecordSchema>;

@@ -134,6 +134,7 @@ const STREAMS_SEEN: StreamStats[] = [
     messages: 7,
     subjectCounts: { 'dlq.assign': 2, 'dlq.assign-fanout': 1, 'dlq.pacer': 4 },
   }),
+  stream(STREAMS.decisions, { messages: 3 }),
 ];
 
 describe('groupByConcern', () => {
@@ -286,6 +287,7 @@ describe('units', () => {
       'work',
       'fanout',
       'dead letters',
+      'decisions',
     ]);
     expect(streamPurpose('KV_pacer-assign')).toBe('key-value bucket');
   });

@@ -41,6 +41,7 @@ export const STREAM_PURPOSES: Record<StreamRole, string> = {
   work: 'work',
   fanout: 'fanout',
   deadLetters: 'dead letters',
+  decisions: 'decisions',
 };
 
 const ROLE_OF_STREAM = new Map<string, StreamRole>(

@@ -14,6 +14,7 @@
  *                                   that fires onto work.<…> (stream WORK, runtime/recheck.ts)
  *   fanout.<concern>.<key>          items waiting for the pacer (stream FANOUT)
  *   dlq.<concern>                   dead letters with their reason (stream DLQ)
+ *   decision.<concern>.<key>        what a handler decided, and on which view (stream DECISIONS)
  * A cluster-scoped object's namespace token is `_`.
  */
 
@@ -106,4 +107,9 @@ export function parseObjectSubject(subject: string): ObjectKey | undefined {
 
 export function kindFilter(prefix: 'k8s' | 'hb', kind: string): string {
   return `${prefix}.${kind}.>`;
+}
+
+/** Where a handler records what it decided about a key: `decision.<concern>.<key>`. */
+export function decisionSubject(concern: string, key: string): string {
+  return `decision.${concern}.${escapeToken(key)}`;
 }

@@ -38,6 +38,10 @@ import { isStreamNotFound } from './errors.ts';
  * consumer acks and no consumer's filter covers `recheck.>`, so a waiting
  * schedule stays until it fires (`runtime/recheck.ts`). DLQ keeps what could
  * not be processed, with the reason, for a week.
+ *
+ * DECISIONS keeps what handlers decided, each with the view sequence it was
+ * decided on, for as long as K8S keeps the records it was decided from: `switchyard
+ * replay` rebuilds the view at that sequence and decides again (`src/replay/`).
  */
 
 export interface TopologyOptions {
@@ -64,6 +68,7 @@ export const STREAMS = {
   work: 'WORK',
   fanout: 'FANOUT',
   deadLetters: 'DLQ',
+  decisions: 'DECISIONS',
 } as const;
 
 const HOUR_MS = 3_600_000;
@@ -119,6 +124,16 @@ export function streamConfigs(opts: TopologyOptions = DEFAULT_TOPOLOGY): StreamD
       subjects: ['dlq.>'],
       retention: RetentionPolicy.Limits,
       max_age: nanos(7 * 24 * HOUR_MS),
+    },
+    {
+      ...common,
+      name: STREAMS.decisions,
+      subjects: ['decision.>'],
+      retention: RetentionPolicy.Limits,
+      discard: DiscardPolicy.Old,
+      // A decision is replayable while the records it was made from are kept, and no longer.
+      max_age: nanos(opts.recordRetentionHours * HOUR_MS),
+      allow_direct: true,
     },
   ];
 }

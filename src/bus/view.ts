@@ -11,7 +11,7 @@ interface SeqWaiter {
   resolve: () => void;
 }
 
-type LiveRecord = ObjectEvent & { op: 'upsert' };
+export type LiveRecord = ObjectEvent & { op: 'upsert' };
 
 /**
  * A handler's in-memory index of the live objects it needs, rebuilt at start
@@ -34,6 +34,7 @@ export class ObjectView {
   /** `list(kind)` as last returned, until an object of that kind is recorded or removed. */
   private readonly lists = new Map<string, readonly RecordedObject[]>();
   private readonly renewals = new Map<string, string>();
+  private readonly journals = new Map<string, { base: number; names: string[] }>();
   private readonly waiters: SeqWaiter[] = [];
   private readonly changeListeners = new Set<(kind: string) => void>();
   private readonly followers: LatestFollower[] = [];
@@ -136,6 +137,23 @@ export class ObjectView {
     return this.record(key)?.object;
   }
 
+  /**
+   * The `namespace/name`s of the objects of `kind` recorded or removed since `position` (a
+   * position an earlier call returned; 0 at first), and the position to ask from next time. For
+   * a reader that keeps its own index of a kind up to date one change at a time instead of
+   * walking every object (handlers/assign-world.ts). Undefined when the journal no longer reaches
+   * back that far: read every object again (`records`).
+   */
+  changesSince(kind: string, position: number): { names: readonly string[]; position: number } | undefined {
+    const journal = this.journals.get(kind);
+    if (!journal) return { names: [], position };
+    if (position < journal.base) return undefined;
+    return {
+      names: journal.names.slice(position - journal.base),
+      position: journal.base + journal.names.length,
+    };
+  }
+
   /** The latest record of a live object, with how it was observed and whether its content was omitted. */
   record(key: ObjectKey): LiveRecord | undefined {
     return this.objects.get(key.kind)?.get(nameKey(key));
@@ -161,6 +179,14 @@ export class ObjectView {
 
   private applyRecord(m: JsMsg): void {
     this.pending.set(STREAMS.latest, m.info.pending);
+    this.apply(m);
+  }
+
+  /**
+   * Applies one record of K8S (or its mirror) as if the view had followed it: what `switchyard
+   * replay` feeds a view with to rebuild it at a past sequence, in stream order.
+   */
+  apply(m: Pick<JsMsg, 'subject' | 'seq' | 'data'>): void {
     const key = parseObjectSubject(m.subject);
     if (key && this.kinds.has(key.kind)) {
       const decoded = decodeObjectEvent(m.data);
@@ -188,6 +214,7 @@ export class ObjectView {
 
   private store(key: ObjectKey, event: ObjectEvent): void {
     this.lists.delete(key.kind);
+    this.journalOf(key.kind).push(nameKey(key));
     let byName = this.objects.get(key.kind);
     if (!byName) {
       byName = new Map();
@@ -201,6 +228,22 @@ export class ObjectView {
     this.renewals.delete(fullKey(key));
   }
 
+  /** Every change of a kind, by name; halved once it is twice as long as the kind has objects, and more. */
+  private journalOf(kind: string): string[] {
+    let journal = this.journals.get(kind);
+    if (!journal) {
+      journal = { base: 0, names: [] };
+      this.journals.set(kind, journal);
+    }
+    const live = this.objects.get(kind)?.size ?? 0;
+    if (journal.names.length > 2 * live + JOURNAL_SLACK) {
+      const dropped = journal.names.length >> 1;
+      journal.names = journal.names.slice(dropped);
+      journal.base += dropped;
+    }
+    return journal.names;
+  }
+
   private applyHeartbeat(m: JsMsg): void {
     this.pending.set(STREAMS.heartbeats, m.info.pending);
     const key = parseObjectSubject(m.subject);
@@ -210,6 +253,9 @@ export class ObjectView {
     if (renewTime !== undefined) this.renewals.set(fullKey(key), renewTime);
   }
 }
+
+/** Changes a journal keeps beyond twice its kind's objects, so a small kind is not compacted on every write. */
+const JOURNAL_SLACK = 4_096;
 
 function nameKey(key: ObjectKey): string {
   return `${key.namespace}/${key.name}`;

@@ -27,6 +27,7 @@ export const commands: Record<string, () => Promise<Command>> = {
   'nats-credentials': async () => (await import('./nats-credentials.ts')).runNatsCredentials,
   simulate: async () => (await import('./simulate.ts')).runSimulate,
   explain: async () => (await import('./explain.ts')).runExplain,
+  replay: async () => (await import('./replay.ts')).runReplay,
   dlq: async () => (await import('./dlq.ts')).runDlq,
 };
 

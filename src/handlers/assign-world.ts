@@ -129,3 +129,83 @@ function sameKeyedSubject(a: KeyedSubject, b: KeyedSubject): boolean {
     a.pinnedTo === b.pinnedTo
   );
 }
+
+/**
+ * The configs as subjects, by key and by target, kept up to date one change at a time from the
+ * view's journal: a decision about one config reads its rivals for the target in O(1) where
+ * deriving the whole world walks every config after each write (a replay takes thousands of
+ * decisions in a row, and a rebalance's every status write changes the config list).
+ */
+type IndexedView = Pick<ObjectView, 'changesSince' | 'records' | 'record'>;
+
+class ConfigIndex {
+  private readonly positions = new Map<string, number>();
+  private readonly byKey = new Map<string, KeyedSubject>();
+  private readonly byTarget = new Map<string, Set<string>>();
+
+  /** The configs that claim `target`, up to date with `view`. */
+  claimants(view: IndexedView, target: string): KeyedSubject[] {
+    for (const kind of CONFIG_KINDS) this.catchUp(view, kind);
+    return [...(this.byTarget.get(target) ?? [])].map((key) => this.byKey.get(key) as KeyedSubject);
+  }
+
+  private catchUp(view: IndexedView, kind: string): void {
+    const changes = view.changesSince(kind, this.positions.get(kind) ?? 0);
+    if (changes === undefined) {
+      for (const key of [...this.byKey.keys()].filter((k) => k.startsWith(`${kind}/`))) this.remove(key);
+      for (const record of view.records(kind)) this.put(kind, record.object);
+      const position = view.changesSince(kind, Number.MAX_SAFE_INTEGER);
+      this.positions.set(kind, position?.position ?? 0);
+      return;
+    }
+    for (const name of new Set(changes.names)) {
+      const [namespace = '', objectName = ''] = splitNameKey(name);
+      this.remove(`${kind}/${objectName}`);
+      const record = view.record({ kind, namespace, name: objectName });
+      if (record) this.put(kind, record.object);
+    }
+    this.positions.set(kind, changes.position);
+  }
+
+  private put(kind: string, object: RecordedObject): void {
+    const subject = configSubjectOf(kind, object);
+    if (!subject) return;
+    const key = `${kind}/${subject.key.name}`;
+    this.byKey.set(key, subject);
+    const claims = this.byTarget.get(subject.target) ?? new Set<string>();
+    this.byTarget.set(subject.target, claims.add(key));
+  }
+
+  private remove(key: string): void {
+    const subject = this.byKey.get(key);
+    if (!subject) return;
+    this.byKey.delete(key);
+    const claims = this.byTarget.get(subject.target);
+    claims?.delete(key);
+    if (claims?.size === 0) this.byTarget.delete(subject.target);
+  }
+}
+
+function splitNameKey(name: string): [string, string] {
+  const slash = name.indexOf('/');
+  return [name.slice(0, slash), name.slice(slash + 1)];
+}
+
+const configIndexes = new WeakMap<object, ConfigIndex>();
+
+/** The configs that claim `target` on `view`: what a decision about one config resolves among. */
+export function claimantsOf(view: IndexedView, target: string): KeyedSubject[] {
+  let index = configIndexes.get(view);
+  if (!index) {
+    index = new ConfigIndex();
+    configIndexes.set(view, index);
+  }
+  return index.claimants(view, target);
+}
+
+const INSTANCES = {};
+
+/** The instances as the resolver reads them, derived again only when an instance was recorded. */
+export function instancesOf(view: Pick<ObjectView, 'list'>): readonly InstanceLike[] {
+  return derivedFromView(view, [INSTANCE_KIND], INSTANCES, (lists) => (lists[0] ?? []).map(instanceOf));
+}

@@ -23,6 +23,8 @@ import { API_VERSION } from '../api/constants.ts';
 import type { ConfigStatus } from '../api/conversion-config.ts';
 import type { WebhookServerStatus } from '../api/webhook-server.ts';
 import {
+  type DecisionRecord,
+  decisionRecordSchema,
   encodeMessage,
   type HandoverWork,
   handoverWorkSchema,
@@ -39,19 +41,27 @@ import {
   PermanentError,
   startHandlerRuntime,
 } from '../bus/runtime/index.ts';
+import { decisionSubject } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
-import type { ObjectView } from '../bus/view.ts';
-import { decideConfigAssignment, decideInstanceAssignment, type Move } from '../core/assign-decision.ts';
-import { assignSubjects, fleetOf, type Resolution } from '../core/assignment.ts';
+import type { LiveRecord, ObjectView } from '../bus/view.ts';
+import {
+  type ConfigAssignmentDecision,
+  decideConfigAssignment,
+  decideInstanceAssignment,
+  type Move,
+} from '../core/assign-decision.ts';
+import { assignSubjects, fleetOf, type InstanceLike, type Resolution } from '../core/assignment.ts';
 import { assignedEvent } from '../core/transition-events.ts';
 import type { EventSink } from '../kube/event-recorder.ts';
 import type { KubeWriter } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import {
   ASSIGN_CONCERN,
-  type AssignWorld,
   assignWorldOf,
+  claimantsOf,
+  configSubjectOf,
   INSTANCE_KIND,
+  instancesOf,
   isConfigKind,
   type KeyedSubject,
 } from './assign-world.ts';
@@ -100,19 +110,13 @@ export class AssignHandler {
   };
 
   private async reconcileConfig(key: ObjectWorkKey, causeSeq: number, ctx: HandlerContext): Promise<void> {
-    const record = this.deps.view.record({ kind: key.kind, namespace: '', name: key.name });
-    // Gone: its instance's list is woken by the deletion itself. Omitted: fail closed, no guess.
-    if (!record || record.omitted) return;
-    const world = assignWorldOf(this.deps.view);
-    const subject = world.configs.find((c) => c.key.kind === key.kind && c.key.name === key.name);
-    if (!subject) return;
-    const status = (record.object as { status?: ConfigStatus }).status;
-    const decision = decideConfigAssignment(
-      status,
-      subject.target,
-      resolutionOf(subject, world),
-      new Date(this.deps.clock.now()).toISOString(),
-    );
+    // One synchronous read of the view: the sequence recorded is the one decided on.
+    const viewSeq = this.deps.view.sequence;
+    const decidedAt = new Date(this.deps.clock.now()).toISOString();
+    const decided = configAssignmentOnView(this.deps.view, key, decidedAt);
+    if (!decided) return;
+    const { record, subject, decision } = decided;
+    await this.recordDecision(key, viewSeq, decidedAt, decision);
     if (decision.move) await this.announceMove(subject, decision.move, causeSeq);
     if (!decision.write) return;
     const readVersion = record.object.metadata.resourceVersion;
@@ -150,6 +154,26 @@ export class AssignHandler {
     ctx.log.info({ instance: key.name, assigned: write.assignedTargetCount }, 'assigned targets written');
   }
 
+  /**
+   * What was decided, on which view and at which time, for `switchyard replay` (`src/replay/`).
+   * Before acting: a decision that led to a write is always on record. The id is the key and the
+   * view's sequence, so a retry on the same view records once.
+   */
+  private async recordDecision(
+    key: ObjectWorkKey,
+    viewSeq: number,
+    decidedAt: string,
+    decision: ConfigAssignmentDecision,
+  ): Promise<void> {
+    const workKey = `${key.kind}/${key.name}`;
+    const record: DecisionRecord = { concern: ASSIGN_CONCERN, key: workKey, viewSeq, decidedAt, decision };
+    await this.deps.js.publish(
+      decisionSubject(ASSIGN_CONCERN, workKey),
+      encodeMessage(decisionRecordSchema, record),
+      { msgID: `decision:${ASSIGN_CONCERN}:${workKey}:${viewSeq}` },
+    );
+  }
+
   /** Handover work for the target: its id is the cause and the target, so a retry stores it once. */
   private async announceMove(subject: KeyedSubject, move: Move, causeSeq: number): Promise<void> {
     const work: HandoverWork = { key: subject.target, seq: causeSeq, config: subject.config, ...move };
@@ -181,11 +205,40 @@ export class AssignHandler {
   }
 }
 
-/** The config's resolution among the configs that claim its target (a second claimant is a DuplicateTarget). */
-function resolutionOf(subject: KeyedSubject, world: AssignWorld): Resolution {
-  const claimants = world.configs.filter((c) => c.target === subject.target);
-  const resolution = assignSubjects(claimants, fleetOf(world.instances)).get(subject.target);
-  if (!resolution) throw new Error(`no resolution for ${subject.target}`);
+/**
+ * The decision about one config on the view as it is: what to write to its status and whether it
+ * moved. Undefined when there is nothing to decide (the config is gone, recorded without its
+ * content, or not a config assign reads). Shared by the handler and `switchyard replay`, so a
+ * replay decides with the very function the handler did.
+ */
+export function configAssignmentOnView(
+  view: Pick<ObjectView, 'list' | 'record' | 'records' | 'changesSince'>,
+  key: { kind: string; name: string },
+  decidedAt: string,
+): { record: LiveRecord; subject: KeyedSubject; decision: ConfigAssignmentDecision } | undefined {
+  const record = view.record({ kind: key.kind, namespace: '', name: key.name });
+  // Gone: its instance's list is woken by the deletion itself. Omitted: fail closed, no guess.
+  if (!record || record.omitted) return undefined;
+  const subject = configSubjectOf(key.kind, record.object);
+  if (!subject) return undefined;
+  const status = (record.object as { status?: ConfigStatus }).status;
+  const decision = decideConfigAssignment(
+    status,
+    subject.target,
+    resolutionAmong(claimantsOf(view, subject.target), instancesOf(view), subject.target),
+    decidedAt,
+  );
+  return { record, subject, decision };
+}
+
+/** The target's resolution among the configs that claim it (a second claimant is a DuplicateTarget). */
+function resolutionAmong(
+  claimants: readonly KeyedSubject[],
+  instances: readonly InstanceLike[],
+  target: string,
+): Resolution {
+  const resolution = assignSubjects(claimants, fleetOf(instances)).get(target);
+  if (!resolution) throw new Error(`no resolution for ${target}`);
   return resolution;
 }
 

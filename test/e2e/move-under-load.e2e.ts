@@ -1,10 +1,12 @@
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, DiscoveryV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { NATS_IDENTITIES, NATS_OPERATOR_IDENTITIES } from '../../src/access/nats-permissions.ts';
 import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
 import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
+import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
+import { metricReferences, monitoringQueries } from '../../src/metrics/monitoring-queries.ts';
 import { apiserverConversions, type Conversions, totalOf } from '../../src/scenario/apiserver-conversions.ts';
 import { ConversionLoad, type LoadSummary } from '../../src/scenario/conversion-load.ts';
 import {
@@ -143,6 +145,49 @@ describe('least privilege on the bus', () => {
       const expected = c.name?.startsWith('webhook-server-') ? 'webhook-server' : c.name;
       expect(c.authorized_user, `connection ${c.name}`).toBe(expected);
     }
+  });
+});
+
+describe('metrics', () => {
+  it('every worker serves /metrics, and every series the alerts and the dashboard query is emitted', async () => {
+    // Scraped as the ServiceMonitor of deploy/monitoring does: each ready endpoint of the workers'
+    // metrics Service (one per Pod on the local node agent, on that Pod's own port).
+    const slices = await admin.makeApiClient(DiscoveryV1Api).listNamespacedEndpointSlice({
+      namespace: 'switchyard-system',
+      labelSelector: 'kubernetes.io/service-name=switchyard-worker-metrics',
+    });
+    const endpoints = slices.items.flatMap((slice) =>
+      (slice.endpoints ?? []).map((e) => ({ pod: e.targetRef?.name ?? '', port: slice.ports?.[0]?.port })),
+    );
+    const components = [
+      'watchers',
+      'router',
+      'assign',
+      'lease-aggregate',
+      'handover',
+      'config-status',
+      'instances',
+    ];
+    for (const component of components)
+      expect(
+        endpoints.filter((e) => e.pod.startsWith(`switchyard-${component}-`)),
+        `${component} Pods behind the metrics Service`,
+      ).toHaveLength(2);
+    const emitted = new Set<string>();
+    for (const { pod, port } of endpoints) {
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+      expect(res.status, `${pod} /metrics`).toBe(200);
+      const text = await res.text();
+      expect(text, pod).toContain('process_cpu_seconds_total');
+      for (const line of text.split('\n'))
+        if (line !== '' && !line.startsWith('#')) emitted.add(line.split(/[{ ]/, 1)[0] as string);
+    }
+    const missing = monitoringQueries(PROJECT_ROOT).flatMap(({ where, expr }) =>
+      metricReferences(expr)
+        .filter((r) => !emitted.has(r.series))
+        .map((r) => `${where}: ${r.series}`),
+    );
+    expect(missing).toEqual([]);
   });
 });
 
