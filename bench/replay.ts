@@ -1,6 +1,6 @@
 // `switchyard replay` against the least any replay must do: reading the same streams.
 //
-//   SWITCHYARD_BIN_NATS=… node bench/replay.ts        (REPLAY_CONFIGS=2000 REPLAY_ROUNDS=3)
+//   SWITCHYARD_BIN_NATS=… node bench/replay.ts        (REPLAY_CONFIGS=2000 REPLAY_ROUNDS=7)
 //
 // A recorded history on a real JetStream, as a live assign leaves it without an apiserver: a
 // sharded pool of 5 instances; per config its creation, assign's decision on it, the status
@@ -35,7 +35,7 @@ import { NatsServer } from '../src/local-cluster/nats.ts';
 import { replay } from '../src/replay/replay.ts';
 
 const CONFIGS = Number(process.env.REPLAY_CONFIGS ?? 2_000);
-const ROUNDS = Number(process.env.REPLAY_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.REPLAY_ROUNDS ?? 7);
 const INSTANCES = ['alpha', 'bravo', 'charlie', 'delta', 'echo'];
 const log = pino({ level: 'warn' });
 

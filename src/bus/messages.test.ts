@@ -4,9 +4,11 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   COMPRESS_ABOVE_BYTES,
+  decisionRecordSchema,
   decodeMessage,
   decodeObjectEvent,
   encodeMessage,
+  isDecisionRecord,
   isObjectEvent,
   type ObjectEvent,
   objectEventId,
@@ -248,5 +250,47 @@ describe('the hand-written record check', () => {
     });
     const invalid = decodeObjectEvent(new TextEncoder().encode(JSON.stringify({ ...event, op: 'patch' })));
     expect(invalid.ok ? '' : invalid.reason).toMatch(/op/);
+  });
+});
+
+const nearlyValidDecision = fields(
+  {
+    concern: mostly(fc.constantFrom('assign', 'handover')),
+    key: mostly(fc.constantFrom('crdconfig/a', 'xrdconfig/b')),
+    viewSeq: mostly(fc.oneof(fc.nat(), fc.integer({ min: -3, max: 0 }), fc.double())),
+    decidedAt: mostly(timestamp),
+    decision: mostly(fc.jsonValue({ maxDepth: 2 })),
+  },
+  [],
+);
+
+describe('the hand-written decision record check', () => {
+  it('accepts exactly what decisionRecordSchema accepts and returns unchanged', () => {
+    const anything = fc
+      .oneof(
+        { weight: 6, arbitrary: nearlyValidDecision },
+        nearlyValidDecision.map((d) => ({ ...d, extra: 1 })),
+        fc.jsonValue(),
+      )
+      .map(viaJson);
+    fc.assert(
+      fc.property(anything, (value) => {
+        const zod = decisionRecordSchema.safeParse(value);
+        expect(isDecisionRecord(value)).toBe(zod.success && isDeepStrictEqual(zod.data, value));
+      }),
+      { numRuns: 3_000 },
+    );
+  });
+
+  it('accepts a record as assign writes it', () => {
+    const record = {
+      concern: 'assign',
+      key: 'crdconfig/a',
+      viewSeq: 7,
+      decidedAt: new Date(0).toISOString(),
+      decision: { move: { to: 'b' } },
+    };
+    expect(isDecisionRecord(viaJson(record))).toBe(true);
+    expect(isDecisionRecord(viaJson({ ...record, decision: null }))).toBe(true);
   });
 });

@@ -136,9 +136,12 @@ export const COMPRESS_ABOVE_BYTES = 64 * 1024;
 /** A compressed payload never inflates past this: a hostile message cannot exhaust memory. */
 export const MAX_INFLATED_BYTES = 64 * 1024 * 1024;
 const GZIP_MAGIC = [0x1f, 0x8b];
+/** One of each for the process: every record a view reads is decoded, and a decoder is not free to make. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const UTF8_ENCODER = new TextEncoder();
 
 export function encodeMessage<T>(schema: z.ZodType<T>, value: T): Uint8Array {
-  const json = new TextEncoder().encode(JSON.stringify(schema.parse(value)));
+  const json = UTF8_ENCODER.encode(JSON.stringify(schema.parse(value)));
   return json.byteLength > COMPRESS_ABOVE_BYTES ? new Uint8Array(gzipSync(json)) : json;
 }
 
@@ -161,7 +164,7 @@ export function decodeMessage<T>(
   try {
     // JSON never starts with 0x1f, so the gzip magic alone tells a compressed payload.
     const text = isGzip(data) ? gunzipSync(data, { maxOutputLength: MAX_INFLATED_BYTES }) : data;
-    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(text));
+    json = JSON.parse(UTF8.decode(text));
   } catch (err) {
     return { ok: false, reason: `not JSON (or not inflatable): ${(err as Error).message}` };
   }
@@ -223,7 +226,29 @@ export const decisionRecordSchema = z.object({
   concern: z.string().min(1),
   key: z.string().min(1),
   viewSeq: z.int().min(0),
-  decidedAt: z.iso.datetime(),
+  decidedAt: z.iso.datetime(OBSERVED_AT_FORMAT),
   decision: z.unknown().refine((value) => value !== undefined, { message: 'a decision is required' }),
 });
 export type DecisionRecord = z.infer<typeof decisionRecordSchema>;
+
+/**
+ * What `decisionRecordSchema` accepts and returns unchanged, checked by hand: a replay reads
+ * every recorded decision. Property-tested against the schema like `isObjectEvent`.
+ */
+export function isDecisionRecord(value: unknown): value is DecisionRecord {
+  return (
+    isPlainObject(value) &&
+    isNonEmptyString(value.concern) &&
+    isNonEmptyString(value.key) &&
+    Number.isSafeInteger(value.viewSeq) &&
+    (value.viewSeq as number) >= 0 &&
+    typeof value.decidedAt === 'string' &&
+    OBSERVED_AT.test(value.decidedAt) &&
+    value.decision !== undefined &&
+    keyCount(value) === 5
+  );
+}
+
+export function decodeDecisionRecord(data: Uint8Array): Decoded<DecisionRecord> {
+  return decodeMessage(decisionRecordSchema, data, isDecisionRecord);
+}

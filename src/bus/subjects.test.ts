@@ -20,6 +20,17 @@ describe('subject tokens', () => {
     );
   });
 
+  it('round-trip ASCII names (the fast path), and refuse a malformed escape on either path', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary-ascii' }), (s) => {
+        expect(unescapeToken(escapeToken(s))).toBe(s);
+      }),
+    );
+    for (const bad of ['a_zz', 'a_2', 'a_', 'a_2eb_c3_x', 'a_c3_'])
+      expect(() => unescapeToken(bad), bad).toThrow(/malformed/);
+    expect(unescapeToken('caf_c3_a9')).toBe('café');
+  });
+
   it('parse the key back from an object subject', () => {
     const key = { kind: 'lease', namespace: 'cws-a', name: 'switchyard-served-pod.1' };
     expect(parseObjectSubject(objectSubject(key))).toEqual(key);

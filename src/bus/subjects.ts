@@ -34,6 +34,11 @@ export function escapeToken(value: string): string {
 
 export function unescapeToken(token: string): string {
   if (token === '_') return '';
+  // Every view reads a name out of every record's subject: most names need nothing, or only
+  // ASCII escapes (`.` in a CRD's name), which need no byte buffer.
+  if (!token.includes('_')) return token;
+  const ascii = unescapeAscii(token);
+  if (ascii !== undefined) return ascii;
   const bytes: number[] = [];
   for (let i = 0; i < token.length; i++) {
     if (token[i] === '_') {
@@ -46,6 +51,21 @@ export function unescapeToken(token: string): string {
     }
   }
   return Buffer.from(bytes).toString('utf8');
+}
+
+/** The token unescaped when every escape is an ASCII byte; undefined when one is not. */
+function unescapeAscii(token: string): string | undefined {
+  let out = '';
+  let from = 0;
+  for (let at = token.indexOf('_'); at !== -1; at = token.indexOf('_', from)) {
+    const hex = token.slice(at + 1, at + 3);
+    if (!/^[0-9a-f]{2}$/.test(hex)) throw new Error(`malformed subject token ${token}`);
+    const byte = Number.parseInt(hex, 16);
+    if (byte >= 0x80) return undefined;
+    out += token.slice(from, at) + String.fromCharCode(byte);
+    from = at + 3;
+  }
+  return out + token.slice(from);
 }
 
 /**

@@ -9,7 +9,13 @@
 import { CRD_CONFIG_KIND, XRD_CONFIG_KIND } from '../api/conversion-config.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { ObjectView } from '../bus/view.ts';
-import { type ConfigSubject, type InstanceLike, sameInstanceLike } from '../core/assignment.ts';
+import {
+  type ConfigSubject,
+  type Fleet,
+  fleetOf,
+  type InstanceLike,
+  sameInstanceLike,
+} from '../core/assignment.ts';
 import { derivedFromView } from '../views/view-reads.ts';
 import type { ObjectWorkKey } from './work-keys.ts';
 
@@ -203,9 +209,12 @@ export function claimantsOf(view: IndexedView, target: string): KeyedSubject[] {
   return index.claimants(view, target);
 }
 
-const INSTANCES = {};
+const FLEET = {};
 
-/** The instances as the resolver reads them, derived again only when an instance was recorded. */
-export function instancesOf(view: Pick<ObjectView, 'list'>): readonly InstanceLike[] {
-  return derivedFromView(view, [INSTANCE_KIND], INSTANCES, (lists) => (lists[0] ?? []).map(instanceOf));
+/**
+ * The fleet the resolver resolves in, derived again only when an instance was recorded: building
+ * it hashes every pool member's name, which a decision about one config need not repeat.
+ */
+export function fleetOfView(view: Pick<ObjectView, 'list'>): Fleet {
+  return derivedFromView(view, [INSTANCE_KIND], FLEET, (lists) => fleetOf((lists[0] ?? []).map(instanceOf)));
 }

@@ -50,7 +50,7 @@ import {
   decideInstanceAssignment,
   type Move,
 } from '../core/assign-decision.ts';
-import { assignSubjects, fleetOf, type InstanceLike, type Resolution } from '../core/assignment.ts';
+import { assignSubjects, type Fleet, fleetOf, type Resolution } from '../core/assignment.ts';
 import { assignedEvent } from '../core/transition-events.ts';
 import type { EventSink } from '../kube/event-recorder.ts';
 import type { KubeWriter } from '../kube/writer.ts';
@@ -60,8 +60,8 @@ import {
   assignWorldOf,
   claimantsOf,
   configSubjectOf,
+  fleetOfView,
   INSTANCE_KIND,
-  instancesOf,
   isConfigKind,
   type KeyedSubject,
 } from './assign-world.ts';
@@ -225,19 +225,15 @@ export function configAssignmentOnView(
   const decision = decideConfigAssignment(
     status,
     subject.target,
-    resolutionAmong(claimantsOf(view, subject.target), instancesOf(view), subject.target),
+    resolutionAmong(claimantsOf(view, subject.target), fleetOfView(view), subject.target),
     decidedAt,
   );
   return { record, subject, decision };
 }
 
 /** The target's resolution among the configs that claim it (a second claimant is a DuplicateTarget). */
-function resolutionAmong(
-  claimants: readonly KeyedSubject[],
-  instances: readonly InstanceLike[],
-  target: string,
-): Resolution {
-  const resolution = assignSubjects(claimants, fleetOf(instances)).get(target);
+function resolutionAmong(claimants: readonly KeyedSubject[], fleet: Fleet, target: string): Resolution {
+  const resolution = assignSubjects(claimants, fleet).get(target);
   if (!resolution) throw new Error(`no resolution for ${target}`);
   return resolution;
 }

@@ -27,8 +27,28 @@ export type Verdict = 'same' | 'different';
 
 /**
  * Compares a replayed decision with the recorded one as the bytes of their JSON: the record
- * holds the handler's decision as JSON, so "the same decision" means the same text.
+ * holds the handler's decision as JSON, so "the same decision" means the same text, key order
+ * included. Walked in place rather than printed twice: a replay compares thousands.
  */
 export function compareDecisions(recorded: unknown, replayed: unknown): Verdict {
-  return JSON.stringify(recorded) === JSON.stringify(replayed ?? null) ? 'same' : 'different';
+  return sameJsonText(recorded, replayed ?? null) ? 'same' : 'different';
+}
+
+/** Whether `JSON.stringify` would print `a` and `b` the same (keys in order, undefined left out). */
+export function sameJsonText(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((item, i) => sameJsonText(item ?? null, b[i] ?? null));
+  }
+  const keysOf = (o: object) => Object.keys(o).filter((k) => (o as Record<string, unknown>)[k] !== undefined);
+  const [ka, kb] = [keysOf(a), keysOf(b)];
+  return (
+    ka.length === kb.length &&
+    ka.every(
+      (k, i) =>
+        k === kb[i] && sameJsonText((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]),
+    )
+  );
 }

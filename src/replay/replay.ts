@@ -12,7 +12,7 @@
 // `unavailable`, never guessed.
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import { type DecisionRecord, decisionRecordSchema, decodeMessage } from '../bus/messages.ts';
+import { type DecisionRecord, decodeDecisionRecord } from '../bus/messages.ts';
 import { escapeToken } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
 import { ObjectView } from '../bus/view.ts';
@@ -120,7 +120,7 @@ async function readDecisions(
   const filter = `decision.${opts.concern}.${opts.key === undefined ? '>' : escapeToken(opts.key)}`;
   const out: { record: DecisionRecord; seq: number }[] = [];
   await readStream(js, STREAMS.decisions, { filter }, (m) => {
-    const decoded = decodeMessage(decisionRecordSchema, m.data);
+    const decoded = decodeDecisionRecord(m.data);
     if (!decoded.ok)
       throw new Error(`decision record ${m.seq} on ${m.subject} is unreadable: ${decoded.reason}`);
     const record = decoded.value;
