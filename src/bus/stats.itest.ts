@@ -329,7 +329,7 @@ describe('switchyard bus stats', () => {
       `--nats.url=nats://127.0.0.1:${await freePort()}`,
     ]);
     expect(unreachable.code).toBe(1);
-    expect(unreachable.stderr).toMatch(/cannot reach NATS/);
+    expect(unreachable.stderr).toMatch(/cannot reach the bus/);
 
     await bus.jsm.streams.delete(STREAMS.fanout);
     const missing = await runSwitchyard(['bus', 'stats', ...asBusSetup()]);

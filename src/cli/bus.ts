@@ -4,6 +4,7 @@ import type { ConcernPlan } from '../bus/stats.ts';
 import { topologyOptions } from '../bus/topology.ts';
 import { ConfigError, loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
+import { connectOperatorBus } from './operator-bus.ts';
 
 const USAGE =
   'usage: switchyard bus <stats [-o json|--json] | setup | authorization> [--nats.url=nats://…] [--nats.user=… --nats.passwordFile=…]\n' +
@@ -116,22 +117,9 @@ async function runStats(config: Config, flags: readonly string[]): Promise<void>
   }
   const { readBusReport, formatBusStats } = await import('../bus/stats.ts');
   const plans = await handlerConcernPlans(config);
-  const log = pino({ level: 'warn', name: 'bus' }, pino.destination(2));
-  let bus: Awaited<ReturnType<typeof connectBus>>;
-  try {
-    bus = await connectBus({
-      servers: config.nats.url,
-      credentials: config.nats,
-      name: 'bus-stats',
-      log,
-      topology: topologyOptions(config.bus),
-      mode: 'none',
-    });
-  } catch (err) {
-    process.stderr.write(`cannot reach NATS at ${config.nats.url}: ${(err as Error).message}\n`);
-    process.exitCode = 1;
-    return;
-  }
+  const connected = await connectOperatorBus(config, 'bus-stats');
+  if (!connected) return;
+  const { bus } = connected;
   try {
     const report = await readBusReport(bus.jsm, plans);
     process.stdout.write(`${args.json ? JSON.stringify(report, null, 2) : formatBusStats(report)}\n`);

@@ -7,11 +7,11 @@
 // the dead letter in place (a later run re-drives it again: a duplicate at worst, never a loss),
 // and the publish carries a message id derived from the dead letter's sequence, so a run repeated
 // within WORK's duplicate window stores the work once.
+
 import type { JetStreamManager, MsgRequest, StoredMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
-import { pino } from 'pino';
 import type { ZodType } from 'zod';
-import { type Bus, connectBus } from '../bus/connect.ts';
+import type { Bus } from '../bus/connect.ts';
 import {
   type ConcernSchema,
   DEAD_LETTER_PREFIX,
@@ -39,7 +39,7 @@ import {
 } from '../bus/dead-letters.ts';
 import { handoverWorkSchema, objectEventSchema, workItemSchema } from '../bus/messages.ts';
 import { pacedItemSchema } from '../bus/pacer/pacer.ts';
-import { STREAMS, topologyOptions } from '../bus/topology.ts';
+import { STREAMS } from '../bus/topology.ts';
 import { ConfigError, loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import { ASSIGN_PACER, assignConsumers } from '../handlers/assign.ts';
@@ -48,6 +48,7 @@ import { CONFIG_STATUS, configStatusConsumers } from '../handlers/config-status.
 import { HANDOVER, handoverConsumers } from '../handlers/handover.ts';
 import { INSTANCES, instancesConsumers } from '../handlers/instances.ts';
 import { LEASE_AGGREGATE, leaseAggregateConsumers } from '../handlers/lease-aggregate.ts';
+import { connectOperatorBus } from './operator-bus.ts';
 
 const USAGE =
   'usage: switchyard dlq list [--concern=<c>] [-o json]\n' +
@@ -367,22 +368,9 @@ export async function runDlq(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const log = pino({ level: 'warn', name: 'dlq' }, pino.destination(2));
-  let bus: Bus;
-  try {
-    bus = await connectBus({
-      servers: config.nats.url,
-      credentials: config.nats,
-      name: 'dlq',
-      log,
-      topology: topologyOptions(config.bus),
-      mode: 'none',
-    });
-  } catch (e) {
-    process.stderr.write(`cannot reach the bus at ${config.nats.url}: ${describeError(e)}\n`);
-    process.exitCode = 1;
-    return;
-  }
+  const connected = await connectOperatorBus(config, 'dlq');
+  if (!connected) return;
+  const { bus } = connected;
   try {
     const concerns = workConcerns(config);
     const { stdout, stderr } = process;

@@ -1,14 +1,13 @@
 // `switchyard explain <target>` (or `--all`): why a target is on the instance it is on, and why it
 // has or has not moved, read from the bus as the handlers read it (src/handlers/explain.ts).
-import { pino } from 'pino';
-import { connectBus } from '../bus/connect.ts';
-import { topologyOptions } from '../bus/topology.ts';
+
 import { ObjectView } from '../bus/view.ts';
 import { loadConfig } from '../config/load.ts';
 import { explainableTargets, explainTarget, type TargetExplanation } from '../handlers/explain.ts';
 import { HANDOVER_VIEW_KINDS } from '../handlers/handover.ts';
 import { operatorNamespace } from '../handlers/operator-namespace.ts';
 import { handoverPolicyOf } from '../handlers/run-handover.ts';
+import { connectOperatorBus } from './operator-bus.ts';
 
 const USAGE =
   'usage: switchyard explain <target> | --all [-o json] [--nats.url=…] [--nats.user=… --nats.passwordFile=…]\n' +
@@ -105,22 +104,9 @@ export async function runExplain(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const log = pino({ level: 'warn', name: 'explain' }, pino.destination(2));
-  let bus: Awaited<ReturnType<typeof connectBus>>;
-  try {
-    bus = await connectBus({
-      servers: config.nats.url,
-      credentials: config.nats,
-      name: 'explain',
-      log,
-      topology: topologyOptions(config.bus),
-      mode: 'none',
-    });
-  } catch (err) {
-    process.stderr.write(`cannot read the bus at ${config.nats.url}: ${(err as Error).message}\n`);
-    process.exitCode = 1;
-    return;
-  }
+  const connected = await connectOperatorBus(config, 'explain');
+  if (!connected) return;
+  const { bus, log } = connected;
   const view = new ObjectView(HANDOVER_VIEW_KINDS, log);
   try {
     await view.start(bus.js);

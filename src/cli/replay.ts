@@ -1,14 +1,13 @@
 // `switchyard replay`: rebuild the view from the recorded history and take a concern's recorded
 // decisions again (src/replay/), printing each with whether it came out the same. Dry by default;
 // `--redrive` then publishes the replayed keys as new work, for the live handlers to decide again.
-import { pino } from 'pino';
-import { connectBus } from '../bus/connect.ts';
+
 import { encodeMessage, workItemSchema } from '../bus/messages.ts';
-import { topologyOptions } from '../bus/topology.ts';
 import { loadConfig } from '../config/load.ts';
 import { ASSIGN_CONCERN } from '../handlers/assign-world.ts';
 import { objectWorkSubject, parseWorkKey } from '../handlers/work-keys.ts';
 import { type ReplayedDecision, type ReplayReport, replay } from '../replay/replay.ts';
+import { connectOperatorBus } from './operator-bus.ts';
 
 const USAGE =
   'usage: switchyard replay [--concern=assign] [--key=<kind>/<name>] [--until-seq=<K8S sequence> | --until=<RFC 3339 time>]\n' +
@@ -87,22 +86,9 @@ export async function runReplay(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const log = pino({ level: 'warn', name: 'replay' }, pino.destination(2));
-  let bus: Awaited<ReturnType<typeof connectBus>>;
-  try {
-    bus = await connectBus({
-      servers: config.nats.url,
-      credentials: config.nats,
-      name: 'replay',
-      log,
-      topology: topologyOptions(config.bus),
-      mode: 'none',
-    });
-  } catch (err) {
-    process.stderr.write(`cannot read the bus at ${config.nats.url}: ${(err as Error).message}\n`);
-    process.exitCode = 1;
-    return;
-  }
+  const connected = await connectOperatorBus(config, 'replay');
+  if (!connected) return;
+  const { bus, log } = connected;
   try {
     const report = await replay(
       bus.js,

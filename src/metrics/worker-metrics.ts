@@ -83,35 +83,30 @@ new Counter({
   },
 });
 
-new Counter({
-  name: 'switchyard_handler_rechecks_scheduled_total',
-  help: 'Durable re-checks a handler scheduled (it asked to look at a key again later).',
-  labelNames: ['concern'] as const,
-  registers: [workerRegistry],
-  collect() {
-    this.reset();
-    for (const [concern, list] of countersByConcern())
-      this.inc(
-        { concern },
-        sumOf(list, (c) => c.rechecks),
-      );
-  },
-});
+/** A counter with one series per concern, summed over its runtimes' counters at each scrape. */
+function concernCounter(name: string, help: string, pick: (c: HandlerCounters) => number): void {
+  new Counter({
+    name,
+    help,
+    labelNames: ['concern'] as const,
+    registers: [workerRegistry],
+    collect() {
+      this.reset();
+      for (const [concern, list] of countersByConcern()) this.inc({ concern }, sumOf(list, pick));
+    },
+  });
+}
 
-new Counter({
-  name: 'switchyard_handler_dead_letters_total',
-  help: 'Messages a handler dead-lettered (invalid payload, permanent error, retries exhausted): inspect them with `switchyard dlq`.',
-  labelNames: ['concern'] as const,
-  registers: [workerRegistry],
-  collect() {
-    this.reset();
-    for (const [concern, list] of countersByConcern())
-      this.inc(
-        { concern },
-        sumOf(list, (c) => c.deadLettered),
-      );
-  },
-});
+concernCounter(
+  'switchyard_handler_rechecks_scheduled_total',
+  'Durable re-checks a handler scheduled (it asked to look at a key again later).',
+  (c) => c.rechecks,
+);
+concernCounter(
+  'switchyard_handler_dead_letters_total',
+  'Messages a handler dead-lettered (invalid payload, permanent error, retries exhausted): inspect them with `switchyard dlq`.',
+  (c) => c.deadLettered,
+);
 
 new Gauge({
   name: 'switchyard_handler_in_flight',
