@@ -9,6 +9,15 @@ import { hostPortVariable } from '../../src/local-cluster/node-agent/pod-env.ts'
 import { HEALTH_PORT } from '../../src/runtime/health-server.ts';
 
 /**
+ * The test's environment as a Switchyard process's: without the harness's own choice of where
+ * NATS runs (SWITCHYARD_NATS_BACKEND reads as a mistyped `nats.*` key to the configuration).
+ */
+function processEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const { SWITCHYARD_NATS_BACKEND: _harness, ...env } = process.env;
+  return { ...env, ...extra };
+}
+
+/**
  * `switchyard <args>` as its own process, as a Pod runs it: on `natsUrl`, as the identity of
  * `kubeconfig` (none: no Kubernetes access at all, as the router has), logging to `logFile`.
  */
@@ -25,12 +34,11 @@ export function switchyardProcess(opts: {
   natsCredentialsDir?: string;
 }): ManagedProcess {
   // Its probes on any free port: several workers run side by side on the host.
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
+  const env = processEnv({
     SWITCHYARD_LOG_LEVEL: 'info',
     [hostPortVariable(HEALTH_PORT)]: '0',
     ...opts.env,
-  };
+  });
   if (opts.kubeconfig) env.KUBECONFIG = opts.kubeconfig;
   else delete env.KUBECONFIG;
   return new ManagedProcess(
@@ -61,7 +69,7 @@ export function runSwitchyard(
     execFile(
       process.execPath,
       [join(PROJECT_ROOT, 'src/cli/main.ts'), ...args],
-      { env: { ...process.env, ...env }, maxBuffer: 64 * 1024 * 1024 },
+      { env: processEnv(env), maxBuffer: 64 * 1024 * 1024 },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
         resolve({ code, stdout, stderr });
