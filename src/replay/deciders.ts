@@ -40,15 +40,21 @@ export function sameJsonText(a: unknown, b: unknown): boolean {
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((item, i) => sameJsonText(item ?? null, b[i] ?? null));
+    for (let i = 0; i < a.length; i++) if (!sameJsonText(a[i] ?? null, b[i] ?? null)) return false;
+    return true;
   }
-  const keysOf = (o: object) => Object.keys(o).filter((k) => (o as Record<string, unknown>)[k] !== undefined);
-  const [ka, kb] = [keysOf(a), keysOf(b)];
-  return (
-    ka.length === kb.length &&
-    ka.every(
-      (k, i) =>
-        k === kb[i] && sameJsonText((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]),
-    )
-  );
+  return sameFields(a as Record<string, unknown>, b as Record<string, unknown>);
+}
+
+/** Both objects' defined fields, pairwise in order: the same names, the same text. */
+function sameFields(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  const bKeys: string[] = [];
+  for (const key in b) if (b[key] !== undefined) bKeys.push(key);
+  let i = 0;
+  for (const key in a) {
+    if (a[key] === undefined) continue;
+    if (bKeys[i] !== key || !sameJsonText(a[key], b[key])) return false;
+    i++;
+  }
+  return i === bKeys.length;
 }
