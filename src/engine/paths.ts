@@ -25,6 +25,18 @@ export function parsePath(path: string): ParsedPath {
   return { ok: true, segments };
 }
 
+/**
+ * `parent` with `name` appended, in an array of exactly that length: a plan keeps its paths for
+ * as long as it is held, so no spare capacity (a spread may leave some), and a copy by hand is
+ * several times faster than `concat`, which a replica's start calls for every schema node.
+ */
+export function childSegments(parent: Segments, name: string): Segments {
+  const out = new Array<string>(parent.length + 1);
+  for (let i = 0; i < parent.length; i++) out[i] = parent[i] as string;
+  out[parent.length] = name;
+  return out;
+}
+
 export function joinPath(segments: Segments): string {
   return segments.join('.');
 }

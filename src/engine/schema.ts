@@ -8,7 +8,7 @@
 // (description, example) and the numeric/length bounds: those are validation, a value that
 // satisfies one side's type satisfies the other's shape.
 import { isJsonObject } from './json.ts';
-import type { Segments } from './paths.ts';
+import { childSegments, type Segments } from './paths.ts';
 
 /** The keywords of an OpenAPI v3 structural schema the engine reads; others are ignored. */
 export interface TargetSchema {
@@ -126,8 +126,7 @@ function indexNode(
   nodes.set(path, new Branch(path, segments, schema));
   for (const name of Object.keys(schema.properties).sort()) {
     const child = schema.properties[name] as TargetSchema;
-    // concat allocates exactly; a spread leaves room to grow, kept for as long as a plan refers to it.
-    indexNode(child, `${path}.${name}`, segments.concat(name), nodes, leaves);
+    indexNode(child, `${path}.${name}`, childSegments(segments, name), nodes, leaves);
   }
 }
 
