@@ -592,7 +592,7 @@ describe('switchyard replay, of the decisions assign recorded through the moves'
     );
   });
 
-  it('a recorded decision the history does not lead to is reported different, and a bound limits what is replayed', async () => {
+  it('a recorded decision the history does not lead to is reported different, an unreadable one too, and a bound limits what is replayed', async () => {
     const key = `crdconfig/${configName(0)}`;
     const [first] = (JSON.parse((await replayAs(`--key=${key}`)).stdout) as ReplayReport).decisions;
     if (!first) throw new Error(`no decision recorded for ${key}`);
@@ -604,11 +604,15 @@ describe('switchyard replay, of the decisions assign recorded through the moves'
       decision: { ...(first.recorded as object), move: { to: 'an-instance-never-resolved' } },
     };
     await bus.js.publish(decisionSubject('assign', key), JSON.stringify(doctored));
+    // And one that is no decision at all: reported, and the rest still taken again.
+    await bus.js.publish(decisionSubject('assign', key), 'not a decision');
     const out = await replayAs(`--key=${key}`);
     expect(out.code).toBe(1);
-    const verdicts = (JSON.parse(out.stdout) as ReplayReport).decisions.map((d) => d.verdict);
+    const report = JSON.parse(out.stdout) as ReplayReport;
+    const verdicts = report.decisions.map((d) => d.verdict);
     expect(verdicts.filter((v) => v === 'different')).toHaveLength(1);
     expect(verdicts.filter((v) => v === 'same').length).toBeGreaterThan(0);
+    expect(report.unreadable).toHaveLength(1);
 
     const bounded = JSON.parse((await replayAs(`--until-seq=${first.viewSeq}`)).stdout) as ReplayReport;
     expect(bounded.decisions.every((d) => d.viewSeq <= first.viewSeq)).toBe(true);

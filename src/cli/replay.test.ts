@@ -6,6 +6,7 @@ const report: ReplayReport = {
   concern: 'assign',
   historyFrom: 5,
   recordsApplied: 40,
+  unreadable: [{ recordSeq: 9, subject: 'decision.assign.x', reason: 'not JSON' }],
   decisions: [
     { key: 'crdconfig/a', viewSeq: 3, decidedAt: 't0', recordSeq: 1, recorded: {}, verdict: 'unavailable' },
     {

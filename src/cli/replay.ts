@@ -15,8 +15,8 @@ const USAGE =
   '  Takes the recorded decisions of a concern again on the view rebuilt from the recorded history and\n' +
   '  says whether each comes out the same, byte for byte. Prints the differing and unavailable ones and a\n' +
   '  summary (--all-lines: every decision). --redrive publishes each replayed key as new work.\n' +
-  '  Exit 0 when every decision replayed the same, 1 when one differs, none was found or the bus cannot\n' +
-  '  be read, 2 on bad usage.\n';
+  '  Exit 0 when every decision replayed the same, 1 when one differs or a record is unreadable, none\n' +
+  '  was found or the bus cannot be read, 2 on bad usage.\n';
 
 export interface ReplayArgs {
   concern: string;
@@ -69,9 +69,12 @@ export function formatReplay(report: ReplayReport, allLines: boolean): string {
   const shown = report.decisions.filter((d) => allLines || d.verdict !== 'same');
   return [
     ...shown.map(line),
+    ...report.unreadable.map(
+      (u) => `unreadable  ${u.subject}  record ${u.recordSeq}\n  not a decision record: ${u.reason}`,
+    ),
     `${report.decisions.length} ${report.concern} decisions taken again from ${report.recordsApplied} records ` +
       `(history from K8S sequence ${report.historyFrom}): ${count('same')} the same, ${count('different')} different, ` +
-      `${count('unavailable')} unavailable`,
+      `${count('unavailable')} unavailable${report.unreadable.length > 0 ? `, ${report.unreadable.length} records unreadable` : ''}`,
     '',
   ].join('\n');
 }
@@ -103,7 +106,7 @@ export async function runReplay(argv: string[]): Promise<void> {
     process.stdout.write(
       args.json ? `${JSON.stringify(report, null, 2)}\n` : formatReplay(report, args.allLines),
     );
-    const differs = report.decisions.some((d) => d.verdict === 'different');
+    const differs = report.decisions.some((d) => d.verdict === 'different') || report.unreadable.length > 0;
     if (report.decisions.length === 0) process.stderr.write('no recorded decision matched\n');
     process.exitCode = differs || report.decisions.length === 0 ? 1 : 0;
     if (args.redrive) {

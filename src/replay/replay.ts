@@ -42,12 +42,20 @@ export interface ReplayedDecision {
   verdict: Verdict | 'unavailable';
 }
 
+/** A record on DECISIONS that does not read as a decision: reported, never a reason to stop. */
+export interface UnreadableDecision {
+  recordSeq: number;
+  subject: string;
+  reason: string;
+}
+
 export interface ReplayReport {
   concern: string;
   /** The first sequence K8S still holds: decisions on older views cannot be replayed. */
   historyFrom: number;
   recordsApplied: number;
   decisions: ReplayedDecision[];
+  unreadable: UnreadableDecision[];
 }
 
 const PROGRESS_EVERY = 5_000;
@@ -64,9 +72,8 @@ export async function replay(
       `${opts.concern} records no decisions to replay; these do: ${Object.keys(DECIDERS).join(', ')}`,
     );
   }
-  const pending = (await readDecisions(js, opts)).sort(
-    (a, b) => a.record.viewSeq - b.record.viewSeq || a.seq - b.seq,
-  );
+  const { readable, unreadable } = await readDecisions(js, opts);
+  const pending = readable.sort((a, b) => a.record.viewSeq - b.record.viewSeq || a.seq - b.seq);
   const history = (await jsm.streams.info(STREAMS.records)).state;
   const historyFrom = history.messages === 0 ? history.last_seq + 1 : history.first_seq;
   const lastNeeded = Math.min(history.last_seq, pending.at(-1)?.record.viewSeq ?? 0);
@@ -109,26 +116,29 @@ export async function replay(
   }
   takeAgainUpTo(Number.MAX_SAFE_INTEGER);
   view.stop();
-  return { concern: opts.concern, historyFrom, recordsApplied: applied, decisions };
+  return { concern: opts.concern, historyFrom, recordsApplied: applied, decisions, unreadable };
 }
 
 /** The concern's recorded decisions within the bounds, with where each is in DECISIONS. */
 async function readDecisions(
   js: JetStreamClient,
   opts: ReplayOptions,
-): Promise<{ record: DecisionRecord; seq: number }[]> {
+): Promise<{ readable: { record: DecisionRecord; seq: number }[]; unreadable: UnreadableDecision[] }> {
   const filter = `decision.${opts.concern}.${opts.key === undefined ? '>' : escapeToken(opts.key)}`;
-  const out: { record: DecisionRecord; seq: number }[] = [];
+  const readable: { record: DecisionRecord; seq: number }[] = [];
+  const unreadable: UnreadableDecision[] = [];
   await readStream(js, STREAMS.decisions, { filter }, (m) => {
     const decoded = decodeDecisionRecord(m.data);
-    if (!decoded.ok)
-      throw new Error(`decision record ${m.seq} on ${m.subject} is unreadable: ${decoded.reason}`);
+    if (!decoded.ok) {
+      unreadable.push({ recordSeq: m.seq, subject: m.subject, reason: decoded.reason });
+      return;
+    }
     const record = decoded.value;
     if (opts.untilSeq !== undefined && record.viewSeq > opts.untilSeq) return;
     if (opts.until !== undefined && Date.parse(record.decidedAt) > opts.until.getTime()) return;
-    out.push({ record, seq: m.seq });
+    readable.push({ record, seq: m.seq });
   });
-  return out;
+  return { readable, unreadable };
 }
 
 /**
