@@ -159,7 +159,10 @@ class ConfigIndex {
     const changes = view.changesSince(kind, this.positions.get(kind) ?? 0);
     if (changes === undefined) {
       for (const key of [...this.byKey.keys()].filter((k) => k.startsWith(`${kind}/`))) this.remove(key);
-      for (const record of view.records(kind)) this.put(kind, record.object);
+      for (const record of view.records(kind)) {
+        const subject = configSubjectOf(kind, record.object);
+        if (subject) this.put(`${kind}/${subject.key.name}`, subject);
+      }
       const position = view.changesSince(kind, Number.MAX_SAFE_INTEGER);
       this.positions.set(kind, position?.position ?? 0);
       return;
@@ -167,17 +170,20 @@ class ConfigIndex {
     // A name changed twice since is read twice: cheaper than a set for the usual one or two.
     for (const name of changes.names) {
       const [namespace = '', objectName = ''] = splitNameKey(name);
-      this.remove(`${kind}/${objectName}`);
+      const key = `${kind}/${objectName}`;
       const record = view.record({ kind, namespace, name: objectName });
-      if (record) this.put(kind, record.object);
+      const subject = record && configSubjectOf(kind, record.object);
+      // Most changes are status writes: the same target, so the same claimants.
+      if (subject && this.byKey.get(key)?.target === subject.target) this.byKey.set(key, subject);
+      else {
+        this.remove(key);
+        if (subject) this.put(key, subject);
+      }
     }
     this.positions.set(kind, changes.position);
   }
 
-  private put(kind: string, object: RecordedObject): void {
-    const subject = configSubjectOf(kind, object);
-    if (!subject) return;
-    const key = `${kind}/${subject.key.name}`;
+  private put(key: string, subject: KeyedSubject): void {
     this.byKey.set(key, subject);
     const claims = this.byTarget.get(subject.target) ?? new Set<string>();
     this.byTarget.set(subject.target, claims.add(key));

@@ -50,7 +50,7 @@ import {
   decideInstanceAssignment,
   type Move,
 } from '../core/assign-decision.ts';
-import { assignSubjects, type Fleet, fleetOf, type Resolution } from '../core/assignment.ts';
+import { assignSubjects, type Fleet, fleetOf, type Resolution, resolveIn } from '../core/assignment.ts';
 import { assignedEvent } from '../core/transition-events.ts';
 import type { EventSink } from '../kube/event-recorder.ts';
 import type { KubeWriter } from '../kube/writer.ts';
@@ -233,8 +233,32 @@ export function configAssignmentOnView(
 
 /** The target's resolution among the configs that claim it (a second claimant is a DuplicateTarget). */
 function resolutionAmong(claimants: readonly KeyedSubject[], fleet: Fleet, target: string): Resolution {
+  const [only] = claimants;
+  if (claimants.length === 1 && only) return resolvedOnce(fleet, only);
   const resolution = assignSubjects(claimants, fleet).get(target);
   if (!resolution) throw new Error(`no resolution for ${target}`);
+  return resolution;
+}
+
+const resolutions = new WeakMap<Fleet, Map<string, Resolution>>();
+
+/**
+ * A lone claimant's resolution, hashed once per fleet: the fleet is derived again only when an
+ * instance changes, and a target's every status write would otherwise hash it against every pool
+ * member again. Read-only, like the fleet.
+ */
+function resolvedOnce(fleet: Fleet, subject: KeyedSubject): Resolution {
+  let byTarget = resolutions.get(fleet);
+  if (!byTarget) {
+    byTarget = new Map();
+    resolutions.set(fleet, byTarget);
+  }
+  const key = `${subject.target}\n${subject.pinnedTo ?? ''}`;
+  let resolution = byTarget.get(key);
+  if (!resolution) {
+    resolution = resolveIn(fleet, subject);
+    byTarget.set(key, resolution);
+  }
   return resolution;
 }
 
