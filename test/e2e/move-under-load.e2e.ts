@@ -137,7 +137,7 @@ describe('least privilege on the bus', () => {
     };
     const components = connections.filter((c) => !c.name?.startsWith('move-e2e'));
     const users = new Set(components.map((c) => c.authorized_user));
-    // bus-setup is a Job that is done by now; the operator's commands (dlq) are not running.
+    // bus-setup is a Job that is done by now; the operator's commands (dlq, replay) are not running.
     expect(users).toEqual(
       new Set(NATS_IDENTITIES.filter((id) => id !== 'bus-setup' && !NATS_OPERATOR_IDENTITIES.includes(id))),
     );
@@ -159,15 +159,11 @@ describe('metrics', () => {
     const endpoints = slices.items.flatMap((slice) =>
       (slice.endpoints ?? []).map((e) => ({ pod: e.targetRef?.name ?? '', port: slice.ports?.[0]?.port })),
     );
-    const components = [
-      'watchers',
-      'router',
-      'assign',
-      'lease-aggregate',
-      'handover',
-      'config-status',
-      'instances',
-    ];
+    // Every worker Deployment: the components with a NATS user of their own but the setup Job, the
+    // instances' replicas and the operator's commands.
+    const components = NATS_IDENTITIES.filter(
+      (id) => id !== 'bus-setup' && id !== 'webhook-server' && !NATS_OPERATOR_IDENTITIES.includes(id),
+    );
     for (const component of components)
       expect(
         endpoints.filter((e) => e.pod.startsWith(`switchyard-${component}-`)),
