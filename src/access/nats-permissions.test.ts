@@ -4,6 +4,7 @@ import { loadAllYaml, type V1Container, type V1PodSpec } from '@kubernetes/clien
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { planHandlerConsumers } from '../bus/runtime/consumers.ts';
+import { subjectMatches } from '../bus/subjects.ts';
 import { configSchema, defaultConfig } from '../config/schema.ts';
 import { handoverConsumers } from '../handlers/handover.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
@@ -16,19 +17,8 @@ import {
   natsPermissions,
 } from './nats-permissions.ts';
 
-/** NATS subject matching: `*` is one token, `>` the rest (one or more tokens). */
-function matches(pattern: string, subject: string): boolean {
-  const p = pattern.split('.');
-  const s = subject.split('.');
-  for (let i = 0; i < p.length; i++) {
-    if (p[i] === '>') return s.length > i;
-    if (i >= s.length || (p[i] !== '*' && p[i] !== s[i])) return false;
-  }
-  return p.length === s.length;
-}
-
 function mayPublish(identity: NatsIdentity, subject: string, config = defaultConfig()): boolean {
-  return natsPermissions(identity, config).publish.some((p) => matches(p, subject));
+  return natsPermissions(identity, config).publish.some((p) => subjectMatches(p, subject));
 }
 
 const HANDLERS = ['assign', 'lease-aggregate', 'handover', 'config-status', 'instances'] as const;
@@ -63,7 +53,7 @@ describe('natsPermissions', () => {
         const allowed = (id: NatsIdentity) => natsPermissions(id, config).publish;
         const handover = allowed('handover');
         const others = HANDLERS.filter((h) => h !== 'handover').flatMap(allowed);
-        const may = (patterns: string[], subject: string) => patterns.some((p) => matches(p, subject));
+        const may = (patterns: string[], subject: string) => patterns.some((p) => subjectMatches(p, subject));
         for (const c of planHandlerConsumers(handoverConsumers(partitions))) {
           const next = `$JS.API.CONSUMER.MSG.NEXT.${c.stream}.${c.name}`;
           if (!may(handover, next) || may(others, next)) return false;

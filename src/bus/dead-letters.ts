@@ -19,6 +19,7 @@ import { decodeMessage, MAX_INFLATED_BYTES } from './messages.ts';
 import type { HandlerConsumerSpec } from './runtime/consumers.ts';
 import { type DeadLetterRecord, readDeadLetter } from './runtime/dead-letter.ts';
 import { partitionOf } from './runtime/partition.ts';
+import { subjectMatches } from './subjects.ts';
 import { STREAMS } from './topology.ts';
 
 /** The subject prefix of the dead letters: `dlq.<concern>` (stream DLQ). */
@@ -133,17 +134,6 @@ function consumingConcern(
   }
   const known = concerns.map((c) => c.concern).join(', ');
   return { ok: false, reason: `no handler consumes ${subject} (work concerns: ${known})` };
-}
-
-/** NATS subject matching: `*` is one token, `>` the rest (one or more tokens). */
-export function subjectMatches(pattern: string, subject: string): boolean {
-  const p = pattern.split('.');
-  const s = subject.split('.');
-  for (let i = 0; i < p.length; i++) {
-    if (p[i] === '>') return s.length > i;
-    if (i >= s.length || (p[i] !== '*' && p[i] !== s[i])) return false;
-  }
-  return p.length === s.length;
 }
 
 /** What else a dead letter from another stream is, and what brings its work back instead. */

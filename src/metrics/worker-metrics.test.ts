@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { HandlerCounters, HandlerRuntime } from '../bus/runtime/handler-runtime.ts';
+import {
+  type HandlerCounters,
+  type HandlerRuntime,
+  noHandlerCounters,
+} from '../bus/runtime/handler-runtime.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
 import { BucketCounts } from './bucket-counts.ts';
 import {
@@ -19,23 +23,7 @@ import {
 const registry = workerMetricsToServe();
 
 function counters(partial: Partial<HandlerCounters>): HandlerCounters {
-  return {
-    processed: 0,
-    retried: 0,
-    rechecks: 0,
-    conflicts: 0,
-    deadLettered: 0,
-    invalid: 0,
-    deadLetterFailures: 0,
-    released: 0,
-    republished: 0,
-    timedOut: 0,
-    abandoned: 0,
-    ackFailures: 0,
-    consumersRecreated: 0,
-    inFlight: 0,
-    ...partial,
-  };
+  return { ...noHandlerCounters(), ...partial };
 }
 
 function fakeRuntime(concern: string, c: Partial<HandlerCounters>): HandlerRuntime {

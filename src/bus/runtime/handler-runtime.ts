@@ -226,6 +226,26 @@ export interface ConsumerState {
 /** Bounds of the attempt-duration histogram (seconds): a view read and one or two writes. */
 export const ATTEMPT_SECONDS_BOUNDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
+/** Every counter at zero: a runtime's at start. */
+export function noHandlerCounters(): HandlerCounters {
+  return {
+    processed: 0,
+    retried: 0,
+    rechecks: 0,
+    conflicts: 0,
+    deadLettered: 0,
+    invalid: 0,
+    deadLetterFailures: 0,
+    released: 0,
+    republished: 0,
+    timedOut: 0,
+    abandoned: 0,
+    ackFailures: 0,
+    consumersRecreated: 0,
+    inFlight: 0,
+  };
+}
+
 export interface HandlerRuntime {
   readonly concern: string;
   /** A snapshot of the counters. */
@@ -294,22 +314,7 @@ class Runtime<T> implements HandlerRuntime {
   private readonly policy: SettlementPolicy;
   private readonly requestTimeoutMs: number;
   readonly attemptSeconds = new BucketCounts(ATTEMPT_SECONDS_BOUNDS);
-  private readonly counts: HandlerCounters = {
-    processed: 0,
-    retried: 0,
-    rechecks: 0,
-    conflicts: 0,
-    deadLettered: 0,
-    invalid: 0,
-    deadLetterFailures: 0,
-    released: 0,
-    republished: 0,
-    timedOut: 0,
-    abandoned: 0,
-    ackFailures: 0,
-    consumersRecreated: 0,
-    inFlight: 0,
-  };
+  private readonly counts = noHandlerCounters();
   private readonly inFlight = new Set<InFlight>();
   private readonly fetches = new Set<ConsumerMessages>();
   private readonly stopping = new AbortController();
