@@ -1,6 +1,6 @@
 // `switchyard replay` against the least any replay must do: reading the same streams.
 //
-//   SWITCHYARD_BIN_NATS=… node bench/replay.ts        (REPLAY_CONFIGS=2000 REPLAY_ROUNDS=7)
+//   SWITCHYARD_BIN_NATS=… node bench/replay.ts        (REPLAY_CONFIGS=2000 REPLAY_ROUNDS=11)
 //
 // A recorded history on a real JetStream, as a live assign leaves it without an apiserver: a
 // sharded pool of 5 instances; per config its creation, assign's decision on it, the status
@@ -35,7 +35,7 @@ import { NatsServer } from '../src/local-cluster/nats.ts';
 import { replay } from '../src/replay/replay.ts';
 
 const CONFIGS = Number(process.env.REPLAY_CONFIGS ?? 2_000);
-const ROUNDS = Number(process.env.REPLAY_ROUNDS ?? 7);
+const ROUNDS = Number(process.env.REPLAY_ROUNDS ?? 11);
 const INSTANCES = ['alpha', 'bravo', 'charlie', 'delta', 'echo'];
 const log = pino({ level: 'warn' });
 
@@ -116,7 +116,7 @@ async function recordHistory(js: JetStreamClient): Promise<{ records: number; de
   return { records, decisions };
 }
 
-/** The floor: every message of both streams through one ordered consumer each, payload touched. */
+/** The floor: every message of a stream through one ordered consumer, payload touched. */
 async function rawConsume(js: JetStreamClient, stream: string): Promise<{ messages: number; bytes: number }> {
   const consumer = await js.consumers.get(stream, { deliver_policy: DeliverPolicy.All });
   const messages = await consumer.consume({ max_messages: 1_000 });
@@ -129,6 +129,13 @@ async function rawConsume(js: JetStreamClient, stream: string): Promise<{ messag
   }
   await messages.close();
   return { messages: count, bytes };
+}
+
+async function timed<T>(times: number[], run: () => Promise<T>): Promise<T> {
+  const t = performance.now();
+  const result = await run();
+  times.push(performance.now() - t);
+  return result;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
@@ -146,23 +153,26 @@ try {
     `history: ${history.records} records, ${history.decisions} decisions, ${CONFIGS} configs on ${INSTANCES.length} instances (recorded in ${((performance.now() - started) / 1000).toFixed(1)} s)`,
   );
   const total = history.records + history.decisions;
-  const floor: number[] = [];
-  const replayed: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    let t = performance.now();
-    const read = [await rawConsume(js, STREAMS.records), await rawConsume(js, STREAMS.decisions)];
-    floor.push(performance.now() - t);
+  const times = { floor: [] as number[], replay: [] as number[] };
+  // Round 0 warms the code up and is not counted.
+  for (let round = 0; round <= ROUNDS; round++) {
+    const t = round === 0 ? { floor: [], replay: [] } : times;
+    const read = await timed(t.floor, async () => [
+      await rawConsume(js, STREAMS.records),
+      await rawConsume(js, STREAMS.decisions),
+    ]);
     if (read[0]?.messages !== history.records || read[1]?.messages !== history.decisions)
       throw new Error(`the floor read ${JSON.stringify(read)}`);
-    t = performance.now();
-    const report = await replay(js, jsm, { concern: 'assign' }, log);
-    replayed.push(performance.now() - t);
+    const report = await timed(t.replay, () => replay(js, jsm, { concern: 'assign' }, log));
     const differ = report.decisions.filter((d) => d.verdict !== 'same');
     if (report.decisions.length !== history.decisions || differ.length > 0)
       throw new Error(`replay: ${report.decisions.length} decisions, ${differ.length} not the same`);
   }
   const rate = (ms: number) => Math.round((total * 1000) / ms).toLocaleString('en-US');
-  const [f, r] = [median(floor), median(replayed)];
+  const [f, r] = [median(times.floor), median(times.replay)];
+  // Each round's replay against the floor read just before it: the machine's speed drifts
+  // between rounds much more than within one.
+  const ratios = times.floor.map((ms, i) => ms / (times.replay[i] as number)).sort((a, b) => a - b);
   console.log(
     `\n## Replay: ${total.toLocaleString('en-US')} messages (K8S and DECISIONS), medians of ${ROUNDS} alternating rounds\n`,
   );
@@ -171,6 +181,9 @@ try {
   console.log(`| floor: read both streams, touch each payload | ${f.toFixed(0)} ms | ${rate(f)} | 1.00× |`);
   console.log(
     `| switchyard replay: rebuild the view, take every decision again, compare | ${r.toFixed(0)} ms | ${rate(r)} | ${(f / r).toFixed(2)}× |`,
+  );
+  console.log(
+    `\nreplay / floor, round by round: median ${median(ratios).toFixed(2)}× (${ratios[0]?.toFixed(2)}× to ${ratios.at(-1)?.toFixed(2)}×)`,
   );
   await nc.close();
 } finally {

@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { escapeToken, objectSubject, parseObjectSubject, recheckSubject, unescapeToken } from './subjects.ts';
+import {
+  escapeToken,
+  objectSubject,
+  objectSubjectKind,
+  parseObjectSubject,
+  recheckSubject,
+  unescapeToken,
+} from './subjects.ts';
 
 describe('subject tokens', () => {
   it('escape a CRD name into one readable token', () => {
@@ -36,6 +43,23 @@ describe('subject tokens', () => {
     expect(parseObjectSubject(objectSubject(key))).toEqual(key);
     expect(parseObjectSubject('work.assign.3.x')).toBeUndefined();
     expect(parseObjectSubject('k8s.lease.a_zz.b')).toBeUndefined();
+  });
+
+  it('read the kind of any object subject as parsing it whole does, without unescaping', () => {
+    const token = fc.constantFrom('crdconfig', 'lease', 'webhookserver');
+    fc.assert(
+      fc.property(
+        token,
+        fc.string({ unit: 'grapheme' }),
+        fc.string({ unit: 'grapheme' }),
+        (kind, ns, name) => {
+          const subject = objectSubject({ kind, namespace: ns, name });
+          expect(objectSubjectKind(subject)).toBe(parseObjectSubject(subject)?.kind);
+        },
+      ),
+    );
+    expect(objectSubjectKind('k8s')).toBeUndefined();
+    expect(objectSubjectKind('k8s.lease')).toBeUndefined();
   });
 });
 

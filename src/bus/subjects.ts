@@ -125,6 +125,16 @@ export function parseObjectSubject(subject: string): ObjectKey | undefined {
   }
 }
 
+/**
+ * The kind token of an object or heartbeat subject, read without splitting or unescaping the
+ * rest: a view reads every kind of K8S_LATEST and skips most records by this alone.
+ */
+export function objectSubjectKind(subject: string): string | undefined {
+  const first = subject.indexOf('.');
+  const second = first === -1 ? -1 : subject.indexOf('.', first + 1);
+  return second === -1 ? undefined : subject.slice(first + 1, second);
+}
+
 export function kindFilter(prefix: 'k8s' | 'hb', kind: string): string {
   return `${prefix}.${kind}.>`;
 }

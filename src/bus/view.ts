@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { observeViewLag } from '../metrics/worker-metrics.ts';
 import { followLatest, type LatestFollower } from './follow-latest.ts';
 import { decodeObjectEvent, type ObjectEvent, type RecordedObject } from './messages.ts';
-import { kindFilter, type ObjectKey, parseObjectSubject } from './subjects.ts';
+import { kindFilter, type ObjectKey, objectSubjectKind, parseObjectSubject } from './subjects.ts';
 import { STREAMS } from './topology.ts';
 
 interface SeqWaiter {
@@ -187,8 +187,9 @@ export class ObjectView {
    * replay` feeds a view with to rebuild it at a past sequence, in stream order.
    */
   apply(m: Pick<JsMsg, 'subject' | 'seq' | 'data'>): void {
-    const key = parseObjectSubject(m.subject);
-    if (key && this.kinds.has(key.kind)) {
+    const kind = objectSubjectKind(m.subject);
+    const key = kind !== undefined && this.kinds.has(kind) ? parseObjectSubject(m.subject) : undefined;
+    if (key) {
       const decoded = decodeObjectEvent(m.data);
       if (decoded.ok) {
         this.store(key, decoded.value);
@@ -213,18 +214,19 @@ export class ObjectView {
   }
 
   private store(key: ObjectKey, event: ObjectEvent): void {
+    const name = nameKey(key);
     this.lists.delete(key.kind);
-    this.journalOf(key.kind).push(nameKey(key));
+    this.journalOf(key.kind).push(name);
     let byName = this.objects.get(key.kind);
     if (!byName) {
       byName = new Map();
       this.objects.set(key.kind, byName);
     }
     if (event.op === 'upsert') {
-      byName.set(nameKey(key), event);
+      byName.set(name, event);
       return;
     }
-    byName.delete(nameKey(key));
+    byName.delete(name);
     this.renewals.delete(fullKey(key));
   }
 

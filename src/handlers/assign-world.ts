@@ -152,7 +152,9 @@ class ConfigIndex {
   /** The configs that claim `target`, up to date with `view`. */
   claimants(view: IndexedView, target: string): KeyedSubject[] {
     for (const kind of CONFIG_KINDS) this.catchUp(view, kind);
-    return [...(this.byTarget.get(target) ?? [])].map((key) => this.byKey.get(key) as KeyedSubject);
+    const claims: KeyedSubject[] = [];
+    for (const key of this.byTarget.get(target) ?? []) claims.push(this.byKey.get(key) as KeyedSubject);
+    return claims;
   }
 
   private catchUp(view: IndexedView, kind: string): void {

@@ -253,7 +253,8 @@ function resolvedOnce(fleet: Fleet, subject: KeyedSubject): Resolution {
     byTarget = new Map();
     resolutions.set(fleet, byTarget);
   }
-  const key = `${subject.target}\n${subject.pinnedTo ?? ''}`;
+  // A target name has no newline: unpinned targets are keyed by their name alone.
+  const key = subject.pinnedTo === undefined ? subject.target : `${subject.target}\n${subject.pinnedTo}`;
   let resolution = byTarget.get(key);
   if (!resolution) {
     resolution = resolveIn(fleet, subject);
