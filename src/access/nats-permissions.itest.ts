@@ -13,6 +13,7 @@ import { STREAMS } from '../bus/topology.ts';
 import { ObjectView } from '../bus/view.ts';
 import { defaultConfig } from '../config/schema.ts';
 import { handoverConsumers } from '../handlers/handover.ts';
+import { REPLICA_VIEW_KINDS } from '../webhook/world.ts';
 import type { NatsIdentity } from './nats-permissions.ts';
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'warn' });
@@ -135,9 +136,11 @@ describe('NATS users: each component may do its role and nothing else', () => {
 
   it('a webhook-server replica reads its view and publishes nothing', async () => {
     const replica = await connectAs('webhook-server');
-    const view = new ObjectView(['crd', 'lease'], log);
+    const view = new ObjectView(REPLICA_VIEW_KINDS, log);
     await view.start(replica.js);
     view.stop();
+    // It holds no Leases, so it reads no renewals.
+    await expectDenied(replica.nc, `$JS.API.CONSUMER.CREATE.${STREAMS.heartbeats}`, '{}');
     await expectDenied(replica.nc, 'k8s.crd._.x', '{}');
     await expectDenied(replica.nc, 'work.handover.0.x', '{}');
     await expectDenied(replica.nc, 'dlq.webhook-server', '{}');

@@ -34,14 +34,17 @@
 import { inboxPrefixOf } from '../bus/inbox.ts';
 import { pacerConsumers } from '../bus/pacer/pacer.ts';
 import { type HandlerConsumerSpec, planHandlerConsumers } from '../bus/runtime/consumers.ts';
+import { RENEWED_KINDS } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
 import type { Config } from '../config/schema.ts';
 import { ASSIGN_PACER, assignConsumers } from '../handlers/assign.ts';
-import { configStatusConsumers } from '../handlers/config-status.ts';
-import { handoverConsumers } from '../handlers/handover.ts';
-import { instancesConsumers } from '../handlers/instances.ts';
-import { leaseAggregateConsumers } from '../handlers/lease-aggregate.ts';
+import { ASSIGN_VIEW_KINDS } from '../handlers/assign-world.ts';
+import { CONFIG_STATUS_VIEW_KINDS, configStatusConsumers } from '../handlers/config-status.ts';
+import { HANDOVER_VIEW_KINDS, handoverConsumers } from '../handlers/handover.ts';
+import { INSTANCES_VIEW_KINDS, instancesConsumers } from '../handlers/instances.ts';
+import { LEASE_AGGREGATE_VIEW_KINDS, leaseAggregateConsumers } from '../handlers/lease-aggregate.ts';
 import { ROUTER_CONSUMER } from '../handlers/router.ts';
+import { REPLICA_VIEW_KINDS } from '../webhook/world.ts';
 
 export const NATS_IDENTITIES = [
   'bus-setup',
@@ -99,9 +102,12 @@ function readWithOrderedConsumers(stream: string): string[] {
   ];
 }
 
-/** What `ObjectView` reads: the latest record of every object and the renewals of Leases. */
-function keepView(): string[] {
-  return [...readWithOrderedConsumers(STREAMS.latest), ...readWithOrderedConsumers(STREAMS.heartbeats)];
+/** What an `ObjectView` of `kinds` reads: the latest record of every object, and renewals if it holds Leases. */
+function keepView(kinds: readonly string[]): string[] {
+  const renewals = kinds.some((kind) => RENEWED_KINDS.includes(kind))
+    ? readWithOrderedConsumers(STREAMS.heartbeats)
+    : [];
+  return [...readWithOrderedConsumers(STREAMS.latest), ...renewals];
 }
 
 /** A record by sequence or the latest of a subject, exactly (`record-writer.ts`, the router's previous record). */
@@ -173,7 +179,7 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
     case 'router':
       return [
         ...verifyTopology(),
-        ...keepView(),
+        ...keepView(ASSIGN_VIEW_KINDS),
         ...getRecords(),
         ...consumeFrom(ROUTER_CONSUMER),
         ...republishOwn(ROUTER_CONSUMER),
@@ -188,7 +194,7 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
     case 'assign':
       return [
         ...verifyTopology(),
-        ...keepView(),
+        ...keepView(ASSIGN_VIEW_KINDS),
         ...handleConcern('assign', assignConsumers(p.assign)),
         ...handleConcern(ASSIGN_PACER.concern, pacerConsumers(ASSIGN_PACER)),
         ...usePacerBucket(ASSIGN_PACER.bucket),
@@ -198,31 +204,31 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
     case 'lease-aggregate':
       return [
         ...verifyTopology(),
-        ...keepView(),
+        ...keepView(LEASE_AGGREGATE_VIEW_KINDS),
         ...handleConcern('lease-aggregate', leaseAggregateConsumers(p.leaseAggregate)),
         workOf('handover'),
       ];
     case 'handover':
       return [
         ...verifyTopology(),
-        ...keepView(),
+        ...keepView(HANDOVER_VIEW_KINDS),
         ...handleConcern('handover', handoverConsumers(p.handover)),
       ];
     case 'config-status':
       return [
         ...verifyTopology(),
-        ...keepView(),
+        ...keepView(CONFIG_STATUS_VIEW_KINDS),
         ...handleConcern('config-status', configStatusConsumers(p.configStatus)),
       ];
     case 'instances':
       return [
         ...verifyTopology(),
-        ...keepView(),
+        ...keepView(INSTANCES_VIEW_KINDS),
         ...handleConcern('instances', instancesConsumers(p.instances)),
         workOf('handover'),
       ];
     case 'webhook-server':
-      return [...verifyTopology(), ...keepView()];
+      return [...verifyTopology(), ...keepView(REPLICA_VIEW_KINDS)];
     case 'dlq':
       // `switchyard dlq`: read the dead letters one by one (no consumer), delete one once it was
       // re-driven, and re-drive it: publish to a work subject (it checks which; NATS cannot).

@@ -109,6 +109,12 @@ export function objectSubject({ kind, namespace, name }: ObjectKey): string {
   return `k8s.${kind}.${escapeToken(namespace)}.${escapeToken(name)}`;
 }
 
+/**
+ * The kinds recorded on HEARTBEATS: only a Lease is renewed without changing anything else
+ * (watchers/resources.ts gives only it a content digest). A view of other kinds never follows it.
+ */
+export const RENEWED_KINDS: readonly string[] = ['lease'];
+
 export function heartbeatSubject({ kind, namespace, name }: ObjectKey): string {
   return `hb.${kind}.${escapeToken(namespace)}.${escapeToken(name)}`;
 }

@@ -3,7 +3,13 @@ import type { Logger } from 'pino';
 import { observeViewLag } from '../metrics/worker-metrics.ts';
 import { followLatest, type LatestFollower } from './follow-latest.ts';
 import { decodeObjectEvent, type ObjectEvent, type RecordedObject } from './messages.ts';
-import { kindFilter, type ObjectKey, objectSubjectKind, parseObjectSubject } from './subjects.ts';
+import {
+  kindFilter,
+  type ObjectKey,
+  objectSubjectKind,
+  parseObjectSubject,
+  RENEWED_KINDS,
+} from './subjects.ts';
 import { STREAMS } from './topology.ts';
 
 interface SeqWaiter {
@@ -61,14 +67,19 @@ export class ObjectView {
         onMessage: (m) => this.applyRecord(m),
         log: this.log,
       }),
-      await followLatest({
-        js,
-        stream: STREAMS.heartbeats,
-        filters: [...this.kinds].map((kind) => kindFilter('hb', kind)),
-        onMessage: (m) => this.applyHeartbeat(m),
-        log: this.log,
-      }),
     );
+    const renewed = RENEWED_KINDS.filter((kind) => this.kinds.has(kind));
+    if (renewed.length > 0) {
+      this.followers.push(
+        await followLatest({
+          js,
+          stream: STREAMS.heartbeats,
+          filters: renewed.map((kind) => kindFilter('hb', kind)),
+          onMessage: (m) => this.applyHeartbeat(m),
+          log: this.log,
+        }),
+      );
+    }
     await Promise.all(this.followers.map((f) => f.caughtUp));
   }
 

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { leaseContentDigest, leaseRenewal, revivesAfterGap } from './resources.ts';
+import { RENEWED_KINDS } from '../bus/subjects.ts';
+import {
+  leaseContentDigest,
+  leaseRenewal,
+  RECORDED_RESOURCES,
+  revivesAfterGap,
+  XRD_RESOURCE,
+} from './resources.ts';
 
 const lease = (renewTime: string, holderIdentity = 'pod-a', resourceVersion = '1') => ({
   metadata: { name: 'l', resourceVersion, managedFields: [{ time: renewTime }] },
@@ -42,5 +49,12 @@ describe('a renewal that revives a stale Lease', () => {
   it('is recorded when it is the first renewal ever, and never for a Lease without renewTime', () => {
     expect(revivesAfterGap(undefined, at('2030-01-01T00:00:10.000000Z'))).toBe(true);
     expect(revivesAfterGap(t0, leaseRenewal({ spec: { leaseDurationSeconds: 30 } }))).toBe(false);
+  });
+});
+
+describe('heartbeats', () => {
+  it('are recorded for exactly the kinds a view follows on HEARTBEATS', () => {
+    const renewed = [...RECORDED_RESOURCES, XRD_RESOURCE].filter((r) => r.contentDigest).map((r) => r.kind);
+    expect(renewed).toEqual(RENEWED_KINDS);
   });
 });
