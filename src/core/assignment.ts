@@ -86,6 +86,11 @@ export function sameInstanceLike(a: InstanceLike, b: InstanceLike): boolean {
   );
 }
 
+/** Whether two lists of instances are the same to the resolver, in order. */
+export function sameInstanceLikes(a: readonly InstanceLike[], b: readonly InstanceLike[]): boolean {
+  return a.length === b.length && a.every((x, i) => sameInstanceLike(x, b[i] as InstanceLike));
+}
+
 export function isValidWeight(weight: number): boolean {
   return Number.isInteger(weight) && weight >= 1;
 }

@@ -22,7 +22,7 @@ import {
   fleetOf,
   type InstanceLike,
   type Resolution,
-  sameInstanceLike,
+  sameInstanceLikes,
   subjectOf,
 } from './assignment.ts';
 import { shouldHoldPlan } from './handover.ts';
@@ -64,7 +64,7 @@ export function instanceLikeOf(instance: InstanceLike): InstanceLike {
 export function sameExpectation(a: ExpectationView, b: ExpectationView): boolean {
   return (
     sameItems(a.configs, b.configs, sameViewConfig) &&
-    sameItems(a.instances, b.instances, sameInstanceLike) &&
+    sameInstanceLikes(a.instances, b.instances) &&
     a.targets.size === b.targets.size &&
     [...a.targets].every(([name, service]) => b.targets.has(name) && b.targets.get(name) === service)
   );

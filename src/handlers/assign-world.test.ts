@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeMessage, type ObjectEvent, objectEventSchema } from '../bus/messages.ts';
 import { objectSubject } from '../bus/subjects.ts';
 import { ObjectView } from '../bus/view.ts';
-import { ASSIGN_VIEW_KINDS, assignWorldOf, claimantsOf } from './assign-world.ts';
+import { ASSIGN_VIEW_KINDS, assignWorldOf, claimantsOf, fleetOfView } from './assign-world.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -87,5 +87,33 @@ describe('the config index a decision resolves among', () => {
     expect(view.changesSince('crdconfig', 1)).toBeUndefined();
     for (const target of TARGETS)
       expect(claimantsByIndex(view, target)).toEqual(claimantsByWorld(view, target));
+  });
+});
+
+describe('the fleet a decision resolves in', () => {
+  function applyInstance(view: ObjectView, seq: number, spec: object, status?: object): void {
+    const event = {
+      op: 'upsert',
+      object: { metadata: { name: 'alpha', uid: 'u-alpha', resourceVersion: String(seq) }, spec, status },
+      observedBy: 'watch',
+      observedAt: new Date(0).toISOString(),
+    } as ObjectEvent;
+    view.apply({
+      subject: objectSubject({ kind: 'webhookserver', namespace: '', name: 'alpha' }),
+      seq,
+      data: encodeMessage(objectEventSchema, event),
+    });
+  }
+
+  it('stays the same object through status writes, and is derived again when sharding changes', () => {
+    const view = new ObjectView(ASSIGN_VIEW_KINDS, log);
+    applyInstance(view, 1, { sharding: { enabled: true, weight: 1 } });
+    const first = fleetOfView(view);
+    applyInstance(view, 2, { sharding: { enabled: true, weight: 1 } }, { assignedTargetCount: 3 });
+    expect(fleetOfView(view)).toBe(first);
+    applyInstance(view, 3, { sharding: { enabled: true, weight: 2 } }, { assignedTargetCount: 3 });
+    const reweighted = fleetOfView(view);
+    expect(reweighted).not.toBe(first);
+    expect(reweighted.pool.map((m) => [m.name, m.weight])).toEqual([['alpha', 2]]);
   });
 });

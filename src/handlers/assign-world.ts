@@ -14,7 +14,7 @@ import {
   type Fleet,
   fleetOf,
   type InstanceLike,
-  sameInstanceLike,
+  sameInstanceLikes,
 } from '../core/assignment.ts';
 import { derivedFromView } from '../views/view-reads.ts';
 import type { ObjectWorkKey } from './work-keys.ts';
@@ -121,8 +121,7 @@ function sameWorld(a: AssignWorld, b: AssignWorld): boolean {
   return (
     a.configs.length === b.configs.length &&
     a.configs.every((x, i) => sameKeyedSubject(x, b.configs[i] as KeyedSubject)) &&
-    a.instances.length === b.instances.length &&
-    a.instances.every((x, i) => sameInstanceLike(x, b.instances[i] as InstanceLike))
+    sameInstanceLikes(a.instances, b.instances)
   );
 }
 
@@ -218,12 +217,27 @@ export function claimantsOf(view: IndexedView, target: string): KeyedSubject[] {
   return index.claimants(view, target);
 }
 
-const FLEET = {};
+const INSTANCES = {};
+const fleets = new WeakMap<readonly InstanceLike[], Fleet>();
 
 /**
- * The fleet the resolver resolves in, derived again only when an instance was recorded: building
- * it hashes every pool member's name, which a decision about one config need not repeat.
+ * The fleet the resolver resolves in: the same object until an instance's name, default or
+ * sharding changes. Building it hashes every pool member's name, and each lone claimant's
+ * resolution is kept per fleet (assign.ts `resolvedOnce`); an instance's status is written after
+ * every assignment to it, and that must not make every target hash again.
  */
 export function fleetOfView(view: Pick<ObjectView, 'list'>): Fleet {
-  return derivedFromView(view, [INSTANCE_KIND], FLEET, (lists) => fleetOf((lists[0] ?? []).map(instanceOf)));
+  const instances = derivedFromView(
+    view,
+    [INSTANCE_KIND],
+    INSTANCES,
+    (lists) => (lists[0] ?? []).map(instanceOf),
+    sameInstanceLikes,
+  );
+  let fleet = fleets.get(instances);
+  if (!fleet) {
+    fleet = fleetOf(instances);
+    fleets.set(instances, fleet);
+  }
+  return fleet;
 }
