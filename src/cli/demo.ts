@@ -331,7 +331,9 @@ class Demo {
     for (const f of summary.failures.slice(0, 5))
       say(`  failure: ${f.op} ${f.object ?? ''} ${f.status ?? ''} ${f.message}`);
     for (const w of summary.wrongValues.slice(0, 5))
-      say(`  wrong value: ${w.op} ${w.object}: got ${JSON.stringify(w.got)}`);
+      say(
+        `  wrong value: ${w.op} ${w.target}/${w.object} at ${(w.atMs / 1000).toFixed(1)} s: got ${JSON.stringify(w.got)}, possible ${JSON.stringify(w.expected)}`,
+      );
     say(`  total time       ${((performance.now() - this.startedAt) / 1000).toFixed(0)} s`);
     return summary;
   }

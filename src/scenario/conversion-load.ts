@@ -1,8 +1,10 @@
 // Sustained load on a target at a version it does not store: every create, patch, get and list
 // goes through a conversion (both ways for writes), and a watch sees every change converted. Each
-// worker owns its objects and writes them one at a time, so it always knows the value each must
+// worker owns its objects and writes them one at a time, so it always knows the values each may
 // have: every value returned is checked against what was written (a wrong value is a failure,
-// however successful the request looked).
+// however successful the request looked). A relist runs beside the workers, so a read may
+// overlap a write: it may show any value the object had while it was in flight
+// (expected-value.ts), never an older one.
 //
 // What counts as a failure is what a client with client-go's behaviour would surface: a 429
 // with Retry-After (a repoint rebuilds the resource's storage, and for about a second it
@@ -12,6 +14,7 @@
 // past the retries, or a value that differs from what was written is a failure.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { HttpMethod, send } from '../kube/request.ts';
+import { ExpectedValue, type ReadWindow } from './expected-value.ts';
 
 export interface LoadTarget {
   kc: KubeConfig;
@@ -46,6 +49,8 @@ export interface Failure {
 
 export interface WrongValue {
   op: Op;
+  /** The resource's plural: every target's load names its objects alike. */
+  target: string;
   object: string;
   expected: readonly string[];
   got: unknown;
@@ -73,21 +78,10 @@ const WORKER_LABEL = 'e2e.switchyard.dev/load-worker';
 const MAX_THROTTLE_RETRIES = 10;
 const REQUEST_TIMEOUT_MS = 30_000;
 
-/**
- * The value an object must have. After a failed write the outcome is unknown (the apiserver may
- * have stored it and failed only the conversion of the answer): either value is right until a
- * read settles it.
- */
-interface Expectation {
-  values: string[];
-  /** Every value ever written: what a watch may show on the way. */
-  written: Set<string>;
-}
-
 export class ConversionLoad {
   private readonly target: LoadTarget;
   private readonly opts: LoadOptions;
-  private readonly expected = new Map<string, Expectation>();
+  private readonly expected = new Map<string, ExpectedValue>();
   private readonly watched = new Map<string, string>();
   private readonly failures: Failure[] = [];
   private readonly wrongValues: WrongValue[] = [];
@@ -135,13 +129,7 @@ export class ConversionLoad {
     const deadline = Date.now() + settleMs;
     while (Date.now() < deadline && this.watchLagging().length > 0) await sleep(200);
     for (const name of this.watchLagging())
-      this.wrongValues.push({
-        op: 'watch',
-        object: name,
-        expected: this.expected.get(name)?.values ?? [],
-        got: this.watched.get(name),
-        atMs: this.elapsed(),
-      });
+      this.wrong('watch', name, this.expected.get(name)?.finalValues() ?? [], this.watched.get(name));
     this.watchAbort.abort();
     await this.watchLoop;
     return {
@@ -159,7 +147,7 @@ export class ConversionLoad {
 
   private watchLagging(): string[] {
     return [...this.expected]
-      .filter(([name, e]) => !e.values.includes(this.watched.get(name) ?? ''))
+      .filter(([name, e]) => !e.finalValues().includes(this.watched.get(name) ?? ''))
       .map(([n]) => n);
   }
 
@@ -215,16 +203,18 @@ export class ConversionLoad {
     };
     // Expected before it is sent: the watch may show the object before the answer arrives. A
     // create that fails leaves it expected anyway (it may have been stored); reads settle it.
-    this.expected.set(name, { values: [value], written: new Set([value]) });
+    const expected = new ExpectedValue();
+    this.expected.set(name, expected);
+    expected.writeSent(value);
     const res = await this.request('create', name, HttpMethod.POST, this.url(this.collection()), body);
-    if (res.ok) this.check('create', name, res.body);
+    this.settleWrite('create', name, value, res);
   }
 
   private async patch(name: string): Promise<void> {
-    const expectation = this.expected.get(name);
-    if (!expectation) return;
+    const expected = this.expected.get(name);
+    if (!expected) return;
     const value = this.nextValue(name);
-    expectation.written.add(value);
+    expected.writeSent(value);
     const res = await this.request(
       'patch',
       name,
@@ -233,18 +223,39 @@ export class ConversionLoad {
       { spec: { [this.target.field]: value } },
       'application/merge-patch+json',
     );
-    if (res.ok) {
-      expectation.values = [value];
-      this.check('patch', name, res.body);
-    } else expectation.values = [...expectation.values, value];
+    this.settleWrite('patch', name, value, res);
+  }
+
+  /** A write's answer must carry the value written, at the load's version. */
+  private settleWrite(
+    op: Op,
+    name: string,
+    value: string,
+    res: { ok: true; body: unknown } | { ok: false },
+  ): void {
+    const expected = this.expected.get(name);
+    if (!res.ok) {
+      expected?.writeFailed(value);
+      return;
+    }
+    expected?.writeSucceeded(value);
+    const got = valueAt(res.body, this.target);
+    if (got !== value) this.wrong(op, name, [value], got);
   }
 
   private async get(name: string): Promise<void> {
+    const window = this.expected.get(name)?.readSent();
     const res = await this.request('get', name, HttpMethod.GET, this.url(`${this.collection()}/${name}`));
-    if (res.ok) this.check('get', name, res.body);
+    if (res.ok && window) this.checkRead('get', name, window, res.body);
+  }
+
+  /** What every object may read as, for a list sent now. */
+  private readWindows(): Map<string, ReadWindow> {
+    return new Map([...this.expected].map(([name, e]) => [name, e.readSent()]));
   }
 
   private async list(worker: number): Promise<void> {
+    const windows = this.readWindows();
     const res = await this.request(
       'list',
       undefined,
@@ -254,22 +265,40 @@ export class ConversionLoad {
       }),
     );
     if (!res.ok) return;
-    for (const item of (res.body as { items?: unknown[] }).items ?? []) {
+    this.checkList(windows, (res.body as { items?: unknown[] }).items ?? []);
+  }
+
+  private checkList(windows: Map<string, ReadWindow>, items: unknown[]): void {
+    for (const item of items) {
       const name = (item as { metadata?: { name?: string } }).metadata?.name ?? '';
-      this.check('list', name, item);
+      // Created after the list was sent: any value written to it is possible.
+      const window = windows.get(name) ?? { possible: new Set<string>(), writtenBefore: 0, quiet: false };
+      this.checkRead('list', name, window, item);
     }
   }
 
-  /** The object must be at the load's version and carry a value its writer may have left. */
-  private check(op: Op, name: string, object: unknown): void {
-    const expectation = this.expected.get(name);
-    if (!expectation) return;
+  /**
+   * The object must be at the load's version and carry a value it may have had while the read
+   * was in flight: reads overlap writes (a relist runs beside the workers).
+   */
+  private checkRead(op: Op, name: string, window: ReadWindow, object: unknown): void {
+    const expected = this.expected.get(name);
+    if (!expected) return;
     const got = valueAt(object, this.target);
-    if (got !== undefined && expectation.values.includes(got)) {
-      expectation.values = [got];
-      return;
-    }
-    this.wrongValues.push({ op, object: name, expected: [...expectation.values], got, atMs: this.elapsed() });
+    if (expected.readReturned(window, got)) return;
+    const possible = [...window.possible, ...expected.allWritten().slice(window.writtenBefore)];
+    this.wrong(op, name, possible, got);
+  }
+
+  private wrong(op: Op, name: string, expected: readonly string[], got: unknown): void {
+    this.wrongValues.push({
+      op,
+      target: this.target.plural,
+      object: name,
+      expected,
+      got,
+      atMs: this.elapsed(),
+    });
   }
 
   private async request(
@@ -323,6 +352,7 @@ export class ConversionLoad {
 
   /** Lists this run's objects into the watched state; the list's resourceVersion, or undefined if it failed. */
   private async relist(): Promise<string | undefined> {
+    const windows = this.readWindows();
     const res = await this.request(
       'list',
       undefined,
@@ -332,9 +362,9 @@ export class ConversionLoad {
     if (!res.ok) return undefined;
     const list = res.body as { metadata?: { resourceVersion?: string }; items?: unknown[] };
     this.watched.clear();
+    this.checkList(windows, list.items ?? []);
     for (const item of list.items ?? []) {
       const name = (item as { metadata?: { name?: string } }).metadata?.name ?? '';
-      this.check('list', name, item);
       const got = valueAt(item, this.target);
       if (got !== undefined) this.watched.set(name, got);
     }
@@ -425,15 +455,9 @@ export class ConversionLoad {
         this.watchEvents++;
         this.byOp.watch++;
         const got = valueAt(event.object, this.target);
-        const expectation = this.expected.get(name);
-        if (got === undefined || (expectation && !expectation.written.has(got)))
-          this.wrongValues.push({
-            op: 'watch',
-            object: name,
-            expected: expectation ? [...expectation.written] : [],
-            got,
-            atMs: this.elapsed(),
-          });
+        const expected = this.expected.get(name);
+        if (got === undefined || (expected && !expected.everWritten(got)))
+          this.wrong('watch', name, expected?.allWritten() ?? [], got);
         if (got !== undefined) this.watched.set(name, got);
         return version;
       }
