@@ -25,7 +25,7 @@ export const spokeSchema = strictObject('a spoke', {
 });
 export type Spoke = z.infer<typeof spokeSchema>;
 
-export const PHASES = ['Pending', 'Validated', 'Invalid', 'Applied', 'Stale', 'Failed'] as const;
+export const PHASES = ['Pending', 'Validated', 'Invalid', 'Applied'] as const;
 export const phaseSchema = z.enum(PHASES);
 export type Phase = z.infer<typeof phaseSchema>;
 
