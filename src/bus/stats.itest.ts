@@ -172,9 +172,9 @@ async function putOnTheBus(): Promise<void> {
   for (const [concern, count] of Object.entries(dead))
     for (let i = 0; i < count; i++) await bus.js.publish(`dlq.${concern}`, JSON.stringify({ concern, i }));
 
-  // A view (ordered consumers on K8S_LATEST and HEARTBEATS), caught up; of a kind not recorded
-  // here, so it skips these records without reading them as objects.
-  view = new ObjectView(['webhookserver'], log);
+  // A view that holds Leases (ordered consumers on K8S_LATEST and HEARTBEATS), caught up; of kinds
+  // not recorded on K8S here, so it skips those records without reading them as objects.
+  view = new ObjectView(['webhookserver', 'lease'], log);
   await view.start(bus.js);
 
   // The mirror has copied every record.
