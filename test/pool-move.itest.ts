@@ -542,8 +542,8 @@ describe('switchyard explain, against the live state the moves left', () => {
       '-o',
       'json',
       `--nats.url=${bus.server.url}`,
-      // The read-only user is enough: the view, and no publish.
-      ...natsCredentialFlags(bus.natsCredentialsDir, 'webhook-server'),
+      // Its own read-only user: the view, renewals included, and no publish.
+      ...natsCredentialFlags(bus.natsCredentialsDir, 'explain'),
     ]);
     expect(out.code, out.stderr).toBe(0);
     const explained = new Map((JSON.parse(out.stdout) as TargetExplanation[]).map((e) => [e.target, e]));

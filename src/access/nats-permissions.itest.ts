@@ -12,7 +12,7 @@ import { ensureConsumer, planHandlerConsumers } from '../bus/runtime/consumers.t
 import { STREAMS } from '../bus/topology.ts';
 import { ObjectView } from '../bus/view.ts';
 import { defaultConfig } from '../config/schema.ts';
-import { handoverConsumers } from '../handlers/handover.ts';
+import { HANDOVER_VIEW_KINDS, handoverConsumers } from '../handlers/handover.ts';
 import { REPLICA_VIEW_KINDS } from '../webhook/world.ts';
 import type { NatsIdentity } from './nats-permissions.ts';
 
@@ -145,6 +145,17 @@ describe('NATS users: each component may do its role and nothing else', () => {
     await expectDenied(replica.nc, 'work.handover.0.x', '{}');
     await expectDenied(replica.nc, 'dlq.webhook-server', '{}');
     await expectDenied(replica.nc, `$JS.API.CONSUMER.CREATE.${STREAMS.work}.mine`, '{}');
+  });
+
+  it('explain reads the handover view, renewals included, and publishes nothing', async () => {
+    const explain = await connectAs('explain');
+    const view = new ObjectView(HANDOVER_VIEW_KINDS, log);
+    await view.start(explain.js);
+    view.stop();
+    await expectDenied(explain.nc, 'k8s.crd._.x', '{}');
+    await expectDenied(explain.nc, 'work.handover.0.x', '{}');
+    await expectDenied(explain.nc, `$JS.API.CONSUMER.CREATE.${STREAMS.work}.mine`, '{}');
+    await expectDenied(explain.nc, `$JS.API.CONSUMER.CREATE.${STREAMS.decisions}`, '{}');
   });
 
   it('dlq reads and deletes dead letters and publishes work, and nothing else', async () => {

@@ -58,6 +58,7 @@ export const NATS_IDENTITIES = [
   'webhook-server',
   'dlq',
   'replay',
+  'explain',
 ] as const;
 export type NatsIdentity = (typeof NATS_IDENTITIES)[number];
 
@@ -65,7 +66,7 @@ export type NatsIdentity = (typeof NATS_IDENTITIES)[number];
  * Users of commands an operator runs by hand, never a workload of deploy/: their passwords are in
  * the credentials Secret like every other, but no Pod mounts them.
  */
-export const NATS_OPERATOR_IDENTITIES: readonly NatsIdentity[] = ['dlq', 'replay'];
+export const NATS_OPERATOR_IDENTITIES: readonly NatsIdentity[] = ['dlq', 'replay', 'explain'];
 
 export interface NatsPermissions {
   publish: string[];
@@ -250,6 +251,9 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
         ]),
         workOf('assign'),
       ];
+    case 'explain':
+      // `switchyard explain`: the handover's view (Leases and their renewals included), and nothing else.
+      return [...verifyTopology(), ...keepView(HANDOVER_VIEW_KINDS)];
   }
 }
 
