@@ -257,13 +257,13 @@ describe('object watcher', () => {
   it('records a Lease renewal as a heartbeat only, and the view knows the latest renewTime', async () => {
     const leases = admin.makeApiClient(CoordinationV1Api);
     const resource: WatchedResource = {
-      kind: 'testlease',
+      kind: 'lease',
       path: `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`,
       contentDigest: leaseContentDigest,
     };
-    const view = await startView('testlease');
+    const view = await startView('lease');
     const watcher = await startWatcher(resource);
-    const key = { kind: 'testlease', namespace, name: 'served-a' };
+    const key = { kind: 'lease', namespace, name: 'served-a' };
     await leases.createNamespacedLease({
       namespace,
       body: { metadata: { name: 'served-a' }, spec: { holderIdentity: 'pod-a', leaseDurationSeconds: 30 } },
@@ -283,7 +283,7 @@ describe('object watcher', () => {
     const latest = await renew('pod-a');
     await waitFor('two heartbeats', () => (watcher.stats.heartbeats === 2 ? true : undefined));
     // The record stream did not move (no handler woke), yet the view knows the second renewal.
-    expect(await recordedCount('k8s.testlease.>')).toBe(1);
+    expect(await recordedCount('k8s.lease.>')).toBe(1);
     await waitFor('the latest renewal in the view', () =>
       view.renewTime(key) === latest ? true : undefined,
     );
@@ -295,7 +295,7 @@ describe('object watcher', () => {
         ? true
         : undefined,
     );
-    expect(await recordedCount('k8s.testlease.>')).toBe(2);
+    expect(await recordedCount('k8s.lease.>')).toBe(2);
     expect(watcher.stats.heartbeats).toBe(2);
   });
 });

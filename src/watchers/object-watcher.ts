@@ -16,7 +16,13 @@ import {
   type StoredRecord,
   type WriteResult,
 } from '../bus/records/record-writer.ts';
-import { heartbeatSubject, kindFilter, objectSubject, parseObjectSubject } from '../bus/subjects.ts';
+import {
+  heartbeatSubject,
+  kindFilter,
+  objectSubject,
+  parseObjectSubject,
+  RENEWED_KINDS,
+} from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
 import { type BackoffPolicy, retryDelayMs } from '../runtime/backoff.ts';
 import { systemClock } from '../runtime/clock.ts';
@@ -172,6 +178,11 @@ export class ObjectWatcher {
     /** Told of each object recorded without its content (the process records a Warning Event). */
     onOversized?: (object: RecordedObject, bytes: number) => void;
   }) {
+    // A renewal of any other kind would go to HEARTBEATS, which no view of that kind follows.
+    if (opts.resource.contentDigest && !RENEWED_KINDS.includes(opts.resource.kind))
+      throw new Error(
+        `${opts.resource.kind} is not a renewed kind (${RENEWED_KINDS.join(', ')}): it cannot have heartbeats`,
+      );
     this.onOversized = opts.onOversized;
     this.resource = opts.resource;
     this.informers = opts.informers;
