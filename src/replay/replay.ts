@@ -7,7 +7,8 @@
 // is taken again when the view has reached its sequence, before the next record is applied.
 //
 // Every record of K8S is read, the kinds the concern does not decide on too: an ordered consumer
-// filtered to the concern's kinds was five times slower than reading everything (bench/replay.ts).
+// filtered to assign's kinds read two thirds of the records in ten times the time of all of them
+// (nats-server 2.15.2; BENCHMARKS.md, "Replay"). The view skips the other kinds by subject.
 //
 // K8S keeps every change for the record retention; objects unchanged for longer are only in its
 // mirror K8S_LATEST, so the view starts from those (latest records older than K8S's first). A
