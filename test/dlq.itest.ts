@@ -135,7 +135,7 @@ describe('switchyard dlq', () => {
       new RegExp(`^${poisonSeq} +config-status +permanent +1 .*still broken`, 'm'),
     );
     expect(human.stdout).toMatch(new RegExp(`^${invalidSeq} +config-status +invalid +1 `, 'm'));
-    expect(human.stdout).toContain('2 dead letters (1 permanent, 1 invalid)');
+    expect(human.stdout).toContain('2 dead letters (1 invalid, 1 permanent)');
     const none = await dlq('list', '--concern=assign');
     expect(none).toMatchObject({ code: 0, stdout: 'no dead letters of assign\n' });
 

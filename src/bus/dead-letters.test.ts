@@ -259,6 +259,8 @@ describe('formatting', () => {
     );
     expect(lines[2]).toMatch(/^10\s+handover\s+\?\s+-\s+1h\s+-\s+not a dead-letter record: no headers$/);
     expect(lines[3]).toBe('2 dead letters (1 permanent, 1 ?); `switchyard dlq show <seq>` for one');
+    const reversed = formatDeadLetterList([b, a], { nowMs: now }).trimEnd().split('\n');
+    expect(reversed[3]).toBe(lines[3]);
     expect(formatDeadLetterList([], { nowMs: now, concern: 'assign' })).toBe('no dead letters of assign\n');
   });
 

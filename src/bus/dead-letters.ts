@@ -302,7 +302,11 @@ export function formatDeadLetterList(
   }
   const kinds = new Map<string, number>();
   for (const e of entries) kinds.set(e.record?.kind ?? '?', (kinds.get(e.record?.kind ?? '?') ?? 0) + 1);
-  const summary = [...kinds].map(([k, n]) => `${n} ${k}`).join(', ');
+  // A fixed order, so the same dead letters always read the same whatever order they arrived in.
+  const summary = [...kinds]
+    .sort(([a], [b]) => (a === '?' ? 1 : b === '?' ? -1 : a.localeCompare(b)))
+    .map(([k, n]) => `${n} ${k}`)
+    .join(', ');
   return `${table(rows).join('\n')}\n${entries.length} dead letter${entries.length === 1 ? '' : 's'}${scope} (${summary}); \`switchyard dlq show <seq>\` for one\n`;
 }
 
