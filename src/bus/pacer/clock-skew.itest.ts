@@ -92,7 +92,9 @@ describe('pacer with a skewed replica clock', () => {
       );
       expect(rate, 'a replica 90 s behind must not add its own rate to the fleet’s').toBeLessThan(RATE * 1.1);
       expect(maxInOneSecond).toBeLessThanOrEqual(RATE * 1.1);
-      for (const n of released) expect(n, 'both replicas release').toBeGreaterThan(ITEMS * 0.2);
+      // Only that both take part, so the skewed one's slots are really tested: how the work splits
+      // between two pullers follows the scheduler (28 of 150 seen on a loaded 2-core machine).
+      for (const n of released) expect(n, 'both replicas release').toBeGreaterThan(ITEMS * 0.1);
     } finally {
       await Promise.all(pacers.map((p) => p.stop()));
     }
