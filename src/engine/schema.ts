@@ -1,14 +1,14 @@
-// A version's structural schema, flattened to the paths rules can name. Compile compares hub
-// and spoke path by path: a field "passes through" only if both sides declare it with the same
-// shape, so the shape signature below decides what counts as "the same field".
+// A version's structural schema, as rules name its fields. Compile compares hub and spoke path by
+// path: a field "passes through" only if both sides declare it with the same shape, so
+// `sameShape` below decides what counts as "the same field".
 //
-// The signature covers what changes which values are valid or how they are read: JSON type,
+// The shape covers what changes which values are valid or how they are read: JSON type,
 // format, enum, nullability, int-or-string, preserved unknown fields, and recursively the
 // shape of object properties, array items and map values. It leaves out documentation
 // (description, example) and the numeric/length bounds: those are validation, a value that
 // satisfies one side's type satisfies the other's shape.
 import { isJsonObject } from './json.ts';
-import { childSegments, type Segments } from './paths.ts';
+import type { Segments } from './paths.ts';
 
 /** The keywords of an OpenAPI v3 structural schema the engine reads; others are ignored. */
 export interface TargetSchema {
@@ -55,102 +55,224 @@ export interface SchemaNode {
   segments: Segments;
   /** A branch has named properties rules can address; a leaf is addressed only as a whole. */
   isLeaf: boolean;
-  /** The shape signature; computed when first read for a branch (most are never compared). */
-  readonly signature: string;
   schema: TargetSchema;
 }
 
-export interface SchemaIndex {
-  nodes: ReadonlyMap<string, SchemaNode>;
-  leaves: readonly SchemaNode[];
-}
-
-// Not flattened: the engine handles them itself (see paths.ts).
+// Not addressable: the engine handles them itself (see paths.ts).
 const ROOT_FIELDS_OWNED_BY_ENGINE = new Set(['apiVersion', 'kind', 'metadata']);
 
+const NO_PROPERTIES: Readonly<Record<string, TargetSchema>> = {};
+
 /**
- * The first thing a webhook-server replica does for every target at start, so it is written for
- * speed: paths grow from the parent's, and a branch's signature (the whole subtree as text) is
- * built only if a rule compares it.
+ * A version's schema as rules address it. Nodes are found when a rule names them, not indexed
+ * up front: a webhook-server replica compiles every plan it holds at start, and a rule names a
+ * handful of a schema's fields, so walking a path is cheaper than keying every node by its path.
+ * The coverage check walks the schemas itself (coverage.ts).
  */
-export function indexSchema(root: TargetSchema): SchemaIndex {
-  const nodes = new Map<string, SchemaNode>();
-  const leaves: SchemaNode[] = [];
-  for (const name of Object.keys(root.properties ?? {})) {
-    if (!ROOT_FIELDS_OWNED_BY_ENGINE.has(name))
-      indexNode(
-        (root.properties as Record<string, TargetSchema>)[name] as TargetSchema,
-        name,
-        [name],
-        nodes,
-        leaves,
-      );
+export class SchemaIndex {
+  /** The root's fields rules can address: all but those the engine owns. */
+  readonly fields: Readonly<Record<string, TargetSchema>>;
+  private readonly named = new Map<string, SchemaNode | undefined>();
+
+  constructor(root: TargetSchema) {
+    this.fields = Object.fromEntries(
+      Object.entries(root.properties ?? NO_PROPERTIES).filter(
+        ([name]) => !ROOT_FIELDS_OWNED_BY_ENGINE.has(name),
+      ),
+    );
   }
-  return { nodes, leaves };
+
+  /** The node a rule's dotted path names, or undefined. */
+  node(path: string): SchemaNode | undefined {
+    if (this.named.has(path)) return this.named.get(path);
+    const segments: string[] = [];
+    const schema = resolvePath(this.fields, path, 0, segments);
+    // A plan keeps a node's segments as long as it is held: an array of exactly their length.
+    const node = schema ? { path, segments: segments.slice(), isLeaf: isOpaque(schema), schema } : undefined;
+    this.named.set(path, node);
+    return node;
+  }
+
+  /** Whether the first `length` segments name a node. */
+  has(segments: Segments, length = segments.length): boolean {
+    return this.schemaAt(segments, length) !== undefined;
+  }
+
+  /** Every node's path, depth first in key order: the candidates for a "did you mean". */
+  paths(): string[] {
+    const paths: string[] = [];
+    const visit = (fields: Readonly<Record<string, TargetSchema>>, parent: string) => {
+      for (const name of Object.keys(fields).sort()) {
+        const path = parent ? `${parent}.${name}` : name;
+        paths.push(path);
+        visit(branchFields(fields[name] as TargetSchema), path);
+      }
+    };
+    visit(this.fields, '');
+    return paths;
+  }
+
+  private schemaAt(segments: Segments, length: number): TargetSchema | undefined {
+    let fields = this.fields;
+    let schema: TargetSchema | undefined;
+    for (let i = 0; i < length; i++) {
+      const name = segments[i] as string;
+      if (!Object.hasOwn(fields, name)) return undefined;
+      schema = fields[name] as TargetSchema;
+      fields = branchFields(schema);
+    }
+    return schema;
+  }
 }
 
-class Branch implements SchemaNode {
-  readonly isLeaf = false;
-  private computed: string | undefined;
-  readonly path: string;
-  readonly segments: Segments;
-  readonly schema: TargetSchema;
-
-  constructor(path: string, segments: Segments, schema: TargetSchema) {
-    this.path = path;
-    this.segments = segments;
-    this.schema = schema;
-  }
-
-  get signature(): string {
-    this.computed ??= shapeSignature(this.schema);
-    return this.computed;
-  }
-}
-
-function indexNode(
-  schema: TargetSchema,
+/**
+ * The schema `path` names from `from` on, its segments appended to `segments`. A segment is a
+ * property name; a name may itself hold a dot, so where no name matches up to the next dot, a
+ * name that spans several does.
+ */
+function resolvePath(
+  fields: Readonly<Record<string, TargetSchema>>,
   path: string,
-  segments: Segments,
-  nodes: Map<string, SchemaNode>,
-  leaves: SchemaNode[],
-): void {
-  // An object under a combinator is one opaque unit: its fields' validity depends on the
-  // combinator, which the engine does not evaluate, so rules address it only as a whole.
-  if (!hasNamedProperties(schema) || combinatorsOf(schema).length > 0) {
-    const leaf: SchemaNode = { path, segments, isLeaf: true, signature: shapeSignature(schema), schema };
-    nodes.set(path, leaf);
-    leaves.push(leaf);
-    return;
+  from: number,
+  segments: string[],
+): TargetSchema | undefined {
+  const dot = path.indexOf('.', from);
+  const simple = dot < 0 ? path.slice(from) : path.slice(from, dot);
+  const found = Object.hasOwn(fields, simple) && resolveBelow(fields, simple, path, from, segments);
+  if (found) return found;
+  for (const name in fields) {
+    if (name.length <= simple.length || !Object.hasOwn(fields, name) || !path.startsWith(name, from))
+      continue;
+    const end = from + name.length;
+    if (end !== path.length && path[end] !== '.') continue;
+    const spanning = resolveBelow(fields, name, path, from, segments);
+    if (spanning) return spanning;
   }
-  nodes.set(path, new Branch(path, segments, schema));
-  for (const name of Object.keys(schema.properties).sort()) {
-    const child = schema.properties[name] as TargetSchema;
-    indexNode(child, `${path}.${name}`, childSegments(segments, name), nodes, leaves);
-  }
+  return undefined;
+}
+
+function resolveBelow(
+  fields: Readonly<Record<string, TargetSchema>>,
+  name: string,
+  path: string,
+  from: number,
+  segments: string[],
+): TargetSchema | undefined {
+  const schema = fields[name] as TargetSchema;
+  const end = from + name.length;
+  segments.push(name);
+  const found = end === path.length ? schema : resolvePath(branchFields(schema), path, end + 1, segments);
+  if (!found) segments.pop();
+  return found;
+}
+
+/**
+ * An object under a combinator is one opaque unit: its fields' validity depends on the
+ * combinator, which the engine does not evaluate, so rules address it only as a whole.
+ */
+export function isOpaque(schema: TargetSchema): boolean {
+  return !hasNamedProperties(schema) || combinatorsOf(schema).length > 0;
+}
+
+/** The fields under a node that rules can address: none under a leaf. */
+export function branchFields(schema: TargetSchema): Readonly<Record<string, TargetSchema>> {
+  return isOpaque(schema) ? NO_PROPERTIES : (schema.properties ?? NO_PROPERTIES);
 }
 
 function hasNamedProperties(
   schema: TargetSchema,
 ): schema is TargetSchema & { properties: Readonly<Record<string, TargetSchema>> } {
-  return schema.properties !== undefined && Object.keys(schema.properties).length > 0;
+  if (schema.properties === undefined) return false;
+  for (const name in schema.properties) if (Object.hasOwn(schema.properties, name)) return true;
+  return false;
 }
 
-/** A canonical string for a schema's shape: equal strings mean interchangeable values. */
-function shapeSignature(schema: TargetSchema): string {
-  if (hasNamedProperties(schema)) {
-    const parts = Object.keys(schema.properties)
-      .sort()
-      .map((name) => `${JSON.stringify(name)}:${shapeSignature(schema.properties[name] as TargetSchema)}`);
-    return `${flags(schema)}{${parts.join(',')}}${combinatorPart(schema)}`;
+/**
+ * Whether two schemas are interchangeable: the same JSON type, format, enum (in any order),
+ * nullability, int-or-string and preserved or embedded fields, combinators alike (compared
+ * verbatim), and recursively the same object properties, array items and map values.
+ * Documentation and numeric or length bounds do not count: a value valid on one side has the
+ * shape of the other. Compared in place: compile asks this of every field that passes through.
+ */
+export function sameShape(a: TargetSchema, b: TargetSchema): boolean {
+  if (a === b) return true;
+  if (
+    !a.nullable !== !b.nullable ||
+    !a['x-kubernetes-preserve-unknown-fields'] !== !b['x-kubernetes-preserve-unknown-fields'] ||
+    !a['x-kubernetes-embedded-resource'] !== !b['x-kubernetes-embedded-resource'] ||
+    !sameCombinators(a, b)
+  )
+    return false;
+  const named = hasNamedProperties(a);
+  if (named !== hasNamedProperties(b)) return false;
+  if (named) return sameProperties(a.properties ?? NO_PROPERTIES, b.properties ?? NO_PROPERTIES);
+  return sameBase(a, b) && sameEnum(a.enum, b.enum);
+}
+
+/** A missing schema (array items, map values) accepts anything, as `{}` does. */
+const ANY: TargetSchema = {};
+
+function sameProperties(
+  a: Readonly<Record<string, TargetSchema>>,
+  b: Readonly<Record<string, TargetSchema>>,
+): boolean {
+  let count = 0;
+  for (const name in a) {
+    if (!Object.hasOwn(a, name)) continue;
+    count++;
+    if (!Object.hasOwn(b, name) || !sameShape(a[name] as TargetSchema, b[name] as TargetSchema)) return false;
   }
-  return `${flags(schema)}${baseShape(schema)}${enumPart(schema)}${combinatorPart(schema)}`;
+  for (const name in b) if (Object.hasOwn(b, name)) count--;
+  return count === 0;
 }
 
-function combinatorPart(schema: TargetSchema): string {
-  return combinatorsOf(schema)
-    .map((c) => `&${c}${canonicalJson(schema[c])}`)
-    .join('');
+type BaseKind = 'int-or-string' | 'array' | 'map' | 'scalar';
+
+function baseKind(schema: TargetSchema): BaseKind {
+  if (schema['x-kubernetes-int-or-string']) return 'int-or-string';
+  if (schema.type === 'array') return 'array';
+  if (schema.type === 'object' || schema.additionalProperties !== undefined) return 'map';
+  return 'scalar';
+}
+
+function sameBase(a: TargetSchema, b: TargetSchema): boolean {
+  const kind = baseKind(a);
+  if (kind !== baseKind(b)) return false;
+  switch (kind) {
+    case 'int-or-string':
+      return true;
+    case 'array':
+      return sameShape(a.items ?? ANY, b.items ?? ANY);
+    case 'map':
+      return sameMapValues(a.additionalProperties, b.additionalProperties);
+    default:
+      return (a.type ?? 'any') === (b.type ?? 'any') && (a.format || '') === (b.format || '');
+  }
+}
+
+/** `additionalProperties`: absent or false declares no map; true is a map of anything. */
+function sameMapValues(
+  a: TargetSchema | boolean | undefined,
+  b: TargetSchema | boolean | undefined,
+): boolean {
+  const aMap = a !== undefined && a !== false;
+  if (aMap !== (b !== undefined && b !== false)) return false;
+  return !aMap || sameShape(a === true ? ANY : (a as TargetSchema), b === true ? ANY : (b as TargetSchema));
+}
+
+// Enum order carries no meaning: compared as sorted lists of the values' JSON.
+function sameEnum(a: readonly unknown[] | undefined, b: readonly unknown[] | undefined): boolean {
+  if (!a || !b) return !a === !b;
+  if (a.length !== b.length) return false;
+  const sortedA = a.map((value) => JSON.stringify(value)).sort();
+  const sortedB = b.map((value) => JSON.stringify(value)).sort();
+  return sortedA.every((value, i) => value === sortedB[i]);
+}
+
+function sameCombinators(a: TargetSchema, b: TargetSchema): boolean {
+  const present = combinatorsOf(a);
+  if (present.length !== combinatorsOf(b).length) return false;
+  return present.every((c) => b[c] !== undefined && canonicalJson(a[c]) === canonicalJson(b[c]));
 }
 
 /** JSON with object keys sorted, so equal schemas written in another key order compare equal. */
@@ -159,34 +281,6 @@ function canonicalJson(value: unknown): string {
   if (!isJsonObject(value)) return JSON.stringify(value);
   const keys = Object.keys(value).sort();
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
-}
-
-function baseShape(schema: TargetSchema): string {
-  if (schema['x-kubernetes-int-or-string']) return 'int-or-string';
-  if (schema.type === 'array') return `[${schema.items ? shapeSignature(schema.items) : 'any'}]`;
-  if (schema.type === 'object' || schema.additionalProperties !== undefined) {
-    const values = schema.additionalProperties;
-    if (values === undefined || values === false) return 'object';
-    return `map<${values === true ? 'any' : shapeSignature(values)}>`;
-  }
-  return `${schema.type ?? 'any'}${schema.format ? `(${schema.format})` : ''}`;
-}
-
-function flags(schema: TargetSchema): string {
-  return (
-    (schema.nullable ? '?' : '') +
-    (schema['x-kubernetes-preserve-unknown-fields'] ? '*' : '') +
-    (schema['x-kubernetes-embedded-resource'] ? '@' : '')
-  );
-}
-
-// Enum order carries no meaning, so it is sorted out of the signature.
-function enumPart(schema: TargetSchema): string {
-  if (!schema.enum) return '';
-  return `=${schema.enum
-    .map((value) => JSON.stringify(value))
-    .sort()
-    .join('|')}`;
 }
 
 /**

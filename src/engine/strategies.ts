@@ -23,7 +23,14 @@ import {
 import { type Diagnostic, error, warning } from './diagnostics.ts';
 import { parsePath, type Segments } from './paths.ts';
 import { type Condition, DIRECTIONS, type Direction, type Op } from './plan.ts';
-import { describeShape, differingKeywords, misfit, type SchemaIndex, type SchemaNode } from './schema.ts';
+import {
+  describeShape,
+  differingKeywords,
+  misfit,
+  type SchemaIndex,
+  type SchemaNode,
+  sameShape,
+} from './schema.ts';
 
 export type SideKey = 'hub' | 'spoke';
 
@@ -160,7 +167,7 @@ function fieldRename(rule: FieldRenameRule, at: Located): TransformResult {
   const hub = lookup('hub', hubPath, at);
   const spoke = lookup('spoke', spokePath, at);
   if (!hub.ok || !spoke.ok) return failed(hub, spoke);
-  if (hub.node.signature !== spoke.node.signature) {
+  if (!sameShape(hub.node.schema, spoke.node.schema)) {
     return {
       ok: false,
       diagnostics: [
@@ -244,7 +251,7 @@ function oneSided(
     },
     onSkip: 'nothing',
   };
-  if (at.ctx[other].nodes.has(path))
+  if (at.ctx[other].node(path))
     transform.needsClaimedElsewhere = { side: other, segments: found.node.segments };
   return { ok: true, transform };
 }
@@ -303,7 +310,7 @@ function enumRemap(rule: EnumRemapRule, at: Located): TransformResult {
         },
       },
       losses,
-      onSkip: hub.node.signature === spoke.node.signature ? 'carry' : 'lose',
+      onSkip: sameShape(hub.node.schema, spoke.node.schema) ? 'carry' : 'lose',
     },
   };
 }
@@ -484,7 +491,7 @@ function lookup(side: SideKey, path: string, at: Located): Lookup {
       ),
     };
   }
-  const node = at.ctx[side].nodes.get(path);
+  const node = at.ctx[side].node(path);
   if (node) return { ok: true, node };
   const near = nearestPath(path, at.ctx[side]);
   return {
@@ -532,7 +539,7 @@ function sameDescription(a: SchemaNode, b: SchemaNode): string {
 function nearestPath(path: string, index: SchemaIndex): string | undefined {
   let best: string | undefined;
   let bestDistance = Math.max(2, Math.floor(path.length / 4)) + 1;
-  for (const candidate of index.nodes.keys()) {
+  for (const candidate of index.paths()) {
     const distance = editDistance(path, candidate);
     if (distance < bestDistance) {
       best = candidate;
