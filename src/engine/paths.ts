@@ -13,10 +13,12 @@ export type ParsedPath = { ok: true; segments: Segments } | { ok: false; problem
 /** Parses a dotted path; array indexing and empty segments are rejected, not guessed at. */
 export function parsePath(path: string): ParsedPath {
   const segments = path.split('.');
-  if (segments.some((segment) => segment.length === 0)) {
-    return { ok: false, problem: `"${path}" has an empty segment` };
+  let indexes = false;
+  for (const segment of segments) {
+    if (segment.length === 0) return { ok: false, problem: `"${path}" has an empty segment` };
+    indexes ||= segment.includes('[') || segment.includes(']');
   }
-  if (segments.some((segment) => segment.includes('[') || segment.includes(']'))) {
+  if (indexes) {
     return { ok: false, problem: `"${path}" indexes into an array; rules apply to whole arrays` };
   }
   if (ENGINE_OWNED_ROOTS.has(segments[0] ?? '')) {

@@ -72,7 +72,6 @@ const NO_PROPERTIES: Readonly<Record<string, TargetSchema>> = {};
 export class SchemaIndex {
   /** The root's fields rules can address: all but those the engine owns. */
   readonly fields: Readonly<Record<string, TargetSchema>>;
-  private readonly named = new Map<string, SchemaNode | undefined>();
 
   constructor(root: TargetSchema) {
     this.fields = Object.fromEntries(
@@ -84,13 +83,10 @@ export class SchemaIndex {
 
   /** The node a rule's dotted path names, or undefined. */
   node(path: string): SchemaNode | undefined {
-    if (this.named.has(path)) return this.named.get(path);
     const segments: string[] = [];
     const schema = resolvePath(this.fields, path, 0, segments);
     // A plan keeps a node's segments as long as it is held: an array of exactly their length.
-    const node = schema ? { path, segments: segments.slice(), isLeaf: isOpaque(schema), schema } : undefined;
-    this.named.set(path, node);
-    return node;
+    return schema ? { path, segments: segments.slice(), isLeaf: isOpaque(schema), schema } : undefined;
   }
 
   /** Whether the first `length` segments name a node. */

@@ -117,6 +117,8 @@ export function resolveRule(rule: Rule, ruleIndex: number, ctx: PairContext): Re
  * also called on rules that never went through it (replay of an old message, a test, a CLI):
  * those get a diagnostic, never a TypeError from reading a missing params block.
  */
+const PARAMS_KEYS: readonly string[] = Object.values(PARAMS_KEY);
+
 function malformedRule(rule: Rule, at: Located): Diagnostic | undefined {
   const strategy: unknown = rule.strategy;
   const where = { version: at.ctx.version, ruleIndex: at.ruleIndex };
@@ -130,7 +132,7 @@ function malformedRule(rule: Rule, at: Located): Diagnostic | undefined {
   }
   const own = PARAMS_KEY[strategy as Strategy];
   const record = rule as unknown as Record<string, unknown>;
-  const extra = Object.values(PARAMS_KEY).filter((key) => key !== own && record[key] !== undefined);
+  const extra = PARAMS_KEYS.filter((key) => key !== own && record[key] !== undefined);
   const params = record[own];
   if (typeof params === 'object' && params !== null && extra.length === 0) return undefined;
   const problem =
