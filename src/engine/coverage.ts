@@ -47,8 +47,8 @@ export function uncoveredFields(
     const away: Direction = side === 'hub' ? 'hubToSpoke' : 'spokeToHub';
     const firstClaim = (a: Claim | undefined, b: Claim) =>
       a === undefined || claims[otherSide].indexOf(b) < claims[otherSide].indexOf(a) ? b : a;
-    // Depth first; `ownClaims` and `otherClaims` are the
-    // claims below `parent`, `otherCover` the first claim of the other side at or above it.
+    // `ownClaims` and `otherClaims` are the claims below `parent`; `otherCover` is the first claim
+    // of the other side at or above it.
     const walk = (
       ownFields: Readonly<Record<string, TargetSchema>>,
       otherFields: Readonly<Record<string, TargetSchema>>,
@@ -72,7 +72,7 @@ export function uncoveredFields(
           if (!cover && otherBelow.length === 0 && counterpart && sameShape(schema, counterpart)) continue;
           walk(
             branchFields(schema),
-            counterpart ? branchFields(counterpart) : {},
+            counterpart ? branchFields(counterpart) : NO_FIELDS,
             childSegments(parent, name),
             ownBelow,
             otherBelow.filter((c) => c.segments.length > depth + 1),
@@ -101,6 +101,7 @@ export function uncoveredFields(
 }
 
 const NO_CLAIMS: readonly Claim[] = [];
+const NO_FIELDS: Readonly<Record<string, TargetSchema>> = {};
 
 /** Depth-first key order: leaves are never each other's prefixes, so element by element decides. */
 function compareSegments(a: Segments, b: Segments): number {
