@@ -14,6 +14,7 @@ import {
   describeShape,
   differingKeywords,
   isOpaque,
+  NO_FIELDS,
   type SchemaIndex,
   sameShape,
   type TargetSchema,
@@ -101,7 +102,6 @@ export function uncoveredFields(
 }
 
 const NO_CLAIMS: readonly Claim[] = [];
-const NO_FIELDS: Readonly<Record<string, TargetSchema>> = {};
 
 /** Depth-first key order: leaves are never each other's prefixes, so element by element decides. */
 function compareSegments(a: Segments, b: Segments): number {

@@ -61,7 +61,8 @@ export interface SchemaNode {
 // Not addressable: the engine handles them itself (see paths.ts).
 const ROOT_FIELDS_OWNED_BY_ENGINE = new Set(['apiVersion', 'kind', 'metadata']);
 
-const NO_PROPERTIES: Readonly<Record<string, TargetSchema>> = {};
+/** The fields under a leaf, or under a node the other side lacks: none. */
+export const NO_FIELDS: Readonly<Record<string, TargetSchema>> = {};
 
 /**
  * A version's schema as rules address it. Nodes are found when a rule names them, not indexed
@@ -75,9 +76,7 @@ export class SchemaIndex {
 
   constructor(root: TargetSchema) {
     this.fields = Object.fromEntries(
-      Object.entries(root.properties ?? NO_PROPERTIES).filter(
-        ([name]) => !ROOT_FIELDS_OWNED_BY_ENGINE.has(name),
-      ),
+      Object.entries(root.properties ?? NO_FIELDS).filter(([name]) => !ROOT_FIELDS_OWNED_BY_ENGINE.has(name)),
     );
   }
 
@@ -172,7 +171,7 @@ export function isOpaque(schema: TargetSchema): boolean {
 
 /** The fields under a node that rules can address: none under a leaf. */
 export function branchFields(schema: TargetSchema): Readonly<Record<string, TargetSchema>> {
-  return isOpaque(schema) ? NO_PROPERTIES : (schema.properties ?? NO_PROPERTIES);
+  return isOpaque(schema) ? NO_FIELDS : (schema.properties ?? NO_FIELDS);
 }
 
 function hasNamedProperties(
@@ -201,7 +200,7 @@ export function sameShape(a: TargetSchema, b: TargetSchema): boolean {
     return false;
   const named = hasNamedProperties(a);
   if (named !== hasNamedProperties(b)) return false;
-  if (named) return sameProperties(a.properties ?? NO_PROPERTIES, b.properties ?? NO_PROPERTIES);
+  if (named) return sameProperties(a.properties ?? NO_FIELDS, b.properties ?? NO_FIELDS);
   return sameBase(a, b) && sameEnum(a.enum, b.enum);
 }
 
