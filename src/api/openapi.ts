@@ -8,6 +8,7 @@
 // metadata under its OpenAPI extension names and is copied verbatim.
 import { z } from 'zod';
 import type * as zc from 'zod/v4/core';
+import { jsonValueSchema } from './json-value.ts';
 
 export interface CelValidation {
   rule: string;
@@ -43,12 +44,12 @@ const PRESERVE = 'x-kubernetes-preserve-unknown-fields';
 
 /** Any JSON value, stored as given (the apiserver neither prunes nor types it). */
 export function jsonValue(description: string) {
-  return z.json().meta({ description, [PRESERVE]: true });
+  return jsonValueSchema().meta({ description, [PRESERVE]: true });
 }
 
 /** An object whose fields belong to another API (e.g. core/v1 Affinity), kept opaque. */
 export function opaqueObject(description: string) {
-  return z.record(z.string(), z.json()).meta({ description, [PRESERVE]: true });
+  return z.record(z.string(), jsonValueSchema()).meta({ description, [PRESERVE]: true });
 }
 
 type AnySchema = zc.$ZodType;
