@@ -144,6 +144,19 @@ function summary(results: readonly LoadResult[]) {
   };
 }
 
+/**
+ * Floor ÷ this in CPU per review, for each round against the floor's round beside it: how far
+ * the machine's load moved the ratio while the bench ran.
+ */
+function roundByRound(floorRounds: readonly LoadResult[], rounds: readonly LoadResult[]): string {
+  const cpuPerReview = (r: LoadResult) => r.serverCpu / r.requests;
+  const ratios = rounds
+    .map((r, i) => cpuPerReview(floorRounds[i] as LoadResult) / cpuPerReview(r))
+    .sort((a, b) => a - b);
+  const median = ratios[Math.floor(ratios.length / 2)] ?? Number.NaN;
+  return `${median.toFixed(2)}× (${ratios[0]?.toFixed(2)}–${ratios.at(-1)?.toFixed(2)})`;
+}
+
 async function reviewBench(): Promise<void> {
   const issuer = x509Issuer();
   const now = Date.now();
@@ -163,9 +176,9 @@ async function reviewBench(): Promise<void> {
     `\n## ConversionReview: ${CONCURRENCY} concurrent clients, ${ROUNDS} alternating rounds of ${ROUND_MS} ms per server and size\n`,
   );
   console.log(
-    '| objects per review | server | reviews/s | objects/s | p50 | p99 | vs floor (reviews/s) | server CPU per review | floor ÷ this (CPU) |',
+    '| objects per review | server | reviews/s | objects/s | p50 | p99 | vs floor (reviews/s) | server CPU per review | floor ÷ this (CPU) | the same, round by round: median (range) |',
   );
-  console.log('|---|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   try {
     for (const objects of REVIEW_SIZES) {
       const body = reviewBody(objects);
@@ -174,11 +187,13 @@ async function reviewBench(): Promise<void> {
       for (let round = 0; round < ROUNDS; round++)
         for (const s of round % 2 === 0 ? servers : [...servers].reverse())
           results.get(s.mode)?.push(await load(s, body, ROUND_MS));
-      const floor = summary(results.get('floor') ?? []);
+      const floorRounds = results.get('floor') ?? [];
+      const floor = summary(floorRounds);
       for (const s of servers) {
-        const r = summary(results.get(s.mode) ?? []);
+        const rounds = results.get(s.mode) ?? [];
+        const r = summary(rounds);
         console.log(
-          `| ${objects} | ${s.mode === 'floor' ? 'floor: parse, rewrite apiVersion' : 'switchyard webhook-server'} | ${Math.round(r.rate).toLocaleString('en-US')} | ${Math.round(r.rate * objects).toLocaleString('en-US')} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms | ${(r.rate / floor.rate).toFixed(2)}× | ${Math.round(r.cpuPerReview)} µs | ${(floor.cpuPerReview / r.cpuPerReview).toFixed(2)}× |`,
+          `| ${objects} | ${s.mode === 'floor' ? 'floor: parse, rewrite apiVersion' : 'switchyard webhook-server'} | ${Math.round(r.rate).toLocaleString('en-US')} | ${Math.round(r.rate * objects).toLocaleString('en-US')} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms | ${(r.rate / floor.rate).toFixed(2)}× | ${Math.round(r.cpuPerReview)} µs | ${(floor.cpuPerReview / r.cpuPerReview).toFixed(2)}× | ${roundByRound(floorRounds, rounds)} |`,
         );
       }
     }
