@@ -2,7 +2,8 @@
 //
 //   review   ConversionReview throughput and p50/p99 latency with 1, 10 and 50 objects per
 //            review and the 10-rule plan of bench/fleet.ts, against a bare HTTPS server that
-//            parses the review and rewrites only apiVersion (bench/webhook-review-server.ts).
+//            parses the review and rewrites only apiVersion (bench/webhook-review-server.ts),
+//            and a control: Switchyard asked for the version the objects are at (no conversion).
 //            Each server is its own process; the load comes from this one, alternating rounds.
 //   replica  start to ready and heap of a replica holding 1,000 targets of 50 leaves, as its
 //            own process (bench/webhook-replica.ts) reading a real JetStream bus; the same
@@ -62,16 +63,36 @@ function cpuSeconds(pid: number): number {
 }
 const CLOCK_TICKS = 100;
 
-function reviewBody(objects: number): string {
+/** A review of `objects` hub (v3) objects, to be converted to `desiredVersion`. */
+function reviewBody(objects: number, desiredVersion: string): string {
   return JSON.stringify({
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'ConversionReview',
     request: {
       uid: '00000000-0000-0000-0000-000000000001',
-      desiredAPIVersion: 'example.org/v2',
+      desiredAPIVersion: `example.org/${desiredVersion}`,
       objects: Array.from({ length: objects }, (_, i) => hubObject(i)),
     },
   });
+}
+
+type ReviewServer = Awaited<ReturnType<typeof startServer>>;
+
+/**
+ * What each row of the table loads, and with which review. The control is Switchyard asked for
+ * the version its objects already have: everything but the conversion (routing, the review
+ * check, the answer, metrics), so the rows tell the server's cost from the engine's.
+ */
+function reviewRuns(floor: ReviewServer, switchyard: ReviewServer, objects: number) {
+  return [
+    { label: 'floor: parse, rewrite apiVersion', server: floor, body: reviewBody(objects, 'v2') },
+    { label: 'switchyard webhook-server', server: switchyard, body: reviewBody(objects, 'v2') },
+    {
+      label: 'control: switchyard, asked for v3, the version the objects are at',
+      server: switchyard,
+      body: reviewBody(objects, 'v3'),
+    },
+  ];
 }
 
 async function startServer(mode: 'switchyard' | 'floor', cert: { certPem: string; keyPem: string }) {
@@ -171,7 +192,8 @@ async function reviewBench(): Promise<void> {
     notBeforeMs: now - 60_000,
     notAfterMs: now + 3_600_000,
   });
-  const servers = [await startServer('floor', cert), await startServer('switchyard', cert)];
+  const floorServer = await startServer('floor', cert);
+  const switchyardServer = await startServer('switchyard', cert);
   console.log(
     `\n## ConversionReview: ${CONCURRENCY} concurrent clients, ${ROUNDS} alternating rounds of ${ROUND_MS} ms per server and size\n`,
   );
@@ -181,24 +203,24 @@ async function reviewBench(): Promise<void> {
   console.log('|---|---|---|---|---|---|---|---|---|---|');
   try {
     for (const objects of REVIEW_SIZES) {
-      const body = reviewBody(objects);
-      const results = new Map<string, LoadResult[]>(servers.map((s) => [s.mode, []]));
-      for (const s of servers) await load(s, body, 1_000);
+      const runs = reviewRuns(floorServer, switchyardServer, objects);
+      const results = new Map<string, LoadResult[]>(runs.map((r) => [r.label, []]));
+      for (const run of runs) await load(run.server, run.body, 1_000);
       for (let round = 0; round < ROUNDS; round++)
-        for (const s of round % 2 === 0 ? servers : [...servers].reverse())
-          results.get(s.mode)?.push(await load(s, body, ROUND_MS));
-      const floorRounds = results.get('floor') ?? [];
+        for (const run of round % 2 === 0 ? runs : [...runs].reverse())
+          results.get(run.label)?.push(await load(run.server, run.body, ROUND_MS));
+      const floorRounds = results.get(runs[0]?.label ?? '') ?? [];
       const floor = summary(floorRounds);
-      for (const s of servers) {
-        const rounds = results.get(s.mode) ?? [];
+      for (const { label } of runs) {
+        const rounds = results.get(label) ?? [];
         const r = summary(rounds);
         console.log(
-          `| ${objects} | ${s.mode === 'floor' ? 'floor: parse, rewrite apiVersion' : 'switchyard webhook-server'} | ${Math.round(r.rate).toLocaleString('en-US')} | ${Math.round(r.rate * objects).toLocaleString('en-US')} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms | ${(r.rate / floor.rate).toFixed(2)}× | ${Math.round(r.cpuPerReview)} µs | ${(floor.cpuPerReview / r.cpuPerReview).toFixed(2)}× | ${roundByRound(floorRounds, rounds)} |`,
+          `| ${objects} | ${label} | ${Math.round(r.rate).toLocaleString('en-US')} | ${Math.round(r.rate * objects).toLocaleString('en-US')} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms | ${(r.rate / floor.rate).toFixed(2)}× | ${Math.round(r.cpuPerReview)} µs | ${(floor.cpuPerReview / r.cpuPerReview).toFixed(2)}× | ${roundByRound(floorRounds, rounds)} |`,
         );
       }
     }
   } finally {
-    for (const s of servers) {
+    for (const s of [floorServer, switchyardServer]) {
       await s.pool.close();
       s.child.kill();
     }
