@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { renameConfigSpec } from '../../test/support/crds.ts';
 import { API_VERSION } from '../api/constants.ts';
+import { conversionConfigSchema } from '../api/conversion-config.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import { derivedFromView, parseRecorded, readExpectationView, readExpectedSets } from './view-reads.ts';
 
@@ -22,6 +23,46 @@ describe('parseRecorded', () => {
     expect(parses, 'a new record of the object is a new object').toBe(2);
     const other = z.object({ metadata: z.object({ name: z.literal('x') }) });
     expect(parseRecorded(other, first).success, 'another schema is its own cache').toBe(false);
+  });
+});
+
+describe('parseRecorded with the schema compiled ahead of time', () => {
+  const config = (name: string, spec: unknown) =>
+    ({
+      apiVersion: API_VERSION,
+      kind: 'CRDConversionConfig',
+      metadata: { name, uid: `uid-${name}`, resourceVersion: '1' },
+      spec,
+    }) as RecordedObject;
+  const valid = renameConfigSpec('widgets.example.org');
+  const rule = valid.spokes[0]?.rules[0];
+
+  const invalid: [string, unknown][] = [
+    [
+      'a rule value that is not JSON',
+      {
+        ...valid,
+        spokes: [{ version: 'v1', rules: [{ ...rule, when: { path: 'spec.a', equals: Number.NaN } }] }],
+      },
+    ],
+    ['a rule without its params', { ...valid, spokes: [{ version: 'v1', rules: [{ strategy: 'Delete' }] }] }],
+    ['Warn without a reason', { ...valid, unmappedFieldPolicy: 'Warn' }],
+    ['a field the API does not have', { ...valid, extra: true }],
+  ];
+
+  it('reads a valid config as the schema does', () => {
+    const object = config('valid', valid);
+    const parsed = parseRecorded(conversionConfigSchema, object);
+    expect(parsed.success).toBe(true);
+    expect(parsed.data).toStrictEqual(conversionConfigSchema.parse(object));
+  });
+
+  it.each(invalid)('refuses %s with the message the schema gives', (name, spec) => {
+    const object = config(name.replaceAll(' ', '-'), spec);
+    const expected = conversionConfigSchema.safeParse(object);
+    const parsed = parseRecorded(conversionConfigSchema, object);
+    expect(parsed.success).toBe(false);
+    expect(z.prettifyError(parsed.error as z.ZodError)).toBe(z.prettifyError(expected.error as z.ZodError));
   });
 });
 
