@@ -5,7 +5,7 @@
 // walk. So the check is one function, held to `z.json()` by a property test.
 import { z } from 'zod';
 
-export type JsonValue = z.core.util.JSONType;
+type JsonValue = z.core.util.JSONType;
 
 /** What `z.json()` accepts: strings, finite numbers, booleans, null, and arrays and plain objects of them. */
 export function isJsonValue(value: unknown): value is JsonValue {
