@@ -22,8 +22,39 @@ export interface Answer {
   body: unknown;
 }
 
-/** One request as admin; the status and the apiserver's message, never a throw for a non-2xx. */
+/**
+ * Methods the scenario may send again when no answer came (the connection dropped before the
+ * apiserver answered): reads, and its patches, which set fixed values. A create is sent once.
+ */
+const RESENDABLE: ReadonlySet<HttpMethod> = new Set([HttpMethod.GET, HttpMethod.PATCH]);
+const ATTEMPTS = 3;
+
+/**
+ * One request as admin; the status and the apiserver's message, never a throw for a non-2xx.
+ * A dropped connection is retried, as a user's tooling retries it, and said on stderr.
+ */
 export async function request(
+  kc: KubeConfig,
+  method: HttpMethod,
+  path: string,
+  body?: unknown,
+): Promise<Answer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await requestOnce(kc, method, path, body);
+    } catch (err) {
+      // fetch rejects only when no response came at all; an HTTP error is an answer.
+      if (!RESENDABLE.has(method) || attempt >= ATTEMPTS) throw err;
+      const cause = (err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : '';
+      process.stderr.write(
+        `[scenario] ${method} ${path}: no answer (${(err as Error).message}${cause ? `: ${cause}` : ''}); sending it again\n`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
+    }
+  }
+}
+
+async function requestOnce(
   kc: KubeConfig,
   method: HttpMethod,
   path: string,

@@ -3,6 +3,8 @@
 // directory, every Pod's log with it, is kept when a test of the file failed, or when
 // SWITCHYARD_KEEP_CLUSTER=1, and the file says where. Every component runs as its own NATS user;
 // the file fails if nats-server refused any of them a subject.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -16,6 +18,24 @@ export interface InstalledCluster {
   cluster: LocalCluster;
   admin: KubeConfig;
   witness: HandoverWitness;
+}
+
+/**
+ * The kube-apiserver's and etcd's warnings and errors (klog's W/E/F lines, panics), the last 30:
+ * whether the control plane dropped or refused what a failed test saw fail.
+ */
+async function controlPlaneComplaints(dir: string, name: string): Promise<string> {
+  const lines: string[] = [];
+  for (const file of ['kube-apiserver.log', 'etcd.log']) {
+    const text = await readFile(join(dir, 'logs', file), 'utf8').catch(() => '');
+    for (const line of text.split('\n'))
+      if (
+        /^[EFW]\d{4} |panic|"level":"(warn|error|fatal)"/.test(line) &&
+        !/rejected by webhook|slow openapi/.test(line)
+      )
+        lines.push(`${file}: ${line.slice(0, 400)}`);
+  }
+  return `[${name}] the control plane's last warnings and errors:\n${lines.slice(-30).join('\n') || '(none)'}\n`;
 }
 
 /** Registers the teardown; call `start` in the file's beforeAll. */
@@ -35,6 +55,8 @@ export function useInstalledCluster(name: string, opts: { instances: readonly st
     const keep = failed || violations.length > 0 || process.env.SWITCHYARD_KEEP_CLUSTER === '1';
     await installed.cluster.stop({ keepDir: keep });
     if (keep) process.stderr.write(`[${name}] logs kept in ${installed.cluster.dir}\n`);
+    // CI keeps no directory: what the control plane complained of goes into the run's output.
+    if (failed) process.stderr.write(await controlPlaneComplaints(installed.cluster.dir, name));
     if (violations.length > 0)
       throw new Error(`nats-server refused components' requests:\n${violations.join('\n')}`);
   });
