@@ -2,9 +2,10 @@
 // the hub and the hub to a spoke; spoke to spoke goes through the hub, so N versions need N-1
 // plans, not N².
 //
-// The output is built fresh: a copy of the input that skips every path a rule claims, then
-// each rule writes its destination from the pristine input. Rules therefore never see each
-// other's output, and their order never matters. A value a rule cannot convert fails the
+// The output is built fresh: a copy of the input that skips every path a rule claims, then each
+// rule writes its destination from the pristine input (step-function.ts does both, as a function
+// generated for the plan). Rules therefore never see each other's output, and their order never
+// matters. A value a rule cannot convert fails the
 // conversion with the object and the path; nothing is dropped silently.
 //
 // `convertOwned` is for an input nobody else holds (the objects of a ConversionReview just
@@ -17,10 +18,9 @@
 //
 // The output always carries a `metadata` object: the apiserver rejects a converted object
 // without one, and server-side-apply pruning can send objects whose metadata is absent or null.
-import type { EnumValue } from '../api/rules.ts';
-import { deepCopy, deepEqual, isJsonObject, type JsonObject, readPath, setOwn, writePath } from './json.ts';
-import { joinPath, type Segments } from './paths.ts';
-import type { Direction, OmitTree, Op, Router, SpokePlan } from './plan.ts';
+import { deepCopy, isJsonObject, type JsonObject } from './json.ts';
+import type { Direction, Router, SpokePlan } from './plan.ts';
+import { stepFunction, type Take } from './step-function.ts';
 
 export interface ConversionError {
   /** `kind namespace/name`, as far as the input tells. */
@@ -34,8 +34,6 @@ export type ConvertResult = { ok: true; object: unknown } | { ok: false; error: 
 
 type Step = { plan: SpokePlan; direction: Direction; to: string };
 
-/** Copies of the input's values, or the values themselves when the input is the caller's to give away. */
-type Take = (value: unknown) => unknown;
 const sameValue: Take = (value) => value;
 
 /** Converts `object`, leaving it as it was. */
@@ -58,7 +56,7 @@ function convertWith(router: Router, object: unknown, from: string, to: string, 
   if (typeof group !== 'string') return failure(object, group.problem);
   let current: JsonObject = object;
   for (const step of steps) {
-    const converted = applyStep(step, current, group, take);
+    const converted = stepFunction(step.plan, step.direction)(current, `${group}/${step.to}`, take);
     if (!converted.ok) return failure(object, converted.message, converted.path, converted.ruleIndex);
     current = converted.object;
   }
@@ -112,91 +110,6 @@ export function splitApiVersion(apiVersion: string): { group: string; version: s
   const slash = apiVersion.lastIndexOf('/');
   if (slash <= 0 || slash === apiVersion.length - 1) return undefined;
   return { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
-}
-
-type StepResult =
-  | { ok: true; object: JsonObject }
-  | { ok: false; message: string; path?: string; ruleIndex?: number };
-
-function applyStep(step: Step, input: JsonObject, group: string, take: Take): StepResult {
-  const output = copyExcept(input, step.plan.omit[step.direction], take);
-  output.apiVersion = `${group}/${step.to}`;
-  for (const op of step.plan.ops[step.direction]) {
-    const skipped = op.when !== undefined && !deepEqual(readPath(input, op.when.segments), op.when.equals);
-    const problem = skipped ? carryUnchanged(op, input, output, take) : applyOp(op, input, output, take);
-    if (problem) return { ok: false, message: problem.message, path: problem.path, ruleIndex: op.ruleIndex };
-  }
-  return { ok: true, object: output };
-}
-
-interface OpProblem {
-  message: string;
-  path: string;
-}
-
-function applyOp(op: Op, input: JsonObject, output: JsonObject, take: Take): OpProblem | undefined {
-  switch (op.kind) {
-    case 'write':
-      return write(output, op.to, deepCopy(op.value), op);
-    case 'move': {
-      const value = readPath(input, op.from);
-      return value === undefined ? undefined : write(output, op.to, take(value), op);
-    }
-    case 'remap': {
-      const value = readPath(input, op.from);
-      if (value === undefined) return undefined;
-      // A Map compares keys by type and value, so 1 never matches "1"; objects never match.
-      const mapped = op.table.get(value as EnumValue);
-      if (mapped !== undefined) return write(output, op.to, mapped, op);
-      if (op.onUnmapped === 'Drop') return undefined;
-      return {
-        path: joinPath(op.from),
-        message: `value ${JSON.stringify(value)} has no mapping in rule ${op.ruleIndex} (${op.strategy})`,
-      };
-    }
-  }
-}
-
-/** A skipped `when` rule that compile found lossless carries its value over as it is. */
-function carryUnchanged(op: Op, input: JsonObject, output: JsonObject, take: Take): OpProblem | undefined {
-  if (!op.when?.carry || op.kind === 'write') return undefined;
-  const value = readPath(input, op.from);
-  return value === undefined ? undefined : write(output, op.to, take(value), op);
-}
-
-function write(output: JsonObject, to: Segments, value: unknown, op: Op): OpProblem | undefined {
-  const blocked = writePath(output, to, value);
-  if (!blocked) return undefined;
-  return {
-    path: joinPath(to),
-    message: `rule ${op.ruleIndex} (${op.strategy}) cannot write here: ${joinPath(blocked)} holds a value that is not an object`,
-  };
-}
-
-/**
- * Deep copy minus the omitted paths (see OmitBranch for when an emptied object stays). `for…in`
- * rather than `Object.keys`: no array per object on the hot path, and a JSON object's prototype
- * has no enumerable keys of its own.
- */
-function copyExcept(source: JsonObject, omit: OmitTree, take: Take): JsonObject {
-  const out: JsonObject = {};
-  for (const key in source) {
-    const skip = omit.get(key);
-    if (skip === null) continue;
-    const value = source[key];
-    if (skip === undefined || !isJsonObject(value)) {
-      setOwn(out, key, take(value));
-      continue;
-    }
-    const copy = copyExcept(value, skip.children, take);
-    if (skip.keepIfEmptied || hasKeys(copy) || !hasKeys(value)) setOwn(out, key, copy);
-  }
-  return out;
-}
-
-function hasKeys(object: JsonObject): boolean {
-  for (const _ in object) return true;
-  return false;
 }
 
 function failure(object: JsonObject, message: string, path?: string, ruleIndex?: number): ConvertResult {

@@ -1,6 +1,5 @@
 // JSON value helpers for the hot conversion path. Objects arrive from JSON.parse, so they are
 // plain data: a hand-written copy is both faster than structuredClone and able to skip keys.
-import type { Segments } from './paths.ts';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -30,34 +29,6 @@ export function deepCopy(value: unknown): unknown {
   const out: JsonObject = {};
   for (const key of Object.keys(value)) setOwn(out, key, deepCopy((value as JsonObject)[key]));
   return out;
-}
-
-/** The value at a path, or undefined when any level is absent or not an object. */
-export function readPath(root: JsonObject, segments: Segments): unknown {
-  let current: unknown = root;
-  for (const segment of segments) {
-    if (!isJsonObject(current) || !Object.hasOwn(current, segment)) return undefined;
-    current = current[segment];
-  }
-  return current;
-}
-
-/**
- * Writes a value, creating missing parent objects. Returns the path of the first parent that
- * exists but is not an object (writing there would destroy a value), or undefined on success.
- */
-export function writePath(root: JsonObject, segments: Segments, value: unknown): Segments | undefined {
-  let current = root;
-  const last = segments.length - 1;
-  for (let i = 0; i < last; i++) {
-    const segment = segments[i] as string;
-    if (!Object.hasOwn(current, segment)) setOwn(current, segment, {});
-    const next = current[segment];
-    if (!isJsonObject(next)) return segments.slice(0, i + 1);
-    current = next;
-  }
-  setOwn(current, segments[last] as string, value);
-  return undefined;
 }
 
 export function deepEqual(a: unknown, b: unknown): boolean {
