@@ -7,13 +7,13 @@
 // through the same few property stores and Map lookups, which V8 can only treat as megamorphic.
 // Generated, each level of the omit tree is a function of its own whose claimed keys are `case`
 // labels, and each op reads and writes its fixed path with stores of its own. That cuts the
-// conversion's own cost per object to about a third (BENCHMARKS.md, "A conversion generated per
-// plan").
+// conversion's own cost per object to less than half (BENCHMARKS.md, "A conversion generated
+// per plan").
 //
 // What goes into the source from a config or a schema is only property names, each written as a
-// JSON string literal (JSON is a subset of JavaScript), and booleans deciding which code to
-// emit. Values, enum tables and messages stay data, reached through the op's index. A
-// `__proto__` key is stored with `setOwn`, as everywhere in the engine (json.ts).
+// JSON string literal (JSON is a subset of JavaScript); the rest is the generator's own code, op
+// indexes and path depths. Values, enum tables and messages stay data, reached through the op's
+// index. A `__proto__` key is stored with `setOwn`, as everywhere in the engine (json.ts).
 import { deepCopy, deepEqual, isJsonObject, type JsonObject, setOwn } from './json.ts';
 import { joinPath } from './paths.ts';
 import type { Direction, OmitBranch, OmitTree, Op, SpokePlan } from './plan.ts';
