@@ -2,12 +2,12 @@
 // API calls and watches, one connection pool per client, the writes limiter.
 // clients.itest.ts checks the same from the real apiserver's audit log.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { CoreV1Api, KubeConfig, Watch } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultConfig } from '../config/schema.ts';
 import { workerRegistry } from '../metrics/worker-metrics.ts';
 import { createKubeClients, WATCH_INACTIVITY_TIMEOUT_MS } from './clients.ts';
+import { closeLoopbackServer, listenForKubeClients } from './test-support.ts';
 
 interface Seen {
   userAgent: string;
@@ -38,20 +38,10 @@ beforeAll(async () => {
     }
     res.end(JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } }));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  kubeConfig = new KubeConfig();
-  kubeConfig.loadFromClusterAndUser(
-    // client-node refuses plain HTTP unless TLS verification is explicitly off.
-    { name: 'loopback', server: `http://127.0.0.1:${port}`, skipTLSVerify: true },
-    { name: 'tester', token: 'not-checked' },
-  );
+  kubeConfig = await listenForKubeClients(server);
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => closeLoopbackServer(server));
 
 function since(mark: number) {
   return seen.slice(mark);

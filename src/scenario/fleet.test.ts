@@ -1,10 +1,10 @@
 // The scenario's requests against a loopback HTTP server that hangs up on chosen requests: a
 // dropped connection is sent again for a read or a patch, never for a create.
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HttpMethod } from '../kube/request.ts';
+import { closeLoopbackServer, listenForKubeClients } from '../kube/test-support.ts';
 import { request } from './fleet.ts';
 
 let server: Server;
@@ -25,19 +25,10 @@ beforeAll(async () => {
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ message: `answered ${req.method} on attempt ${count}` }));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  kubeConfig = new KubeConfig();
-  kubeConfig.loadFromClusterAndUser(
-    { name: 'loopback', server: `http://127.0.0.1:${port}`, skipTLSVerify: true },
-    { name: 'tester', token: 'not-checked' },
-  );
+  kubeConfig = await listenForKubeClients(server);
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => closeLoopbackServer(server));
 
 describe('the scenario request', () => {
   it('sends a read or a patch again when the connection drops before an answer', async () => {
