@@ -5,8 +5,8 @@
 // The output is built fresh: a copy of the input that skips every path a rule claims, then each
 // rule writes its destination from the pristine input (step-function.ts does both, as a function
 // generated for the plan). Rules therefore never see each other's output, and their order never
-// matters. A value a rule cannot convert fails the
-// conversion with the object and the path; nothing is dropped silently.
+// matters. A value a rule cannot convert fails the conversion with the object and the path;
+// nothing is dropped silently.
 //
 // `convertOwned` is for an input nobody else holds (the objects of a ConversionReview just
 // parsed): the output shares the input's unclaimed values instead of copying them. Safe by

@@ -156,6 +156,7 @@ function opBody(op: Op, index: number): string {
     case 'move':
       return moveBody(op.from, op.to, index);
     case 'remap':
+      // A Map compares keys by type and value, so 1 never matches "1"; objects never match.
       return `${read(op.from, 'found')}
     if (found !== undefined) {
       const mapped = ops[${index}].table.get(found);
