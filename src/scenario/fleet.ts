@@ -7,6 +7,7 @@ import type { ConfigStatus } from '../api/conversion-config.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
 import { apiUrl, HttpMethod, send } from '../kube/request.ts';
 import { waitFor } from '../local-cluster/wait.ts';
+import { systemClock } from '../runtime/clock.ts';
 
 const INSTANCES = `/apis/${GROUP}/${VERSION}/conversionwebhookservers`;
 const CONFIGS = `/apis/${GROUP}/${VERSION}/crdconversionconfigs`;
@@ -44,14 +45,19 @@ export async function request(
       return await requestOnce(kc, method, path, body);
     } catch (err) {
       // fetch rejects only when no response came at all; an HTTP error is an answer.
-      if (!RESENDABLE.has(method) || attempt >= ATTEMPTS) throw err;
-      const cause = (err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : '';
-      process.stderr.write(
-        `[scenario] ${method} ${path}: no answer (${(err as Error).message}${cause ? `: ${cause}` : ''}); sending it again\n`,
-      );
-      await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
+      const noAnswer = `${method} ${path}: no answer (${describeFailure(err)})`;
+      if (!RESENDABLE.has(method) || attempt >= ATTEMPTS)
+        throw new Error(attempt > 1 ? `${noAnswer}, after ${attempt} attempts` : noAnswer, { cause: err });
+      process.stderr.write(`[scenario] ${noAnswer}; sending it again\n`);
+      await systemClock.sleep(500 * attempt);
     }
   }
+}
+
+/** fetch's own message and the cause it wraps (`fetch failed: other side closed`). */
+function describeFailure(err: unknown): string {
+  const { message, cause } = err as Error;
+  return cause instanceof Error ? `${message}: ${cause.message}` : message;
 }
 
 async function requestOnce(

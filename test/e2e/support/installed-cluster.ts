@@ -21,21 +21,25 @@ export interface InstalledCluster {
 }
 
 /**
- * The kube-apiserver's and etcd's warnings and errors (klog's W/E/F lines, panics), the last 30:
- * whether the control plane dropped or refused what a failed test saw fail.
+ * The kube-apiserver's and etcd's warnings and errors (klog's W/E/F lines, panics), the last 30
+ * of each: whether the control plane dropped or refused what a failed test saw fail.
  */
 async function controlPlaneComplaints(dir: string, name: string): Promise<string> {
-  const lines: string[] = [];
+  const sections: string[] = [];
   for (const file of ['kube-apiserver.log', 'etcd.log']) {
     const text = await readFile(join(dir, 'logs', file), 'utf8').catch(() => '');
-    for (const line of text.split('\n'))
-      if (
-        /^[EFW]\d{4} |panic|"level":"(warn|error|fatal)"/.test(line) &&
-        !/rejected by webhook|slow openapi/.test(line)
+    const complaints = text
+      .split('\n')
+      .filter(
+        (line) =>
+          /^[EFW]\d{4} |panic|"level":"(warn|error|fatal)"/.test(line) &&
+          !/rejected by webhook|slow openapi/.test(line),
       )
-        lines.push(`${file}: ${line.slice(0, 400)}`);
+      .slice(-30)
+      .map((line) => `  ${line.slice(0, 400)}`);
+    sections.push(`${file}:\n${complaints.join('\n') || '  (none)'}`);
   }
-  return `[${name}] the control plane's last warnings and errors:\n${lines.slice(-30).join('\n') || '(none)'}\n`;
+  return `[${name}] the control plane's last warnings and errors:\n${sections.join('\n')}\n`;
 }
 
 /** Registers the teardown; call `start` in the file's beforeAll. */
