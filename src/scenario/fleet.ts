@@ -40,9 +40,10 @@ export async function request(
   path: string,
   body?: unknown,
 ): Promise<Answer> {
+  const url = apiUrl(kc, path);
   for (let attempt = 1; ; attempt++) {
     try {
-      return await requestOnce(kc, method, path, body);
+      return await requestOnce(kc, method, url, body);
     } catch (err) {
       // fetch rejects only when no response came at all; an HTTP error is an answer.
       const noAnswer = `${method} ${path}: no answer (${describeFailure(err)})`;
@@ -60,13 +61,8 @@ function describeFailure(err: unknown): string {
   return cause instanceof Error ? `${message}: ${cause.message}` : message;
 }
 
-async function requestOnce(
-  kc: KubeConfig,
-  method: HttpMethod,
-  path: string,
-  body?: unknown,
-): Promise<Answer> {
-  const res = await send(kc, method, apiUrl(kc, path), {
+async function requestOnce(kc: KubeConfig, method: HttpMethod, url: URL, body?: unknown): Promise<Answer> {
+  const res = await send(kc, method, url, {
     ...(body !== undefined && {
       body,
       contentType: method === HttpMethod.PATCH ? 'application/merge-patch+json' : 'application/json',
