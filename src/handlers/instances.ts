@@ -1,7 +1,8 @@
 // The instances handler: a ConversionWebhookServer made real (docs/instances.md). Per instance:
 // the finalizer, the two certificate Secrets, every rendered child server-side applied, and the
 // workload part of the status (core/instances/status.ts), written only when it changes; while
-// the instance is being deleted, the deletion decision instead (core/instances/deletion.ts).
+// the instance is being deleted, the deletion decision instead (core/instances/deletion.ts) and,
+// once nothing holds it, the replicas stopped before the finalizer goes (core/instances/teardown.ts).
 //
 // Keyed by instance (`work.instances.<p>.<instance>`), so one instance is handled by one replica
 // at a time. The router wakes it (instances-triggers.ts) on the instance's own changes, its
@@ -29,13 +30,14 @@ import {
 import { workSubject } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
-import { findCondition, sameCondition, setCondition } from '../core/conditions.ts';
+import { type ConditionState, findCondition, sameCondition, setCondition } from '../core/conditions.ts';
 import { readCertificates } from '../core/instances/certificate-facts.ts';
 import { childNames } from '../core/instances/children.ts';
-import { type DeletionDecision, decideDeletion } from '../core/instances/deletion.ts';
+import { DELETION_BLOCKED, decideDeletion } from '../core/instances/deletion.ts';
 import { type RenderedInstance, type RenderSettings, renderInstance } from '../core/instances/render.ts';
 import type { CertificateIssuer } from '../core/instances/serving-cert.ts';
 import { instanceStatus } from '../core/instances/status.ts';
+import { decideStop, stoppingCondition, wasStopped } from '../core/instances/teardown.ts';
 import { conversionServiceOf, liveConversionOf } from '../core/target-conversion.ts';
 import { isNamespaceNotFound } from '../kube/errors.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
@@ -272,6 +274,12 @@ function publishedBundles(view: InstancesDeps['view'], service: string): string[
     });
 }
 
+/**
+ * A deleted instance goes in order (core/instances/teardown.ts): held while targets depend on it
+ * (deletion.ts); then its Deployment scaled to 0 and the finalizer kept until the replicas have
+ * stopped, so each withdraws its Lease while its ServiceAccount and Role still exist; then the
+ * finalizer released, and the garbage collector removes the rest.
+ */
 async function handleDeletion(deps: InstancesDeps, instance: WebhookServer, ctx: HandlerContext) {
   const finalizers = (instance.metadata as DeletionMeta).finalizers ?? [];
   // Not held by us: nothing to decide, the apiserver deletes it.
@@ -284,19 +292,77 @@ async function handleDeletion(deps: InstancesDeps, instance: WebhookServer, ctx:
     ),
     targetServices: targetServices(deps.view),
   });
-  if (decision.action === 'allow') {
-    await deps.writer.mergePatch(
-      WEBHOOK_SERVERS,
-      { name: instance.metadata.name, resourceVersion: instance.metadata.resourceVersion ?? '' },
-      { metadata: { finalizers: finalizers.filter((f) => f !== IN_USE_FINALIZER) } },
-      { signal: ctx.signal },
-    );
-    ctx.log.info({ reason: decision.reason, dependents: decision.dependents.count }, 'finalizer released');
+  if (decision.action === 'block') {
+    const deployment = await restoreStoppedReplicas(deps, instance, ctx);
+    await writeStatus(deps, instance, deployment, decision.condition, ctx);
     return done;
   }
-  const deployment = deploymentOf(deps.view, instance, deps.settings.defaultNamespace);
-  await writeStatus(deps, instance, deployment, decision, ctx);
+  const deployment = await scaleToZero(deps, instance, ctx);
+  const stop = decideStop({
+    deployment,
+    deletionCondition: findCondition(instance.status?.conditions, DELETION_BLOCKED),
+    nowMs: deps.clock.now(),
+  });
+  if (stop.action === 'wait') {
+    await writeStatus(deps, instance, deployment, stoppingCondition(decision.condition, stop), ctx, {
+      stopping: true,
+    });
+    ctx.log.info({ ...stop.left, reason: decision.reason }, 'waiting for the replicas to stop');
+    return recheckAt(stop.recheckAtMs, deps.clock.now(), 'the wait for the replicas to stop ends');
+  }
+  await deps.writer.mergePatch(
+    WEBHOOK_SERVERS,
+    { name: instance.metadata.name, resourceVersion: instance.metadata.resourceVersion ?? '' },
+    { metadata: { finalizers: finalizers.filter((f) => f !== IN_USE_FINALIZER) } },
+    { signal: ctx.signal },
+  );
+  const fields = { reason: decision.reason, dependents: decision.dependents.count, stop: stop.reason };
+  if (stop.reason === 'StopWaitExpired')
+    ctx.log.warn({ ...fields, ...stop.left }, `finalizer released: ${stop.message}`);
+  else ctx.log.info(fields, 'finalizer released');
   return done;
+}
+
+/**
+ * The Deployment scaled to 0, as the apiserver returns it: fresher than the view, and ours even
+ * while the view still holds a namesake's. Undefined when there is nothing to scale: the instance
+ * no longer renders (it never got a Deployment this way), or its namespace is gone and took the
+ * Pods with it.
+ */
+async function scaleToZero(
+  deps: InstancesDeps,
+  instance: WebhookServer,
+  ctx: HandlerContext,
+): Promise<V1Deployment | undefined> {
+  const rendered = renderInstance({ ...instance, spec: { ...instance.spec, replicas: 0 } }, deps.settings);
+  if (!rendered.ok) {
+    ctx.log.warn({ reason: rendered.error }, 'instance does not render: no Deployment to scale down');
+    return undefined;
+  }
+  try {
+    return await deps.writer.apply(REFS.deployment, rendered.value.deployment, { signal: ctx.signal });
+  } catch (err) {
+    if (!isNamespaceNotFound(err)) throw err;
+    return undefined;
+  }
+}
+
+/**
+ * A deletion blocked again after its replicas were scaled to 0 (a target came to depend on the
+ * instance meanwhile) gets them back: what depends on it needs them serving. Returns the
+ * Deployment as it now is.
+ */
+async function restoreStoppedReplicas(deps: InstancesDeps, instance: WebhookServer, ctx: HandlerContext) {
+  const recorded = deploymentOf(deps.view, instance, deps.settings.defaultNamespace);
+  if (!wasStopped(instance, recorded)) return recorded;
+  const rendered = renderInstance(instance, deps.settings);
+  if (!rendered.ok) return recorded;
+  deps.applied.forget(instance.metadata.name);
+  const restored = await deps.writer.apply(REFS.deployment, rendered.value.deployment, {
+    signal: ctx.signal,
+  });
+  ctx.log.info({ replicas: instance.spec.replicas }, 'deletion blocked again: replicas restored');
+  return restored;
 }
 
 function targetServices(view: InstancesDeps['view']): Map<string, string | undefined> {
@@ -322,12 +388,13 @@ async function writeStatus(
   deps: InstancesDeps,
   instance: WebhookServer,
   deployment: V1Deployment | undefined,
-  deletion: DeletionDecision | undefined,
+  deletion: ConditionState | undefined,
   ctx: HandlerContext,
+  options: { stopping?: boolean } = {},
 ): Promise<void> {
   const nowIso = new Date(deps.clock.now()).toISOString();
-  const workload = instanceStatus(instance, deployment, nowIso);
-  const blocked = deletion && blockedCondition(instance, deletion, nowIso);
+  const workload = instanceStatus(instance, deployment, nowIso, options);
+  const blocked = deletion && deletionCondition(instance, deletion, nowIso);
   const conditions = [...workload.status.conditions, ...(blocked ? [blocked] : [])];
   const deletionChanged =
     blocked !== undefined &&
@@ -353,12 +420,7 @@ async function writeStatus(
 }
 
 /** The deletion condition as set over the current list: its transition time moves only on a flip. */
-function blockedCondition(instance: WebhookServer, deletion: DeletionDecision, nowIso: string) {
-  const list = setCondition(
-    instance.status?.conditions,
-    deletion.condition,
-    nowIso,
-    instance.metadata.generation,
-  );
-  return findCondition(list, deletion.condition.type);
+function deletionCondition(instance: WebhookServer, deletion: ConditionState, nowIso: string) {
+  const list = setCondition(instance.status?.conditions, deletion, nowIso, instance.metadata.generation);
+  return findCondition(list, deletion.type);
 }

@@ -137,7 +137,7 @@ const LIVENESS = { periodSeconds: 10, failureThreshold: 3 };
  * preStop sleep keeps serving meanwhile. The grace leaves the process 30 s to drain after it.
  */
 const PRE_STOP_SLEEP_SECONDS = 5;
-const TERMINATION_GRACE_SECONDS = 45;
+export const TERMINATION_GRACE_SECONDS = 45;
 
 export function renderInstance(instance: WebhookServer, settings: RenderSettings): RenderResult {
   const uid = instance.metadata.uid;

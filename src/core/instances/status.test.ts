@@ -123,6 +123,18 @@ describe('instanceStatus', () => {
     expect(next.changed).toBe(true);
   });
 
+  it('while its replicas stop for a deletion: not available, progressing towards 0, whatever the spec says', () => {
+    const stopping = deployment({
+      replicas: 1,
+      readyReplicas: 1,
+      availableReplicas: 1,
+      terminatingReplicas: 2,
+    });
+    const d = instanceStatus(instance(3), stopping, T0, { stopping: true });
+    expect(summary(d)).toEqual({ Available: 'False/Deleting', Progressing: 'True/Deleting' });
+    expect(d.status).toMatchObject({ replicas: 1, readyReplicas: 1 });
+  });
+
   it('leaves other concerns’ conditions out of what it applies', () => {
     const other = {
       type: 'DeletionBlocked',

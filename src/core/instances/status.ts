@@ -22,12 +22,14 @@ export type AvailableReason =
   | 'ReplicasAvailable'
   | 'NoReplicasAvailable'
   | 'ScaledToZero'
-  | 'DeploymentMissing';
+  | 'DeploymentMissing'
+  | 'Deleting';
 export type ProgressingReason =
   | 'RolloutComplete'
   | 'RollingOut'
   | 'ProgressDeadlineExceeded'
-  | 'DeploymentMissing';
+  | 'DeploymentMissing'
+  | 'Deleting';
 
 /** The fields this concern owns, ready for a status apply. */
 export interface InstanceWorkloadStatus {
@@ -43,16 +45,24 @@ export interface InstanceStatusDecision {
   changed: boolean;
 }
 
+/**
+ * `stopping`: the instance is being deleted and its Deployment scaled to 0 (teardown.ts). Its
+ * spec no longer says how many replicas there should be, and no replica should take work.
+ */
 export function instanceStatus(
   instance: WebhookServer,
   deployment: V1Deployment | undefined,
   nowIso: string,
+  { stopping = false }: { stopping?: boolean } = {},
 ): InstanceStatusDecision {
   const generation = instance.metadata.generation;
   const current = instance.status ?? {};
   let conditions = current.conditions;
-  for (const next of [availableCondition(instance, deployment), progressingCondition(instance, deployment)]) {
-    conditions = setCondition(conditions, next, nowIso, generation);
+  const next = stopping
+    ? stoppingConditions()
+    : [availableCondition(instance, deployment), progressingCondition(instance, deployment)];
+  for (const condition of next) {
+    conditions = setCondition(conditions, condition, nowIso, generation);
   }
   const own = (conditions ?? []).filter((c) => c.type === AVAILABLE || c.type === PROGRESSING);
   const status: InstanceWorkloadStatus = {
@@ -77,6 +87,14 @@ function conditionOf<Reason extends string>(type: string) {
     reason,
     message,
   });
+}
+
+function stoppingConditions(): ConditionState[] {
+  const message = 'the instance is being deleted: its replicas are scaled to 0 and stop before it goes';
+  return [
+    conditionOf<AvailableReason>(AVAILABLE)('False', 'Deleting', message),
+    conditionOf<ProgressingReason>(PROGRESSING)('True', 'Deleting', message),
+  ];
 }
 
 function availableCondition(instance: WebhookServer, deployment: V1Deployment | undefined): ConditionState {
