@@ -13,6 +13,11 @@ export const WEBHOOK_SERVER_LABEL = `${GROUP}/webhook-server`;
 /** Annotation on a replica's Lease carrying its encoded served set (see core/served-set-codec). */
 export const SERVED_SET_ANNOTATION = `${GROUP}/served-set`;
 export const SERVED_LEASE_PREFIX = 'switchyard';
+/**
+ * Annotation on a target (CRD or XRD) carrying the handover's verdict on its last repoint, set in
+ * the same server-side apply as its spec.conversion (see api/handover-verdict.ts).
+ */
+export const HANDOVER_VERDICT_ANNOTATION = `${GROUP}/handover-verdict`;
 
 /** The Lease a webhook-server replica publishes its served set in. */
 export function servedLeaseName(podName: string): string {

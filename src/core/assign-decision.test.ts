@@ -9,52 +9,101 @@ const pool = (instance: string): Resolution => ({ ok: true, instance, decidedBy:
 const missingPin: Resolution = { ok: false, reason: 'PinnedInstanceMissing', message: 'create it' };
 
 describe('a config’s assignment status', () => {
-  it('a first assignment writes the instance and path, and is a move from nowhere', () => {
-    const d = decideConfigAssignment(undefined, 'widgets.example.com', pool('a'), T0);
-    expect(d.write).toMatchObject({
-      assignedWebhookServer: 'a',
-      webhookPath: '/convert/widgets.example.com',
-    });
-    expect(d.write?.conditions[0]).toMatchObject({
-      type: ASSIGNED_CONDITION,
-      status: 'True',
-      reason: 'Pool',
+  it('a first assignment writes the instance, the path and a False HandoverReady in one merge patch', () => {
+    const d = decideConfigAssignment(undefined, 'widgets.example.com', pool('a'), T0, 1);
+    expect(d.write).toEqual({
+      via: 'mergePatch',
+      status: {
+        assignedWebhookServer: 'a',
+        webhookPath: '/convert/widgets.example.com',
+        handoverDestination: 'a',
+        conditions: [
+          expect.objectContaining({ type: ASSIGNED_CONDITION, status: 'True', reason: 'Pool' }),
+          {
+            type: 'HandoverReady',
+            status: 'False',
+            observedGeneration: 1,
+            lastTransitionTime: T0,
+            reason: 'AssignmentChanged',
+            message: 'assigned to a; widgets.example.com is pointed at it once a can serve it',
+          },
+        ],
+      },
     });
     expect(d.move).toEqual({ to: 'a' });
   });
 
   it('a status that already says it writes nothing and moves nothing (no request on a no-op)', () => {
-    const first = decideConfigAssignment(undefined, 'widgets.example.com', pool('a'), T0);
-    const status = { ...first.write, conditions: first.write?.conditions };
-    expect(decideConfigAssignment(status, 'widgets.example.com', pool('a'), T1)).toEqual({
+    const first = decideConfigAssignment(undefined, 'widgets.example.com', pool('a'), T0, 1);
+    expect(decideConfigAssignment(first.write?.status, 'widgets.example.com', pool('a'), T1, 1)).toEqual({
       write: undefined,
       move: undefined,
     });
   });
 
-  it('a new winner is a move from the old instance; the transition time moves with the status only', () => {
-    const first = decideConfigAssignment(undefined, 'w.example.com', pool('a'), T0);
-    const d = decideConfigAssignment(first.write, 'w.example.com', pool('d'), T1);
+  it('a new winner: the instance and the reset of a True verdict about the old one land in one write', () => {
+    const verified = {
+      type: 'HandoverReady',
+      status: 'True' as const,
+      observedGeneration: 3,
+      lastTransitionTime: T0,
+      reason: 'HandoverReady',
+      message: 'moving w.example.com from Service x-webhook-server to a: all 2 ready Pods of a serve it',
+    };
+    const validated = {
+      type: 'Validated',
+      status: 'True' as const,
+      lastTransitionTime: T0,
+      reason: 'Compiled',
+      message: '',
+    };
+    const first = decideConfigAssignment(undefined, 'w.example.com', pool('a'), T0, 3);
+    const [assigned] = first.write?.status.conditions ?? [];
+    const status = {
+      assignedWebhookServer: 'a',
+      webhookPath: '/convert/w.example.com',
+      handoverDestination: 'a',
+      conditions: [validated, assigned ?? verified, verified],
+    };
+    const d = decideConfigAssignment(status, 'w.example.com', pool('d'), T1, 4);
     expect(d.move).toEqual({ from: 'a', to: 'd' });
-    expect(d.write?.assignedWebhookServer).toBe('d');
-    expect(d.write?.conditions[0].lastTransitionTime).toBe(T0);
+    expect(d.write?.via).toBe('mergePatch');
+    expect(d.write?.status).toMatchObject({ assignedWebhookServer: 'd', handoverDestination: 'd' });
+    expect(
+      d.write?.status.conditions,
+      'the list as read, in its order: a merge patch replaces it whole',
+    ).toEqual([
+      validated,
+      {
+        ...assigned,
+        message: 'resolved to ConversionWebhookServer "d" by weighted rendezvous over the sharding pool',
+      },
+      {
+        type: 'HandoverReady',
+        status: 'False',
+        observedGeneration: 4,
+        lastTransitionTime: T1,
+        reason: 'AssignmentChanged',
+        message: 'assigned to d (was a); w.example.com is pointed at it once d can serve it',
+      },
+    ]);
   });
 
   it('an unresolvable config keeps naming the instance that serves it and says why, without a move', () => {
-    const first = decideConfigAssignment(undefined, 'w.example.com', pool('a'), T0);
-    const d = decideConfigAssignment(first.write, 'w.example.com', missingPin, T1);
+    const first = decideConfigAssignment(undefined, 'w.example.com', pool('a'), T0, 1);
+    const d = decideConfigAssignment(first.write?.status, 'w.example.com', missingPin, T1, 1);
     expect(d.move).toBeUndefined();
-    expect(d.write?.assignedWebhookServer).toBe('a');
-    expect(d.write?.conditions[0]).toMatchObject({
-      status: 'False',
-      reason: 'PinnedInstanceMissing',
-      lastTransitionTime: T1,
-    });
+    expect(d.write?.via, 'HandoverReady is the handover’s: assign applies Assigned only').toBe('apply');
+    expect(d.write?.status.assignedWebhookServer).toBe('a');
+    expect(d.write?.status.conditions).toEqual([
+      expect.objectContaining({ status: 'False', reason: 'PinnedInstanceMissing', lastTransitionTime: T1 }),
+    ]);
   });
 
   it('an unresolvable config never assigned names nothing', () => {
-    const d = decideConfigAssignment(undefined, 'w.example.com', missingPin, T0);
-    expect(d.write).not.toHaveProperty('assignedWebhookServer');
+    const d = decideConfigAssignment(undefined, 'w.example.com', missingPin, T0, 1);
+    expect(d.write?.status).not.toHaveProperty('assignedWebhookServer');
+    expect(d.write?.status).not.toHaveProperty('handoverDestination');
     expect(d.move).toBeUndefined();
   });
 });

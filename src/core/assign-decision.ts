@@ -1,5 +1,6 @@
 // What the assign handler writes, decided from a resolution and the status as it is: the
-// config's `assignedWebhookServer`/`webhookPath` and `Assigned` condition, the instance's
+// config's `assignedWebhookServer`/`webhookPath` and `Assigned` condition (and, with a new
+// instance, the reset of `HandoverReady`), the instance's
 // assigned-target list, and whether the config moved (which is what handover work is for).
 // Pure; every answer is "write exactly this" or "nothing to write", so a no-op reconcile makes
 // no request at all.
@@ -8,6 +9,15 @@
 // claim its target) is never given a guess: `Assigned=False` says why and how to fix it, and
 // `assignedWebhookServer` keeps naming the instance that serves the target today, because the
 // target's conversion still points there (handover moves it only to a resolved instance).
+//
+// A new instance and the reset of HandoverReady are one write. Written apart, a reader would see
+// `assignedWebhookServer: b` beside a True verdict about the move to a, while the target still
+// names a (`kubectl wait --for=condition=HandoverReady` would return before the move). The reset
+// is a False condition about b, stated with `handoverDestination: b`, as a JSON merge patch on
+// exactly the version the decision read: a merge patch replaces the whole conditions list, so it
+// is the list as read with two entries replaced. Not server-side apply: an apply that states
+// HandoverReady makes assign an owner of it, and assign's next apply, which states only
+// `Assigned`, would remove the entry the handover has not stated again since.
 
 import type { Condition } from '../api/conditions.ts';
 import { webhookPath } from '../api/constants.ts';
@@ -15,6 +25,7 @@ import type { ConfigStatus } from '../api/conversion-config.ts';
 import type { WebhookServerStatus } from '../api/webhook-server.ts';
 import type { Resolution } from './assignment.ts';
 import { type ConditionState, findCondition, sameCondition, setCondition } from './conditions.ts';
+import { assignmentChanged } from './handover.ts';
 import { targetListStatus } from './status-lists.ts';
 
 export const ASSIGNED_CONDITION = 'Assigned';
@@ -32,9 +43,28 @@ export interface Move {
   to: string;
 }
 
+/**
+ * A new instance, recorded with the HandoverReady reset: every status field a merge patch of the
+ * read version states.
+ */
+export interface ReassignmentStatus {
+  assignedWebhookServer: string;
+  webhookPath: string;
+  /** The instance the reset HandoverReady is about: the new one. */
+  handoverDestination: string;
+  /** The whole list as read, `Assigned` and `HandoverReady` replaced (a merge patch replaces lists). */
+  conditions: Condition[];
+}
+
+export type ConfigAssignmentWrite =
+  /** Server-side apply of assign's own fields (`Assigned` its only condition). */
+  | { via: 'apply'; status: ConfigAssignmentStatus }
+  /** A JSON merge patch of the version the decision read. */
+  | { via: 'mergePatch'; status: ReassignmentStatus };
+
 export interface ConfigAssignmentDecision {
-  /** What to apply; undefined when the status already says it. */
-  write: ConfigAssignmentStatus | undefined;
+  /** What to write; undefined when the status already says it. */
+  write: ConfigAssignmentWrite | undefined;
   /** Set when the resolved instance differs from the one the status names. */
   move: Move | undefined;
 }
@@ -62,33 +92,50 @@ const RULE_WORDS = {
   Default: 'the default instance',
 } as const;
 
+/**
+ * @param generation the config's metadata.generation as read: the reset HandoverReady's
+ *   observedGeneration, like every HandoverReady the handover states.
+ */
 export function decideConfigAssignment(
   status: ConfigStatus | undefined,
   target: string,
   resolution: Resolution,
   nowIso: string,
+  generation: number | undefined,
 ): ConfigAssignmentDecision {
   const current = status?.assignedWebhookServer;
-  const assigned = resolution.ok ? resolution.instance : current;
+  const withAssigned = setCondition(status?.conditions, assignedCondition(resolution), nowIso);
+  if (resolution.ok && resolution.instance !== current) {
+    const to = resolution.instance;
+    return {
+      write: {
+        via: 'mergePatch',
+        status: {
+          assignedWebhookServer: to,
+          webhookPath: webhookPath(target),
+          handoverDestination: to,
+          conditions: setCondition(withAssigned, assignmentChanged(target, to, current), nowIso, generation),
+        },
+      },
+      move: moveOf(current, to),
+    };
+  }
   const path = resolution.ok ? webhookPath(target) : status?.webhookPath;
-  const condition = findCondition(
-    setCondition(status?.conditions, assignedCondition(resolution), nowIso),
-    ASSIGNED_CONDITION,
-  ) as Condition;
+  const condition = findCondition(withAssigned, ASSIGNED_CONDITION) as Condition;
   const unchanged =
-    assigned === current &&
     path === status?.webhookPath &&
     sameCondition(condition, findCondition(status?.conditions, ASSIGNED_CONDITION));
-  const move =
-    resolution.ok && resolution.instance !== current ? moveOf(current, resolution.instance) : undefined;
-  if (unchanged) return { write: undefined, move };
+  if (unchanged) return { write: undefined, move: undefined };
   return {
     write: {
-      ...(assigned !== undefined && { assignedWebhookServer: assigned }),
-      ...(path !== undefined && { webhookPath: path }),
-      conditions: [condition],
+      via: 'apply',
+      status: {
+        ...(current !== undefined && { assignedWebhookServer: current }),
+        ...(path !== undefined && { webhookPath: path }),
+        conditions: [condition],
+      },
     },
-    move,
+    move: undefined,
   };
 }
 

@@ -17,11 +17,12 @@ const ready = (destination: string, reason = 'HandoverReady') => ({
 });
 
 /** One look of the handler: the gate over the stored status, then the status it would write. */
-function look(current: ConfigStatus | undefined, overrides: Partial<HandoverInput> = {}) {
+function look(current: ConfigStatus | undefined, overrides: Partial<HandoverInput> = {}, generation = 1) {
   const input: HandoverInput = {
     target: T,
     destination: 'b',
     currentServiceName: 'b-webhook-server',
+    assigned: 'b',
     replicas: { readyPods: ['b-1'], leases: [] },
     nowMs: NOW,
     previous: current?.conditions?.find((c) => c.type === 'HandoverReady') as HandoverInput['previous'],
@@ -29,7 +30,14 @@ function look(current: ConfigStatus | undefined, overrides: Partial<HandoverInpu
     ...overrides,
   };
   const decision = decideHandover(input);
-  return decideHandoverStatus({ current, decision, destination: input.destination, nowIso: NOW_ISO });
+  if (decision.action === 'hold') throw new Error(`held: ${decision.message}`);
+  return decideHandoverStatus({
+    current,
+    decision,
+    destination: input.destination,
+    generation,
+    nowIso: NOW_ISO,
+  });
 }
 
 describe('handover status', () => {
@@ -75,10 +83,23 @@ describe('handover status', () => {
   });
 
   it('keeps the verdict about this destination, and writes nothing', () => {
-    const done: ConfigStatus = { conditions: [ready('b')], handoverDestination: 'b' };
+    const done: ConfigStatus = {
+      conditions: [{ ...ready('b'), observedGeneration: 1 }],
+      handoverDestination: 'b',
+    };
     const after = look(done);
     expect(after.changed).toBe(false);
-    expect(after.status.conditions[0]).toEqual(ready('b'));
+    expect(after.status.conditions[0]).toEqual(done.conditions?.[0]);
+  });
+
+  it('states the verdict again for a new generation of the config, so `kubectl wait` does not take the old one', () => {
+    const done: ConfigStatus = {
+      conditions: [{ ...ready('b'), observedGeneration: 1 }],
+      handoverDestination: 'b',
+    };
+    const after = look(done, {}, 2);
+    expect(after.changed).toBe(true);
+    expect(after.status.conditions[0]).toEqual({ ...ready('b'), observedGeneration: 2 });
   });
 
   it('a wait records its destination too, so a later look knows what the False verdict was about', () => {

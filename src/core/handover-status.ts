@@ -1,12 +1,15 @@
 // The part of a config's status the handover owns: the HandoverReady condition, the destination
-// it is about (status.handoverDestination) and the progress of a waiting move (status.handover). The phase is config-status's alone (core/config-status.ts
-// derives Applied from the target's spec.conversion): two managers stating one field would undo
-// each other's writes, each write waking the other. Pure, so "write only when it changes" is
+// it is about (status.handoverDestination) and the progress of a waiting move (status.handover).
+// Assign also sets the first two, once per new assignment, in the write that records it (a merge
+// patch: core/assign-decision.ts); the handover's next statement takes them back. The phase is
+// config-status's alone (core/config-status.ts derives Applied from the target's
+// spec.conversion): two managers stating one field would undo each other's writes, each write
+// waking the other. Pure, so "write only when it changes" is
 // decided (and tested) apart from the write.
 import type { Condition } from '../api/conditions.ts';
 import type { ConfigStatus, HandoverProgress } from '../api/conversion-config.ts';
 import { findCondition, sameCondition, setCondition } from './conditions.ts';
-import { HANDOVER_READY, type HandoverDecision } from './handover.ts';
+import { type GateDecision, HANDOVER_READY } from './handover.ts';
 
 export interface HandoverStatus {
   /** Only the HandoverReady entry: a server-side apply states the one list entry this concern owns. */
@@ -19,9 +22,15 @@ export interface HandoverStatus {
 
 export interface HandoverStatusInput {
   current: ConfigStatus | undefined;
-  decision: HandoverDecision;
+  decision: GateDecision;
   /** The destination the decision was made for (the resolver's answer). */
   destination: string;
+  /**
+   * The config's metadata.generation the decision read, stated as the condition's
+   * observedGeneration: `kubectl wait --for=condition=HandoverReady` after a spec change does not
+   * take a verdict about an older spec for the answer.
+   */
+  generation: number | undefined;
   nowIso: string;
 }
 
@@ -33,9 +42,12 @@ export interface HandoverStatusDecision {
 export function decideHandoverStatus(input: HandoverStatusInput): HandoverStatusDecision {
   const { current, decision } = input;
   const previous = findCondition(current?.conditions, HANDOVER_READY);
-  const [condition] = setCondition(previous ? [previous] : [], decision.condition, input.nowIso) as [
-    Condition,
-  ];
+  const [condition] = setCondition(
+    previous ? [previous] : [],
+    decision.condition,
+    input.nowIso,
+    input.generation,
+  ) as [Condition];
   const status: HandoverStatus = {
     conditions: [condition],
     handoverDestination: input.destination,

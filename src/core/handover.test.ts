@@ -1,9 +1,13 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { HandoverProgress } from '../api/conversion-config.ts';
 import type { ReplicaReport } from './aggregate.ts';
 import {
+  assignmentChanged,
   DEFAULT_HANDOVER_POLICY,
   decideHandover,
+  decideMissingTarget,
+  type GateDecision,
   type HandoverInput,
   type HandoverReason,
   shouldHoldPlan,
@@ -41,10 +45,17 @@ function input(overrides: Partial<HandoverInput> = {}): HandoverInput {
     target: T,
     destination: 'b',
     currentServiceName: 'a-webhook-server',
+    assigned: 'b',
     replicas: { readyPods: ['b-1', 'b-2'], leases: [lease('b-1'), lease('b-2')] },
     nowMs: NOW,
     ...overrides,
   };
+}
+/** The gate's decision on a status that names the destination (never a hold). */
+function decided(given: HandoverInput): GateDecision {
+  const decision = decideHandover(given);
+  if (decision.action === 'hold') throw new Error(`held: ${decision.message}`);
+  return decision;
 }
 const silentB = (readyPods = ['b-1']) => ({ readyPods, leases: [] });
 
@@ -222,7 +233,7 @@ describe('handover decision', () => {
       reason: 'HandoverReady',
     },
   ])('$scenario → $action, $reason', ({ given, action, reason }) => {
-    const decision = decideHandover(input(given));
+    const decision = decided(input(given));
     expect(decision.action, decision.condition.message).toBe(action);
     expect(decision.condition).toMatchObject({
       type: 'HandoverReady',
@@ -241,25 +252,23 @@ describe('handover decision', () => {
     for (const replicas of unverified) {
       for (const waitedMs of [0, GRACE, STALL * 10]) {
         const progress = waiting('b', waitedMs, waitedMs);
-        expect(decideHandover(input({ replicas, progress })).action).toBe('wait');
+        expect(decided(input({ replicas, progress })).action).toBe('wait');
       }
     }
   });
 
   it('counts the grace only from when the destination is ready and silent, and carries it in status.handover', () => {
     // Unready for 5 minutes: the wait began then, the grace has not.
-    const unready = decideHandover(
+    const unready = decided(
       input({ replicas: { readyPods: [], leases: [] }, progress: waiting('b', 5 * 60_000) }),
     );
     expect(unready.progress).toEqual(waiting('b', 5 * 60_000));
     // Ready and silent now: the grace starts now and is stored.
-    const first = decideHandover(input({ replicas: silentB(), progress: unready.progress }));
+    const first = decided(input({ replicas: silentB(), progress: unready.progress }));
     expect(first.progress).toEqual({ ...waiting('b', 5 * 60_000), silentSince: iso(NOW) });
     expect(first.recheckAtMs).toBe(NOW + GRACE);
     // Looked at again when the recheck falls due: the grace is up.
-    const later = decideHandover(
-      input({ replicas: silentB(), progress: first.progress, nowMs: NOW + GRACE }),
-    );
+    const later = decided(input({ replicas: silentB(), progress: first.progress, nowMs: NOW + GRACE }));
     expect(later).toMatchObject({
       action: 'patch',
       condition: { reason: 'HandoverUnverified' },
@@ -269,52 +278,48 @@ describe('handover decision', () => {
 
   it('restarts the grace when the destination stops being silent', () => {
     const progress = waiting('b', GRACE * 2, GRACE * 2);
-    const published = decideHandover(
+    const published = decided(
       input({ replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([]))] }, progress }),
     );
     expect(published.progress?.silentSince).toBeUndefined();
   });
 
   it('restarts every clock when the destination changes', () => {
-    const d = decideHandover(input({ replicas: silentB(), progress: waiting('c', STALL * 2, STALL * 2) }));
+    const d = decided(input({ replicas: silentB(), progress: waiting('c', STALL * 2, STALL * 2) }));
     expect(d.progress).toEqual({ destination: 'b', waitingSince: iso(NOW), silentSince: iso(NOW) });
     expect(d.condition.reason).toBe('HandoverAwaitingReports');
   });
 
   it('takes a configured grace', () => {
     const policy = { ...DEFAULT_HANDOVER_POLICY, unreportedGraceMs: 30_000 };
-    const d = decideHandover(input({ replicas: silentB(), progress: waiting('b', 30_000, 30_000), policy }));
+    const d = decided(input({ replicas: silentB(), progress: waiting('b', 30_000, 30_000), policy }));
     expect(d.condition.reason).toBe('HandoverUnverified');
     expect(d.condition.message).toMatch(/while ready for 30s/);
   });
 
   it('says when all Leases are stale that it waits rather than proceeds, and schedules the stall', () => {
-    const d = decideHandover(
-      input({ replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([T]), 100)] } }),
-    );
+    const d = decided(input({ replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([T]), 100)] } }));
     expect(d.condition.message).toMatch(/all 1 Leases of b are stale/);
     expect(d.condition.message).toMatch(/waits instead of proceeding unverified/);
     expect(d.recheckAtMs).toBe(NOW + STALL);
   });
 
   it('schedules a re-check when a live Lease expires, or an ahead one becomes readable', () => {
-    const live = decideHandover(
-      input({ replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([]), 10)] } }),
-    );
+    const live = decided(input({ replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([]), 10)] } }));
     expect(live.recheckAtMs).toBe(NOW - 10_000 + DURATION_S * 1000);
-    const ahead = decideHandover(
+    const ahead = decided(
       input({ replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([T]), -200)] } }),
     );
     expect(ahead.recheckAtMs).toBe(NOW + 200_000 - DURATION_S * 1000);
   });
 
   it('has nothing to re-check once patched', () => {
-    expect(decideHandover(input())).toMatchObject({ progress: undefined, recheckAtMs: undefined });
+    expect(decided(input())).toMatchObject({ progress: undefined, recheckAtMs: undefined });
   });
 
   it('never trusts a stored start time ahead of its clock or unreadable', () => {
     for (const waitingSince of [iso(NOW + STALL * 2), 'not a time']) {
-      const d = decideHandover(
+      const d = decided(
         input({
           replicas: silentB(),
           progress: { destination: 'b', waitingSince, silentSince: waitingSince },
@@ -331,7 +336,7 @@ describe('handover decision', () => {
       reason: 'HandoverUnverified',
       message: 'm',
     } as const;
-    const decision = decideHandover(
+    const decision = decided(
       input({ currentServiceName: 'b-webhook-server', previous, previousDestination: 'b' }),
     );
     expect(decision.condition).toBe(previous);
@@ -361,7 +366,7 @@ describe('handover decision', () => {
       reason: status === 'True' ? 'HandoverReady' : 'HandoverPending',
       message: `moving ${T} from Service x-webhook-server to a: all 2 ready Pods of a serve it`,
     } as const;
-    const decision = decideHandover(
+    const decision = decided(
       input({ currentServiceName: 'b-webhook-server', previous, previousDestination }),
     );
     expect(decision.condition).toEqual({
@@ -374,11 +379,117 @@ describe('handover decision', () => {
   });
 
   it('names the ready Pods it waits for', () => {
-    const d = decideHandover(
+    const d = decided(
       input({ replicas: { readyPods: ['b-2', 'b-1', 'b-3'], leases: [lease('b-1'), lease('b-old')] } }),
     );
     expect(d.condition.message).toBe(
       `moving ${T} from Service a-webhook-server to b: 1 of 3 ready Pods report; no live report from b-2, b-3`,
+    );
+  });
+});
+
+describe('the gate acts only on the instance the status names', () => {
+  it.each<{ scenario: string; given: Partial<HandoverInput> }>([
+    { scenario: 'a move whose new instance assign has not recorded yet', given: { assigned: 'a' } },
+    { scenario: 'a first apply before the first assignment is recorded', given: { assigned: undefined } },
+    {
+      scenario: 'a target already naming the resolved instance while the status names another',
+      given: { assigned: 'a', currentServiceName: 'b-webhook-server' },
+    },
+  ])('holds, touching and stating nothing: $scenario', ({ given }) => {
+    const decision = decideHandover(input(given));
+    expect(decision).toEqual({
+      action: 'hold',
+      reason: 'AwaitingAssignment',
+      message: expect.stringContaining(`${T} resolves to b`),
+    });
+  });
+
+  it('never states a verdict about an instance the status does not name (any input)', () => {
+    const instance = fc.constantFrom('a', 'b', 'c');
+    const service = fc.option(
+      instance.map((i) => `${i}-webhook-server`),
+      { nil: undefined },
+    );
+    const pods = fc.uniqueArray(fc.constantFrom('b-1', 'b-2'));
+    const verdict = fc.option(
+      fc.record({
+        instance,
+        reason: fc.constantFrom('FirstApply', 'NoMove', 'HandoverReady', 'HandoverUnverified' as const),
+        message: fc.constant('m'),
+      }),
+      { nil: undefined },
+    );
+    fc.assert(
+      fc.property(
+        fc.option(instance, { nil: undefined }),
+        service,
+        pods,
+        pods,
+        verdict,
+        fc.option(instance, { nil: undefined }),
+        (assigned, currentServiceName, readyPods, reporting, recorded, previousDestination) => {
+          const given = input({
+            assigned,
+            currentServiceName,
+            recorded,
+            previousDestination,
+            previous: { type: 'HandoverReady', status: 'True', reason: 'HandoverReady', message: 'earlier' },
+            replicas: { readyPods, leases: reporting.map((p) => lease(p)) },
+          });
+          const decision = decideHandover(given);
+          if (decision.action === 'hold') return assigned !== 'b';
+          expect(assigned, 'a decision about b while the status names another').toBe('b');
+          // A verdict (True) is only stated with a patch: the target names b once it is written.
+          return decision.condition.status !== 'True' || decision.action === 'patch';
+        },
+      ),
+    );
+  });
+
+  it('states the verdict the repoint recorded on the target when its status write was lost', () => {
+    const recorded = { instance: 'b', reason: 'HandoverUnverified' as const, message: 'moved unverified' };
+    const d = decided(
+      input({
+        currentServiceName: 'b-webhook-server',
+        recorded,
+        previous: undefined,
+        previousDestination: 'b',
+      }),
+    );
+    expect(d).toMatchObject({
+      action: 'patch',
+      condition: { status: 'True', reason: 'HandoverUnverified', message: 'moved unverified' },
+    });
+    const aboutA = decided(
+      input({ currentServiceName: 'b-webhook-server', recorded: { ...recorded, instance: 'a' } }),
+    );
+    expect(aboutA.condition.reason, 'a verdict about another instance is not this one').toBe('NoMove');
+  });
+
+  it('a target that does not exist: False TargetNotFound, nothing waits', () => {
+    expect(decideMissingTarget({ target: T, kind: 'CustomResourceDefinition', destination: 'b' })).toEqual({
+      action: 'wait',
+      condition: {
+        type: 'HandoverReady',
+        status: 'False',
+        reason: 'TargetNotFound',
+        message: `CustomResourceDefinition "${T}" does not exist; it is pointed at b once it is created`,
+      },
+      progress: undefined,
+      recheckAtMs: undefined,
+    });
+  });
+
+  it('the reset assign writes with a new instance is False and names both instances', () => {
+    expect(assignmentChanged(T, 'b', 'a')).toEqual({
+      type: 'HandoverReady',
+      status: 'False',
+      reason: 'AssignmentChanged',
+      message: `assigned to b (was a); ${T} is pointed at it once b can serve it`,
+    });
+    expect(assignmentChanged(T, 'b', undefined).message).toBe(
+      `assigned to b; ${T} is pointed at it once b can serve it`,
     );
   });
 });

@@ -18,6 +18,12 @@
 // different: B is publishing, and what it says cannot be used, so the move blocks. So does a
 // destination whose Leases are all stale: it publishes (its Role works), but nothing renews.
 //
+// The gate acts only on the instance the config's status names (`status.assignedWebhookServer`):
+// assign writes a new assignment together with a False HandoverReady about it, so a True verdict
+// is only ever stated about the instance the status names and the target names (docs/handover.md,
+// "What HandoverReady promises"). While the resolver's answer and the status differ, assign has
+// not recorded the move yet: the gate holds, writes nothing, and is woken by assign's write.
+//
 // The decision is pure and takes time as `nowMs`. What it must remember between looks (when
 // this wait began, since when B has been silent) is `HandoverProgress`: the handler stores it
 // in the config's `status.handover` and passes it back, so any replica resumes the same clocks
@@ -26,6 +32,7 @@
 import type { ConditionStatus } from '../api/conditions.ts';
 import { webhookServiceName } from '../api/constants.ts';
 import type { HandoverProgress } from '../api/conversion-config.ts';
+import { type HandoverVerdict, VERDICT_REASONS, type VerdictReason } from '../api/handover-verdict.ts';
 import { aggregate, leaseState, nextLeaseTransitionMs, type ReplicaReport } from './aggregate.ts';
 
 export const HANDOVER_READY = 'HandoverReady';
@@ -51,10 +58,9 @@ export const DEFAULT_HANDOVER_POLICY: Readonly<HandoverPolicy> = Object.freeze({
 });
 
 export type HandoverReason =
-  | 'FirstApply'
-  | 'NoMove'
-  | 'HandoverReady'
-  | 'HandoverUnverified'
+  | VerdictReason
+  | 'AssignmentChanged'
+  | 'TargetNotFound'
   | 'DestinationNotReady'
   | 'HandoverAwaitingReports'
   | 'HandoverPending'
@@ -68,15 +74,44 @@ export interface HandoverCondition {
   message: string;
 }
 
-export type HandoverAction = 'patch' | 'wait';
+/**
+ * `patch`: point the target at the destination (if it does not say so already), then state the
+ * True verdict. `wait`: touch nothing, state the False condition. `hold`: touch and state nothing.
+ */
+export type HandoverAction = 'patch' | 'wait' | 'hold';
 
-export interface HandoverDecision {
-  action: HandoverAction;
+export type HandoverDecision = GateDecision | HoldDecision;
+
+export type GateDecision = PatchDecision | WaitDecision;
+
+/** A True verdict: how the target came (or already was) to name the destination. */
+export interface VerdictCondition extends HandoverCondition {
+  status: 'True';
+  reason: VerdictReason;
+}
+
+export interface PatchDecision {
+  action: 'patch';
+  condition: VerdictCondition;
+  /** Nothing waits once the target names the destination: the stored progress is removed. */
+  progress: undefined;
+  recheckAtMs: undefined;
+}
+
+export interface WaitDecision {
+  action: 'wait';
   condition: HandoverCondition;
   /** What to store in the config's status.handover; undefined: remove it (nothing waits). */
   progress: HandoverProgress | undefined;
   /** When time alone may change this decision (epoch ms); undefined when only an event can. */
   recheckAtMs: number | undefined;
+}
+
+/** The status does not name the destination yet: assign's write of it wakes the gate again. */
+export interface HoldDecision {
+  action: 'hold';
+  reason: 'AwaitingAssignment';
+  message: string;
 }
 
 /** The destination as the gate sees it: which Pods take conversions, and what each published. */
@@ -108,10 +143,28 @@ export interface HandoverInput {
    * not the truth about what the target names now.
    */
   previousDestination?: string | undefined;
+  /**
+   * status.assignedWebhookServer as read. Nothing is repointed and nothing stated unless it is
+   * `destination`: a True verdict must describe the instance the status names.
+   */
+  assigned: string | undefined;
+  /**
+   * The verdict the target carries from its last repoint (HANDOVER_VERDICT_ANNOTATION), written
+   * in the same apply as its spec.conversion: what a look after a lost status write states again.
+   */
+  recorded?: HandoverVerdict | undefined;
   policy?: Readonly<HandoverPolicy>;
 }
 
 export function decideHandover(input: HandoverInput): HandoverDecision {
+  if (input.assigned !== input.destination) {
+    const recorded = input.assigned === undefined ? 'names no instance yet' : `names ${input.assigned}`;
+    return {
+      action: 'hold',
+      reason: 'AwaitingAssignment',
+      message: `${input.target} resolves to ${input.destination} and its config's status ${recorded}: waiting for assign to record the move`,
+    };
+  }
   if (input.currentServiceName === webhookServiceName(input.destination)) return noMove(input);
   const clock = resumeClock(input);
   const { target, destination } = input;
@@ -169,20 +222,60 @@ function describe(input: HandoverInput): string {
   return `moving ${input.target}${from} to ${input.destination}`;
 }
 
-// The verdict of the move that brought the target here stays while it is about this destination.
-// A True verdict about another one (the process stopped between repointing the target and
-// writing the verdict, and the one stored is of the move before) would name the wrong instance:
-// say what is known instead, that the target already names this destination.
-function noMove(input: HandoverInput): HandoverDecision {
-  const { previous } = input;
-  if (previous?.status === 'True' && input.previousDestination === input.destination) return done(previous);
+/**
+ * The target does not exist (deleted, or not created yet): nothing names any instance, so no
+ * verdict about an earlier incarnation may stand. Its creation wakes the gate again.
+ */
+export function decideMissingTarget(input: {
+  target: string;
+  /** Its Kind, as the message names it. */
+  kind: string;
+  destination: string;
+}): WaitDecision {
+  return {
+    action: 'wait',
+    condition: {
+      type: HANDOVER_READY,
+      status: 'False',
+      reason: 'TargetNotFound',
+      message: `${input.kind} "${input.target}" does not exist; it is pointed at ${input.destination} once it is created`,
+    },
+    progress: undefined,
+    recheckAtMs: undefined,
+  };
+}
+
+/**
+ * The False condition assign states with a new assignment, in the same write: until the gate has
+ * looked, nothing is verified about `to`, and a True verdict about the instance before must not
+ * stand beside the new name.
+ */
+export function assignmentChanged(target: string, to: string, from: string | undefined): HandoverCondition {
+  const was = from === undefined ? '' : ` (was ${from})`;
+  return {
+    type: HANDOVER_READY,
+    status: 'False',
+    reason: 'AssignmentChanged',
+    message: `assigned to ${to}${was}; ${target} is pointed at it once ${to} can serve it`,
+  };
+}
+
+// The verdict of the move that brought the target here, as the target recorded it with the
+// repoint, or as the status kept it while it is about this destination. A True verdict about
+// another one would name the wrong instance: say what is known instead, that the target already
+// names this destination.
+function noMove(input: HandoverInput): PatchDecision {
+  const { previous, recorded } = input;
+  if (recorded?.instance === input.destination) return patch(recorded.reason, recorded.message);
+  if (previous !== undefined && isVerdict(previous) && input.previousDestination === input.destination)
+    return done(previous);
   return patch(
     'NoMove',
     `${input.target} is already served by ${input.destination} (Service ${webhookServiceName(input.destination)})`,
   );
 }
 
-function gateMove(clock: WaitClock, source: string): HandoverDecision {
+function gateMove(clock: WaitClock, source: string): GateDecision {
   const { input } = clock;
   const { destination, target, nowMs } = input;
   const { readyPods, leases } = input.replicas;
@@ -228,7 +321,7 @@ function gateMove(clock: WaitClock, source: string): HandoverDecision {
 }
 
 // B has ready Pods and not one Lease: the only state in which the grace runs.
-function awaitFirstLease(clock: WaitClock, move: string): HandoverDecision {
+function awaitFirstLease(clock: WaitClock, move: string): GateDecision {
   const { input, policy } = clock;
   const silentSinceMs = clock.silentSinceMs ?? input.nowMs;
   const graceEndsMs = silentSinceMs + policy.unreportedGraceMs;
@@ -259,11 +352,15 @@ function listed(pods: readonly string[]): string {
   return sorted.length > LISTED_PODS ? `${shown} and ${sorted.length - LISTED_PODS} more` : shown;
 }
 
-function patch(reason: HandoverReason, message: string): HandoverDecision {
+function isVerdict(condition: HandoverCondition): condition is VerdictCondition {
+  return condition.status === 'True' && (VERDICT_REASONS as readonly string[]).includes(condition.reason);
+}
+
+function patch(reason: VerdictReason, message: string): PatchDecision {
   return done({ type: HANDOVER_READY, status: 'True', reason, message });
 }
 
-function done(condition: HandoverCondition): HandoverDecision {
+function done(condition: VerdictCondition): PatchDecision {
   return { action: 'patch', condition, progress: undefined, recheckAtMs: undefined };
 }
 
@@ -274,7 +371,7 @@ function waitFor(
   reason: HandoverReason,
   message: string,
   graceEndsMs?: number,
-): HandoverDecision {
+): WaitDecision {
   const { input, policy, waitingSinceMs, silentSinceMs } = clock;
   const stallsAtMs = reason === 'HandoverUnknown' ? undefined : waitingSinceMs + policy.stallAfterMs;
   const stalled = stallsAtMs !== undefined && input.nowMs >= stallsAtMs;

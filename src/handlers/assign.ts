@@ -14,8 +14,9 @@
 // the item's cause. Handover work is published before the status write, with an id derived
 // from the cause, so a crash between the two republishes the same item (stored once) and a
 // crash after the write loses nothing: the write is what marks the move as announced.
-// Every write is server-side apply of this concern's fields only (`switchyard-assign`), on the
-// status subresource: a stale attempt rewrites the same fields, never someone else's.
+// Every write is on the status subresource, conditional on the version the decision read
+// (`switchyard-assign`): server-side apply of this concern's fields only, except the write that
+// records a new instance, a merge patch that also resets HandoverReady (core/assign-decision.ts).
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
@@ -120,7 +121,8 @@ export class AssignHandler {
     if (decision.move) await this.announceMove(subject, decision.move, causeSeq);
     if (!decision.write) return;
     const readVersion = record.object.metadata.resourceVersion;
-    await this.applyStatus(key, decision.write, readVersion, ctx);
+    if (decision.write.via === 'apply') await this.applyStatus(key, decision.write.status, readVersion, ctx);
+    else await this.mergePatchStatus(key, decision.write.status, readVersion, ctx);
     ctx.log.info(
       { config: subject.config, target: subject.target, move: decision.move },
       'assignment written',
@@ -184,6 +186,23 @@ export class AssignHandler {
     );
   }
 
+  /** The merge patch of a new assignment, on exactly the version read (the conditions list is replaced whole). */
+  private mergePatchStatus(
+    key: ObjectWorkKey,
+    status: object,
+    resourceVersion: string,
+    ctx: HandlerContext,
+  ): Promise<unknown> {
+    const ref = PROJECT_RESOURCES[key.kind];
+    if (!ref) throw new PermanentError(`no resource for kind ${key.kind}`);
+    return this.deps.writer.mergePatch(
+      ref,
+      { name: key.name, resourceVersion },
+      { status },
+      { signal: ctx.signal, subresource: 'status' },
+    );
+  }
+
   /**
    * Applies assign's status fields on the version the decision read: a stale attempt (one
    * the runtime gave up on while it still ran) gets 409 instead of overwriting a newer
@@ -227,8 +246,14 @@ export function configAssignmentOnView(
     subject.target,
     resolutionAmong(claimantsOf(view, subject.target), fleetOfView(view), subject.target),
     decidedAt,
+    generationOf(record.object),
   );
   return { record, subject, decision };
+}
+
+function generationOf(object: LiveRecord['object']): number | undefined {
+  const { generation } = object.metadata;
+  return typeof generation === 'number' ? generation : undefined;
 }
 
 /** The target's resolution among the configs that claim it (a second claimant is a DuplicateTarget). */

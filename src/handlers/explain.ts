@@ -19,7 +19,7 @@ export interface PodReport {
   ready: boolean;
   lease: 'live' | 'stale' | 'ahead';
   /** What its served-set Lease says about the target. */
-  target: 'serves' | 'unsettled' | 'does-not-serve' | 'truncated' | 'undecodable';
+  target: 'serves' | 'unsettled' | 'does-not-serve' | 'truncated' | 'undecodable' | 'viewBehind';
 }
 
 export interface TargetExplanation {
@@ -109,11 +109,13 @@ export function explainTarget(
     gate:
       gate.kind === 'skip'
         ? { decided: false, why: gate.why }
-        : {
-            decided: true,
-            action: gate.decision.action,
-            reason: gate.decision.condition.reason,
-            message: gate.decision.condition.message,
-          },
+        : gate.decision.action === 'hold'
+          ? { decided: true, action: 'hold', reason: gate.decision.reason, message: gate.decision.message }
+          : {
+              decided: true,
+              action: gate.decision.action,
+              reason: gate.decision.condition.reason,
+              message: gate.decision.condition.message,
+            },
   };
 }

@@ -40,12 +40,36 @@ describe('handoverTriggers', () => {
     expect(handoverTriggers(upsert(kind, object(name, 2)), previous, world)).toEqual(expected);
   });
 
-  it('a status write or a heartbeat (same generation) wakes nothing; a deletion wakes nothing', () => {
+  it('a status write or a heartbeat (same generation) wakes nothing; a deleted config wakes nothing', () => {
     const crd = object('widgets.example.com', 3);
     expect(handoverTriggers(upsert('crd', crd), object('widgets.example.com', 3), world)).toEqual([]);
     expect(handoverTriggers(upsert('crdconfig', object('widgets', 3)), object('widgets', 3), world)).toEqual(
       [],
     );
-    expect(handoverTriggers({ kind: 'crd', op: 'delete', object: crd }, crd, world)).toEqual([]);
+    const config = object('widgets', 3);
+    expect(handoverTriggers({ kind: 'crdconfig', op: 'delete', object: config }, config, world)).toEqual([]);
+  });
+
+  it('a deleted target wakes its handover: no verdict may stand about an object that is gone', () => {
+    const crd = object('widgets.example.com', 3);
+    expect(handoverTriggers({ kind: 'crd', op: 'delete', object: crd }, crd, world)).toEqual([
+      'widgets.example.com',
+    ]);
+    const other = object('gadgets.example.com', 3);
+    expect(handoverTriggers({ kind: 'crd', op: 'delete', object: other }, other, world)).toEqual([]);
+  });
+
+  it('a status write that records a new instance wakes the target: the gate waits for exactly that write', () => {
+    const assigned = (instance: string | undefined) => ({
+      ...object('widgets', 3),
+      ...(instance && { status: { assignedWebhookServer: instance } }),
+    });
+    expect(handoverTriggers(upsert('crdconfig', assigned('b')), assigned('a'), world)).toEqual([
+      'widgets.example.com',
+    ]);
+    expect(handoverTriggers(upsert('crdconfig', assigned('a')), assigned(undefined), world)).toEqual([
+      'widgets.example.com',
+    ]);
+    expect(handoverTriggers(upsert('crdconfig', assigned('b')), assigned('b'), world)).toEqual([]);
   });
 });

@@ -1,6 +1,11 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { API_VERSION, SERVED_SET_ANNOTATION, WEBHOOK_SERVER_LABEL } from '../api/constants.ts';
+import {
+  API_VERSION,
+  HANDOVER_VERDICT_ANNOTATION,
+  SERVED_SET_ANNOTATION,
+  WEBHOOK_SERVER_LABEL,
+} from '../api/constants.ts';
 import type { ConfigStatus } from '../api/conversion-config.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { HandlerContext } from '../bus/runtime/index.ts';
@@ -69,8 +74,10 @@ function crd(service?: string, rest: Record<string, unknown> = {}): Entry {
   });
 }
 
+/** A config pinned to `pin`, whose status names `pin` as assign records it unless `status` says otherwise. */
 function config(pin: string, status?: ConfigStatus, hub = 'v2'): Entry {
   return object('crdconfig', 'w', {
+    metadata: { generation: 4 },
     apiVersion: API_VERSION,
     kind: 'CRDConversionConfig',
     spec: {
@@ -79,7 +86,7 @@ function config(pin: string, status?: ConfigStatus, hub = 'v2'): Entry {
       spokes: [{ version: 'v1' }],
       webhookServerRef: { name: pin },
     },
-    ...(status && { status }),
+    status: { assignedWebhookServer: pin, ...status },
   });
 }
 
@@ -185,7 +192,16 @@ describe('the handover handler', () => {
         body: {
           apiVersion: 'apiextensions.k8s.io/v1',
           kind: 'CustomResourceDefinition',
-          metadata: { name: TARGET },
+          metadata: {
+            name: TARGET,
+            annotations: {
+              [HANDOVER_VERDICT_ANNOTATION]: JSON.stringify({
+                instance: 'a',
+                reason: 'FirstApply',
+                message: `no Service serves ${TARGET} yet; pointing it at a`,
+              }),
+            },
+          },
           spec: {
             conversion: {
               strategy: 'Webhook',
@@ -231,34 +247,82 @@ describe('the handover handler', () => {
     expect(both.status).not.toHaveProperty('phase');
   });
 
-  it('the verdict of a repoint is written without the precondition, so a concurrent status write cannot lose it', async () => {
-    const fleet = [instance('a'), instance('b'), crd('a-webhook-server'), readyPods('b', ['b1'])];
-    const moved = await run([
-      ...fleet,
-      config('b', {
-        conditions: [
-          {
-            type: 'HandoverReady',
-            status: 'True',
-            reason: 'FirstApply',
-            message: 'pointing it at a',
-            lastTransitionTime: new Date(T0).toISOString(),
-          },
-        ],
-      }),
-      lease('b', 'b1', [TARGET], T0),
-    ]);
-    expect(targetWrites(moved.writes)).toHaveLength(1);
+  it('the verdict of a repoint goes onto the target with it; its status write is conditional, and a retry after a 409 states it again', async () => {
+    const fleet = [instance('a'), instance('b'), readyPods('b', ['b1']), lease('b', 'b1', [TARGET], T0)];
+    const moved = await run([...fleet, config('b'), crd('a-webhook-server')]);
+    const [patch] = targetWrites(moved.writes);
+    const annotations = (patch?.body as { metadata?: { annotations?: Record<string, string> } }).metadata
+      ?.annotations;
+    const recorded = JSON.parse(annotations?.[HANDOVER_VERDICT_ANNOTATION] ?? '{}');
+    expect(recorded).toEqual({
+      instance: 'b',
+      reason: 'HandoverReady',
+      message: `moving ${TARGET} from Service a-webhook-server to b: all 1 ready Pods of b serve it`,
+    });
     const status = moved.writes.find((w) => w.what === 'status');
-    expect(status?.body.status?.conditions?.[0]).toMatchObject({ status: 'True', reason: 'HandoverReady' });
-    expect(
-      status?.resourceVersion,
-      'a 409 here would leave "pointing it at a" as the verdict',
-    ).toBeUndefined();
+    expect(status?.body.status?.conditions?.[0]).toMatchObject({
+      status: 'True',
+      reason: 'HandoverReady',
+      observedGeneration: 4,
+    });
+    expect(status?.resourceVersion, 'a True verdict beside an assignment written since').toBe('7');
 
-    const waiting = await run([...fleet, config('b')]);
-    expect(targetWrites(waiting.writes)).toEqual([]);
-    expect(waiting.writes.find((w) => w.what === 'status')?.resourceVersion, 'a wait keeps it').toBe('7');
+    // The status write lost to a concurrent writer: the target names b and carries the verdict.
+    const retry = await run([...fleet, config('b'), crd('b-webhook-server', { metadata: { annotations } })]);
+    expect(targetWrites(retry.writes)).toEqual([]);
+    expect(retry.status?.conditions?.[0]).toMatchObject({
+      status: 'True',
+      reason: 'HandoverReady',
+      message: recorded.message,
+    });
+  });
+
+  it('holds, writing nothing, while the status does not name the resolved instance', async () => {
+    const fleet = [instance('a'), instance('b'), readyPods('b', ['b1']), lease('b', 'b1', [TARGET], T0)];
+    const verifiedA: ConfigStatus = {
+      assignedWebhookServer: 'a',
+      handoverDestination: 'a',
+      conditions: [
+        {
+          type: 'HandoverReady',
+          status: 'True',
+          reason: 'HandoverReady',
+          message: 'moved to a',
+          lastTransitionTime: new Date(T0).toISOString(),
+        },
+      ],
+    };
+    // Pinned to b; assign has not recorded it yet. A repoint now would leave "True about a" beside a target naming b.
+    const held = await run([...fleet, config('b', verifiedA), crd('a-webhook-server')]);
+    expect(held.writes).toEqual([]);
+    expect(held.outcome, "assign's write of the status wakes it again").toEqual({ kind: 'done' });
+    const notYet = await run([...fleet, config('b', { assignedWebhookServer: undefined }), crd()]);
+    expect(notYet.writes, 'a first apply waits for the first assignment too').toEqual([]);
+  });
+
+  it('a target that does not exist: HandoverReady False TargetNotFound, whatever was verified before', async () => {
+    const verified: ConfigStatus = {
+      handoverDestination: 'a',
+      conditions: [
+        {
+          type: 'HandoverReady',
+          status: 'True',
+          reason: 'HandoverReady',
+          message: 'moved to a',
+          lastTransitionTime: new Date(T0).toISOString(),
+        },
+      ],
+    };
+    const gone = await run([instance('a'), readyPods('a', ['a1']), config('a', verified)]);
+    expect(targetWrites(gone.writes)).toEqual([]);
+    expect(gone.status?.conditions?.[0]).toMatchObject({
+      status: 'False',
+      reason: 'TargetNotFound',
+      message: `CustomResourceDefinition "${TARGET}" does not exist; it is pointed at a once it is created`,
+    });
+    expect(gone.writes[0]?.resourceVersion).toBe('7');
+    const again = await run([instance('a'), readyPods('a', ['a1']), config('a', gone.status)]);
+    expect(again.writes, 'said once').toEqual([]);
   });
 
   it('a silent destination proceeds HandoverUnverified once the grace has passed, through the re-check', async () => {
@@ -403,6 +467,7 @@ describe('the handover handler', () => {
         spokes: [{ version: 'v1' }],
         webhookServerRef: { name: 'a' },
       },
+      status: { assignedWebhookServer: 'a' },
     });
     const result = await run([instance('a'), xrdConfig, xrd, readyPods('a', ['a1'])]);
     expect(targetWrites(result.writes).map((w) => w.resource)).toEqual(['compositeresourcedefinitions']);

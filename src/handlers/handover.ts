@@ -9,27 +9,34 @@
 // every input is read from the view at or after the causing record.
 //
 // The destination is the resolver's answer on the view, the same pure function assign runs
-// (BRIEF §3), not the config's status.assignedWebhookServer: assign publishes this work before
-// its status write, so the view at `seq` may not hold that write yet, and the status alone
-// would make this handler act on the previous assignment and miss the move.
+// (BRIEF §3), and the gate acts on it only once the config's status.assignedWebhookServer names
+// it too: assign records a new instance together with a False HandoverReady about it, so a True
+// verdict is only ever stated about the instance the status names. Assign publishes this work
+// before its status write; until the view holds that write the gate holds, and the write's
+// record wakes it again (handover-triggers.ts).
 //
 // Order of effects: the target first, the config's status second. The status records what the
-// target says; written first, a crash in between would report a patch that never happened.
-// Both writes are conditional on the resourceVersion the decision read (docs/handlers.md).
+// target says; written first, a crash in between would report a patch that never happened. The
+// verdict goes onto the target in the same apply as its spec.conversion (api/handover-verdict.ts),
+// so a status write lost to a concurrent writer (409) or a crash is stated again by the next
+// look. Both writes are conditional on the resourceVersion the decision read (docs/handlers.md).
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { API_VERSION } from '../api/constants.ts';
+import { API_VERSION, HANDOVER_VERDICT_ANNOTATION } from '../api/constants.ts';
 import {
   type ConversionConfig,
   conversionConfigSchema,
   type HandoverProgress,
   targetNameOf,
 } from '../api/conversion-config.ts';
+import { encodeVerdict, verdictOf } from '../api/handover-verdict.ts';
 import { type WebhookServer, webhookServerSchema } from '../api/webhook-server.ts';
 import type { HandoverWork } from '../bus/messages.ts';
 import {
   done,
   type Handler,
   type HandlerConsumerSpec,
+  type HandlerContext,
+  type Outcome,
   recheckAfter,
   recheckAt,
 } from '../bus/runtime/index.ts';
@@ -41,10 +48,13 @@ import { mayTouchTarget, validateConfig } from '../core/config-validation.ts';
 import {
   type DestinationReplicas,
   decideHandover,
+  decideMissingTarget,
+  type GateDecision,
   HANDOVER_READY,
   type HandoverCondition,
   type HandoverDecision,
   type HandoverPolicy,
+  type VerdictCondition,
 } from '../core/handover.ts';
 import { decideHandoverStatus } from '../core/handover-status.ts';
 import { decideInstanceAggregate } from '../core/instance-aggregate.ts';
@@ -184,72 +194,25 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
       ctx.log.debug({ target: item.key, why: gate.why }, 'nothing to hand over');
       return done;
     }
-    const { subject, decision, currentServiceName } = gate;
-    const { config, destination, namespace, targetKind, live } = subject;
+    if (gate.decision.action === 'hold') {
+      countHandoverDecision('hold', gate.decision.reason);
+      ctx.log.info({ target: item.key, why: gate.decision.message }, 'holding the handover');
+      return done;
+    }
+    const decision = gate.decision;
+    const { config, destination, targetKind } = gate.kind === 'decided' ? gate.subject : gate;
     countHandoverDecision(decision.action, decision.condition.reason);
     const regarding = objectRefOf(config);
     const related = { apiVersion: targetKind.resource.apiVersion, kind: targetKind.kind, name: item.key };
-    let repointed = false;
-    if (decision.action === 'patch') {
-      // One read of the destination's Secret per move, not per decision: most decisions find the
-      // target already moved (its own patch and status write wake it again).
-      let caBundle = item.trust ? undefined : keptCaBundleOf(live, destination, namespace);
-      if (caBundle === undefined) {
-        const bundle = await deps.trustBundle(destination, namespace, ctx.signal, { fresh: item.trust });
-        if (bundle.kind === 'unavailable') {
-          ctx.log.info(
-            { target: item.key, destination, why: bundle.why },
-            'no trust bundle of the destination yet',
-          );
-          return recheckAfter(TRUST_BUNDLE_RETRY_MS, `no trust bundle of ${destination} yet: ${bundle.why}`);
-        }
-        caBundle = bundle.caBundle;
-      }
-      const desired = desiredConversion({
-        target: item.key,
-        instance: destination,
-        namespace,
-        caBundle,
-        conversionReviewVersions: config.spec.conversionReviewVersions,
-      });
-      if (!conversionUpToDate(liveConversionOf(live), desired)) {
-        repointed = true;
-        await deps.writer.apply(
-          targetKind.resource,
-          {
-            apiVersion: targetKind.resource.apiVersion,
-            kind: targetKind.kind,
-            metadata: { name: item.key },
-            spec: { conversion: desired },
-          } as KubernetesObject,
-          // Decided on exactly this version of the target: a newer one gets 409 and a new decision.
-          { signal: ctx.signal, resourceVersion: live.metadata.resourceVersion },
-        );
-        ctx.log.info(
-          { target: item.key, from: currentServiceName, to: destination, reason: decision.condition.reason },
-          'conversion repointed',
-        );
-        countHandoverRepoint(
-          decision.condition.reason,
-          waitedSeconds(config.status?.handover, destination, nowMs),
-        );
-        deps.events.record({
-          regarding,
-          related,
-          ...repointEvent({
-            target: item.key,
-            readVersion: live.metadata.resourceVersion,
-            from: currentServiceName,
-            to: desired.webhook.clientConfig.service.name,
-            condition: decision.condition,
-          }),
-        });
-      }
+    if (decision.action === 'patch' && gate.kind === 'decided') {
+      const noBundle = await pointTarget(deps, item, gate, decision.condition, ctx, nowMs);
+      if (noBundle) return noBundle;
     }
     const status = decideHandoverStatus({
       current: config.status,
       decision,
       destination,
+      generation: config.metadata.generation,
       nowIso: new Date(nowMs).toISOString(),
     });
     if (status.changed) {
@@ -261,14 +224,10 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
           metadata: { name: config.metadata.name },
           status: status.status,
         },
-        // After a repoint the verdict must land: a retry would see the target already moved and
-        // could only say NoMove, losing how the move was made (verified, unverified, first
-        // apply). The write holds only the handover's fields (its condition, the destination it
-        // is about, the cleared status.handover) and one target is handled at a time fleet-wide,
-        // so it goes without the precondition that a concurrent status write of another manager
-        // (assign's Assigned) fails. Should the process stop before it lands, the retry's NoMove
-        // replaces any True verdict about an earlier destination (status.handoverDestination).
-        { signal: ctx.signal, resourceVersion: repointed ? undefined : config.metadata.resourceVersion },
+        // Decided on exactly this version: a True verdict beside an assignment written since would
+        // say two things at once. A 409 after a repoint loses nothing: the retry finds the target
+        // moved and states the verdict the repoint left on it.
+        { signal: ctx.signal, resourceVersion: config.metadata.resourceVersion },
       );
       const waitEvent = handoverWaitEvent({
         target: item.key,
@@ -281,6 +240,74 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
     if (decision.recheckAtMs === undefined) return done;
     return recheckAt(decision.recheckAtMs, deps.clock.now(), `handover: ${decision.condition.reason}`);
   };
+}
+
+/**
+ * Points the target at the destination unless its conversion already says exactly that, with the
+ * verdict beside it; a re-check when the destination's trust bundle cannot be read yet.
+ */
+async function pointTarget(
+  deps: HandoverDeps,
+  item: HandoverWork,
+  gate: Extract<HandoverOnView, { kind: 'decided' }>,
+  condition: VerdictCondition,
+  ctx: HandlerContext,
+  nowMs: number,
+): Promise<Outcome | undefined> {
+  const { config, destination, namespace, live, targetKind } = gate.subject;
+  // One read of the destination's Secret per move, not per decision: most decisions find the
+  // target already moved (its own patch and status write wake it again).
+  let caBundle = item.trust ? undefined : keptCaBundleOf(live, destination, namespace);
+  if (caBundle === undefined) {
+    const bundle = await deps.trustBundle(destination, namespace, ctx.signal, { fresh: item.trust });
+    if (bundle.kind === 'unavailable') {
+      ctx.log.info(
+        { target: item.key, destination, why: bundle.why },
+        'no trust bundle of the destination yet',
+      );
+      return recheckAfter(TRUST_BUNDLE_RETRY_MS, `no trust bundle of ${destination} yet: ${bundle.why}`);
+    }
+    caBundle = bundle.caBundle;
+  }
+  const desired = desiredConversion({
+    target: item.key,
+    instance: destination,
+    namespace,
+    caBundle,
+    conversionReviewVersions: config.spec.conversionReviewVersions,
+  });
+  if (conversionUpToDate(liveConversionOf(live), desired)) return undefined;
+  const verdict = encodeVerdict({
+    instance: destination,
+    reason: condition.reason,
+    message: condition.message,
+  });
+  await deps.writer.apply(
+    targetKind.resource,
+    {
+      apiVersion: targetKind.resource.apiVersion,
+      kind: targetKind.kind,
+      metadata: { name: item.key, annotations: { [HANDOVER_VERDICT_ANNOTATION]: verdict } },
+      spec: { conversion: desired },
+    } as KubernetesObject,
+    // Decided on exactly this version of the target: a newer one gets 409 and a new decision.
+    { signal: ctx.signal, resourceVersion: live.metadata.resourceVersion },
+  );
+  const from = gate.currentServiceName;
+  ctx.log.info({ target: item.key, from, to: destination, reason: condition.reason }, 'conversion repointed');
+  countHandoverRepoint(condition.reason, waitedSeconds(config.status?.handover, destination, nowMs));
+  deps.events.record({
+    regarding: objectRefOf(config),
+    related: { apiVersion: targetKind.resource.apiVersion, kind: targetKind.kind, name: item.key },
+    ...repointEvent({
+      target: item.key,
+      readVersion: live.metadata.resourceVersion,
+      from,
+      to: desired.webhook.clientConfig.service.name,
+      condition,
+    }),
+  });
+  return undefined;
 }
 
 /** How long the move to `destination` had waited, from the progress the gate kept; 0 if it never waited. */
@@ -300,7 +327,15 @@ export interface HandoverSubject {
   replicas: DestinationReplicas;
 }
 
-type Subject = { kind: 'skip'; why: string } | HandoverSubject;
+/** A target that does not exist, while a config converts it and resolves it. */
+export interface MissingTarget {
+  kind: 'missing';
+  config: ConversionConfig & { metadata: { resourceVersion: string } };
+  destination: string;
+  targetKind: TargetKind;
+}
+
+type Subject = { kind: 'skip'; why: string } | HandoverSubject | MissingTarget;
 
 export type HandoverOnView =
   | { kind: 'skip'; why: string }
@@ -309,7 +344,8 @@ export type HandoverOnView =
       subject: HandoverSubject;
       currentServiceName: string | undefined;
       decision: HandoverDecision;
-    };
+    }
+  | (MissingTarget & { decision: GateDecision });
 
 /**
  * The gate's decision for a target on the view as it is now: what the handler acts on, and what
@@ -322,12 +358,18 @@ export function handoverOnView(
 ): HandoverOnView {
   const subject = readSubject(view, target, opts.defaultNamespace, opts.nowMs);
   if (subject.kind === 'skip') return subject;
+  if (subject.kind === 'missing') {
+    const { destination, targetKind } = subject;
+    return { ...subject, decision: decideMissingTarget({ target, kind: targetKind.kind, destination }) };
+  }
   const { config } = subject;
   const currentServiceName = conversionServiceOf(subject.live);
   const decision = decideHandover({
     target,
     destination: subject.destination,
     currentServiceName,
+    assigned: config.status?.assignedWebhookServer,
+    recorded: verdictOf(subject.live),
     replicas: subject.replicas,
     nowMs: opts.nowMs,
     progress: config.status?.handover,
@@ -339,9 +381,10 @@ export function handoverOnView(
 }
 
 /**
- * Everything the gate needs about one target, or why it has nothing to do: no config, a target
- * the resolver cannot place (assign reports why), a target that does not exist, a config that
- * does not compile against it (nothing touches a target then), a destination not in the view.
+ * Everything the gate needs about one target; that it does not exist (its condition says so); or
+ * why there is nothing to do: no config, a target the resolver cannot place (assign reports why),
+ * a config that does not compile against it (nothing touches a target then), a destination not
+ * in the view.
  */
 function readSubject(view: HandoverView, target: string, defaultNamespace: string, nowMs: number): Subject {
   // Only the configs claiming this target: a second one makes it a DuplicateTarget, the rest
@@ -354,21 +397,25 @@ function readSubject(view: HandoverView, target: string, defaultNamespace: strin
   if (resolution === undefined || !resolution.ok)
     return { kind: 'skip', why: resolution?.message ?? 'unresolved' };
   const targetKind = TARGET_KINDS[config.kind];
+  const { resourceVersion: configVersion } = config.metadata;
+  if (!configVersion) return { kind: 'skip', why: 'recorded without a resourceVersion' };
+  const configRead = { ...config, metadata: { ...config.metadata, resourceVersion: configVersion } };
   const record = view.record({ kind: targetKind.viewKind, namespace: '', name: target });
-  const live = record?.object as { metadata: { resourceVersion?: string } } | undefined;
-  if (live === undefined || record?.omitted) return { kind: 'skip', why: 'the target is not in the view' };
+  if (record === undefined)
+    return { kind: 'missing', config: configRead, destination: resolution.instance, targetKind };
+  const live = record.object as { metadata: { resourceVersion?: string } };
+  if (record.omitted) return { kind: 'skip', why: 'the target is recorded without its content' };
   const validation = validateConfig(config.spec, { kind: targetKind.kind, name: target, live });
   if (!mayTouchTarget(validation)) return { kind: 'skip', why: `config verdict ${validation.verdict}` };
   const instance = readInstance(view, resolution.instance);
   if (instance.kind !== 'found')
     return { kind: 'skip', why: `destination ${resolution.instance} ${instance.kind}` };
   const { resourceVersion: targetVersion } = live.metadata;
-  const { resourceVersion: configVersion } = config.metadata;
-  if (!targetVersion || !configVersion) return { kind: 'skip', why: 'recorded without a resourceVersion' };
+  if (!targetVersion) return { kind: 'skip', why: 'recorded without a resourceVersion' };
   const namespace = instance.instance.spec.namespace ?? defaultNamespace;
   return {
     kind: 'handover',
-    config: { ...config, metadata: { ...config.metadata, resourceVersion: configVersion } },
+    config: configRead,
     destination: resolution.instance,
     namespace,
     targetKind,
