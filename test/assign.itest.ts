@@ -108,6 +108,7 @@ interface Listed {
   status?: {
     assignedWebhookServer?: string;
     assignedTargetCount?: number;
+    assignedTargets?: string[];
     conditions?: { type: string; reason: string }[];
   };
 }
@@ -369,5 +370,44 @@ describe('assign, end to end', () => {
         e.responseStatus?.code === 403,
     );
     expect(denied.map((e) => e.requestURI)).toEqual([]);
+  });
+
+  it('a config deleted and created again with the same name and spec is assigned, and its instance counts it', async () => {
+    const { name, target } = CONFIGS[0] as { name: string; target: string };
+    const configOf = async () => (await list('crdconversionconfigs')).find((c) => c.metadata.name === name);
+    const instanceOf = async (instance: string) =>
+      (await list('conversionwebhookservers')).find((i) => i.metadata.name === instance);
+    const owner = (await configOf())?.status?.assignedWebhookServer;
+    if (owner === undefined) throw new Error(`${name} is not assigned before the test`);
+    const counted = (await instanceOf(owner))?.status?.assignedTargetCount ?? 0;
+    await custom.deleteClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'crdconversionconfigs',
+      name,
+    });
+    await waitFor(`${owner} no longer counts ${target}`, async () => {
+      const status = (await instanceOf(owner))?.status;
+      return status?.assignedTargetCount === counted - 1 && !status.assignedTargets?.includes(target)
+        ? true
+        : undefined;
+    });
+    await custom.createClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'crdconversionconfigs',
+      body: configBody(name, target),
+    });
+    const assigned = await waitFor(
+      `the re-created ${name} assigned`,
+      async () => (await configOf())?.status?.assignedWebhookServer,
+      { timeoutMs: 30_000 },
+    );
+    expect(assigned).toBe(owner);
+    const status = await waitFor(`${owner} counts ${target} again`, async () => {
+      const s = (await instanceOf(owner))?.status;
+      return s?.assignedTargetCount === counted ? s : undefined;
+    });
+    expect(status.assignedTargets).toContain(target);
   });
 });

@@ -10,7 +10,8 @@
 // sequence (a get from K8S itself, not a direct get, see below) gives what the object looked like just before this change, whatever the view holds
 // by now and whichever replica routed the earlier record: the decision is a function of the
 // stream alone, which `replay` can reproduce. When that record has aged out (or there was
-// none), the object counts as new, which wakes a superset and never misses work.
+// none), or belongs to an earlier incarnation of the name (a tombstone, another uid), the
+// object counts as new, which wakes a superset and never misses work.
 //
 // Every work item's message id is derived from the record's sequence and the key, so a record
 // redelivered after a crash publishes nothing twice (within the duplicate window; beyond it a
@@ -92,6 +93,20 @@ export function previousSeqOf(headers: MsgHdrs | undefined): number {
   return Number.isSafeInteger(value) && value > 0 ? value : 0;
 }
 
+/**
+ * What the object was before a change, from the data of its previous record: undefined (absent
+ * before) unless that record is an upsert of the same object (the same uid). A tombstone carries
+ * the deleted object, and an object deleted and created again with the same name names the
+ * tombstone as its previous record: compared with the deleted incarnation, an identical new one
+ * "changed nothing" and woke nothing, so a re-created config was never assigned. An upsert of
+ * another uid is an earlier incarnation too (its tombstone never recorded).
+ */
+export function previousObjectOf(data: Uint8Array, uid: string): RecordedObject | undefined {
+  const decoded = decodeObjectEvent(data);
+  if (!decoded.ok || decoded.value.op !== 'upsert') return undefined;
+  return decoded.value.object.metadata.uid === uid ? decoded.value.object : undefined;
+}
+
 export class Router {
   private readonly deps: RouterDeps;
 
@@ -102,7 +117,7 @@ export class Router {
   readonly route = async (event: ObjectEvent, ctx: HandlerContext): Promise<void> => {
     const key = parseObjectSubject(ctx.subject);
     if (!key) return;
-    const previous = await this.previousRecord(ctx.headers);
+    const previous = await this.previousRecord(ctx.headers, event.object.metadata.uid);
     await this.deps.view.waitFor(ctx.seq);
     const change = { kind: key.kind, op: event.op, object: event.object };
     const world = assignWorldOf(this.deps.view);
@@ -133,16 +148,17 @@ export class Router {
     }
   };
 
-  private async previousRecord(headers: MsgHdrs | undefined): Promise<RecordedObject | undefined> {
+  private async previousRecord(
+    headers: MsgHdrs | undefined,
+    uid: string,
+  ): Promise<RecordedObject | undefined> {
     const seq = previousSeqOf(headers);
     if (seq === 0) return undefined;
     // Not a direct get: K8S_LATEST, a mirror with allow_direct, also answers direct gets for
     // K8S (mirror_direct) and holds only each subject's last record, so an older sequence would
     // come back "not found" whenever the mirror answered first. The stream's own get is exact.
     const stored = await this.deps.jsm.streams.getMessage(STREAMS.records, { seq });
-    if (!stored) return undefined;
-    const decoded = decodeObjectEvent(stored.data);
-    return decoded.ok ? decoded.value.object : undefined;
+    return stored ? previousObjectOf(stored.data, uid) : undefined;
   }
 
   private async publishNow(item: WorkItem, key: ObjectWorkKey): Promise<void> {
