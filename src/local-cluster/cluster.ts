@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { type Logger, pino } from 'pino';
+import { apiUrl, HttpMethod, send } from '../kube/request.ts';
 import {
   type ApiServer,
   type ControlPlaneFiles,
@@ -59,6 +60,18 @@ export interface LocalCluster extends LocalClusterInfo {
   identities: StaticIdentities;
   kubeConfigFor(identity: StaticIdentityName): KubeConfig;
   nodeAgent: NodeAgent;
+  /** nats-server, for fault tests: `stop({ kill: true })` and `launch()`, `freeze()` and `thaw()`. */
+  nats: NatsServer;
+  /**
+   * Stops kube-apiserver (SIGKILL unless `signal` says otherwise) and starts it again with the
+   * same flags, on the same port, over the same etcd, once `downMs` more have passed; resolves
+   * when its /readyz answers ok (what a load balancer in front of it waits for), with when it
+   * went down and when it was ready again (`Date.now()` ms).
+   */
+  restartApiServer(opts?: {
+    signal?: NodeJS.Signals;
+    downMs?: number;
+  }): Promise<{ stoppedAtMs: number; readyAtMs: number }>;
   /** Every process the cluster runs: control plane, NATS and pods. */
   pids(): { name: string; pid: number }[];
   /** What nats-server refused a component's user so far (`NatsServer.permissionViolations`). */
@@ -108,6 +121,20 @@ async function waitForApiServer(api: ApiServer, admin: KubeConfig): Promise<void
       return true;
     },
     { timeoutMs: 90_000, intervalMs: 250 },
+  );
+}
+
+/** Until the apiserver's /readyz answers 200: every post-start hook done, CRDs served. */
+async function waitForApiServerReady(api: ApiServer, admin: KubeConfig): Promise<void> {
+  await waitFor(
+    'kube-apiserver to be ready (/readyz)',
+    async () => {
+      if (!api.process.running) throw new Error(`kube-apiserver exited; see ${api.process.logFile}`);
+      const res = await send(admin, HttpMethod.GET, apiUrl(admin, '/readyz')).catch(() => undefined);
+      await res?.body?.cancel();
+      return res?.status === 200 ? true : undefined;
+    },
+    { timeoutMs: 90_000, intervalMs: 100 },
   );
 }
 
@@ -202,6 +229,17 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
     await nodeAgent.start();
 
     const agent = nodeAgent;
+    const restartApiServer = async ({ signal = 'SIGKILL' as NodeJS.Signals, downMs = 0 } = {}) => {
+      const old = api.process;
+      old.kill(signal);
+      await old.whenExited();
+      const stoppedAtMs = Date.now();
+      if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
+      api.process = old.respawn();
+      processes[processes.indexOf(old)] = api.process;
+      await waitForApiServerReady(api, admin);
+      return { stoppedAtMs, readyAtMs: Date.now() };
+    };
     return {
       dir,
       endpoint,
@@ -214,6 +252,8 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
       identities,
       kubeConfigFor,
       nodeAgent: agent,
+      nats,
+      restartApiServer,
       natsPermissionViolations: () => nats.permissionViolations(),
       pids: () => [
         ...processes.flatMap((p) => (p.running && p.pid !== undefined ? [{ name: p.name, pid: p.pid }] : [])),

@@ -23,8 +23,12 @@ export class ManagedProcess {
   private readonly child: ChildProcess;
   private readonly exited: Promise<number | null>;
   private exitCode: number | null | undefined;
+  private readonly spec: ProcessSpec;
+  private readonly log: Logger;
 
   constructor(spec: ProcessSpec, log: Logger) {
+    this.spec = spec;
+    this.log = log;
     this.name = spec.name;
     this.logFile = spec.logFile;
     const out = createWriteStream(spec.logFile, { flags: 'a' });
@@ -63,9 +67,21 @@ export class ManagedProcess {
     return this.exited;
   }
 
-  /** Sends `signal` now (a test's SIGKILL: no drain, no goodbye); `whenExited` tells when it is gone. */
+  /**
+   * Sends `signal` now: a test's SIGKILL (no drain, no goodbye; `whenExited` tells when it is
+   * gone), or SIGSTOP and SIGCONT (a process that is alive but answers nothing, then resumes).
+   */
   kill(signal: NodeJS.Signals): void {
     if (this.running) this.child.kill(signal);
+  }
+
+  /**
+   * The same command again, with the same arguments, environment and log file (appended): a
+   * restarted server comes back on the ports and state its flags name. Only once this one exited.
+   */
+  respawn(): ManagedProcess {
+    if (this.running) throw new Error(`${this.name} is still running: stop it before respawning it`);
+    return new ManagedProcess(this.spec, this.log);
   }
 
   /** SIGTERM, then SIGKILL once the grace period is over. Resolves when the process is gone. */

@@ -85,11 +85,40 @@ export class NatsServer {
     return this.current instanceof ManagedProcess ? this.current.pid : undefined;
   }
 
-  /** Stops the server (SIGTERM, or SIGKILL with `kill`); its store stays for `launch()`. */
+  /**
+   * Stops the server (SIGTERM, or SIGKILL with `kill`: no shutdown at all, as a crash or an OOM
+   * kill ends it); its store stays for `launch()`.
+   */
   async stop(opts: { kill?: boolean } = {}): Promise<void> {
     const current = this.current;
-    if (current instanceof ManagedProcess) await current.stop(opts.kill ? 0 : 5_000);
-    else await current?.stop(opts);
+    if (current instanceof ManagedProcess) {
+      if (!opts.kill) return current.stop(5_000);
+      current.kill('SIGKILL');
+      await current.whenExited();
+    } else await current?.stop(opts);
+  }
+
+  /**
+   * SIGSTOP: the server keeps its sockets open but answers nothing, sends no heartbeat and
+   * accepts no connection, as a server stalled by its host does; `thaw()` resumes it. Only on the
+   * process backend (a container would be paused by its runtime instead).
+   */
+  freeze(): void {
+    this.signal('SIGSTOP');
+  }
+
+  /** SIGCONT: a frozen server resumes where it stopped; its clients' connections may have given up meanwhile. */
+  thaw(): void {
+    this.signal('SIGCONT');
+  }
+
+  private signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    const current = this.current;
+    if (!(current instanceof ManagedProcess))
+      throw new Error(
+        `nats-server ${signal}: only when it runs as a process (SWITCHYARD_NATS_BACKEND=process)`,
+      );
+    current.kill(signal);
   }
 
   /** Starts the server (again) on the same ports and store; resolves once JetStream is healthy. */
