@@ -34,6 +34,8 @@ const sink = {
   publish(served: ReadonlySet<string>, set: ExpectedSet) {
     published = { served: served.size, expected: set };
   },
+  settled: () => true,
+  whenPublished: () => Promise.resolve(true),
 };
 const heapBefore = heapAfterGc();
 const view = new ObjectView([...REPLICA_VIEW_KINDS], log);

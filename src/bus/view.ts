@@ -1,6 +1,7 @@
-import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { observeViewLag } from '../metrics/worker-metrics.ts';
+import { type Clock, systemClock } from '../runtime/clock.ts';
 import { followLatest, type LatestFollower } from './follow-latest.ts';
 import { decodeObjectEvent, type ObjectEvent, type RecordedObject } from './messages.ts';
 import {
@@ -11,6 +12,14 @@ import {
   RENEWED_KINDS,
 } from './subjects.ts';
 import { STREAMS } from './topology.ts';
+import {
+  DEFAULT_VIEW_LAG_POLICY,
+  type LagCheck,
+  ViewBehindError,
+  type ViewLag,
+  type ViewLagPolicy,
+  ViewLagTracker,
+} from './view-lag.ts';
 
 interface SeqWaiter {
   seq: number;
@@ -34,6 +43,12 @@ export type LiveRecord = ObjectEvent & { op: 'upsert' };
  * Lease renewals that change nothing else are on HEARTBEATS, not K8S (they must
  * not wake handlers); the view follows them too and answers `renewTime`, so a
  * handler knows each Lease's latest renewal without turning heartbeats into work.
+ *
+ * It also knows how far behind the bus it is (`freshness`, view-lag.ts): it asks the
+ * server on a period where its consumers are, says so when it falls behind or
+ * cannot tell (a log line, `onFreshnessChange`, the view metrics), recreates its
+ * consumers when their own recovery stalls, and lets a reader wait until it is
+ * current (`waitCurrent`) before acting on what it holds.
  */
 export class ObjectView {
   private readonly objects = new Map<string, Map<string, LiveRecord>>();
@@ -43,54 +58,118 @@ export class ObjectView {
   private readonly journals = new Map<string, { base: number; names: string[] }>();
   private readonly waiters: SeqWaiter[] = [];
   private readonly changeListeners = new Set<(kind: string) => void>();
-  private readonly followers: LatestFollower[] = [];
+  private readonly freshnessListeners = new Set<(lag: ViewLag) => void>();
+  private readonly followers: { stream: string; follower: LatestFollower }[] = [];
   private appliedSeq = 0;
-  /** Per stream followed: messages still to apply after the last one applied (`info.pending`). */
+  /** Per stream followed: messages not applied yet, at the last check. */
   private readonly pending = new Map<string, number>();
   private unobserve: () => void = () => undefined;
   private readonly kinds: ReadonlySet<string>;
   private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly lagPolicy: Readonly<ViewLagPolicy>;
+  private readonly tracker: ViewLagTracker;
+  private readonly stopping = new AbortController();
+  private lastState: ViewLag['state'] | undefined;
 
-  constructor(kinds: readonly string[], log: Logger) {
+  constructor(
+    kinds: readonly string[],
+    log: Logger,
+    opts: { lag?: Partial<ViewLagPolicy>; clock?: Clock } = {},
+  ) {
     this.kinds = new Set(kinds);
     this.log = log;
+    this.clock = opts.clock ?? systemClock;
+    this.lagPolicy = { ...DEFAULT_VIEW_LAG_POLICY, ...opts.lag };
+    this.tracker = new ViewLagTracker(this.lagPolicy, this.clock.monotonic());
   }
 
   /** Starts following the bus; resolves once the view holds everything recorded before the call. */
   async start(js: JetStreamClient): Promise<void> {
     this.unobserve = observeViewLag(this);
-    this.followers.push(
-      await followLatest({
+    this.followers.push({
+      stream: STREAMS.latest,
+      follower: await followLatest({
         js,
         stream: STREAMS.latest,
         filters: ['k8s.>'],
-        onMessage: (m) => this.applyRecord(m),
+        onMessage: (m) => {
+          this.apply(m);
+          this.settleOpenQuestion();
+        },
         log: this.log,
       }),
-    );
+    });
     const renewed = RENEWED_KINDS.filter((kind) => this.kinds.has(kind));
     if (renewed.length > 0) {
-      this.followers.push(
-        await followLatest({
+      this.followers.push({
+        stream: STREAMS.heartbeats,
+        follower: await followLatest({
           js,
           stream: STREAMS.heartbeats,
           filters: renewed.map((kind) => kindFilter('hb', kind)),
-          onMessage: (m) => this.applyHeartbeat(m),
+          onMessage: (m) => {
+            this.applyHeartbeat(m);
+            this.settleOpenQuestion();
+          },
           log: this.log,
         }),
-      );
+      });
     }
-    await Promise.all(this.followers.map((f) => f.caughtUp));
+    await Promise.all(this.followers.map((f) => f.follower.caughtUp));
+    const jsm = await js.jetstreamManager();
+    await this.checkLag(jsm);
+    void this.followLag(jsm);
   }
 
   stop(): void {
-    for (const f of this.followers) f.stop();
+    this.stopping.abort();
+    for (const f of this.followers) f.follower.stop();
     this.unobserve();
   }
 
-  /** How far behind each stream the view is, in messages, as of the last message applied. */
+  /** Per stream followed: messages the bus held that the view had not applied, at the last check. */
   lag(): ReadonlyMap<string, number> {
     return this.pending;
+  }
+
+  /** How far behind the bus the view is now, and since when (view-lag.ts). */
+  freshness(): ViewLag {
+    return this.tracker.lag(this.clock.monotonic());
+  }
+
+  /** Calls `listener` whenever the view's freshness is checked (about every `checkEveryMs`); returns the unsubscribe. */
+  onFreshnessChange(listener: (lag: ViewLag) => void): () => void {
+    this.freshnessListeners.add(listener);
+    return () => this.freshnessListeners.delete(listener);
+  }
+
+  /**
+   * Resolves once the view is current (at once if it is); rejects with a `ViewBehindError` after
+   * `timeoutMs`, or when `signal` aborts. What a decision that needs the present state waits on.
+   */
+  waitCurrent(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (this.freshness().state === 'current') return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const finish = (err?: Error) => {
+        clearTimeout(timer);
+        unsubscribe();
+        signal?.removeEventListener('abort', aborted);
+        if (err) reject(err);
+        else resolve();
+      };
+      const aborted = () => finish(signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
+      const timer = setTimeout(() => {
+        const lag = this.freshness();
+        finish(
+          new ViewBehindError(`the view did not become current within ${timeoutMs} ms: ${lag.reason}`, lag),
+        );
+      }, timeoutMs);
+      const unsubscribe = this.onFreshnessChange((lag) => {
+        if (lag.state === 'current') finish();
+      });
+      signal?.addEventListener('abort', aborted, { once: true });
+    });
   }
 
   get sequence(): number {
@@ -107,15 +186,27 @@ export class ObjectView {
     return () => this.changeListeners.delete(listener);
   }
 
-  /** Resolves once every record up to stream sequence `seq` has been applied. */
-  waitFor(seq: number, timeoutMs = 30_000): Promise<void> {
+  /**
+   * Resolves once every record up to stream sequence `seq` has been applied and the view is
+   * current (`waitCurrent`): a decision is made neither on state older than its cause nor on a
+   * view that has fallen behind the bus since. Rejects with a `ViewBehindError` (retried, never
+   * dead-lettered: runtime/errors.ts) when either takes longer than `timeoutMs`.
+   */
+  async waitFor(seq: number, timeoutMs = DEFAULT_WAIT_MS): Promise<void> {
+    const startedAt = this.clock.monotonic();
+    await this.waitForSeq(seq, timeoutMs);
+    await this.waitCurrent(Math.max(0, timeoutMs - (this.clock.monotonic() - startedAt)));
+  }
+
+  private waitForSeq(seq: number, timeoutMs: number): Promise<void> {
     if (this.appliedSeq >= seq) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
         () =>
           reject(
-            new Error(
+            new ViewBehindError(
               `view did not reach stream sequence ${seq} within ${timeoutMs} ms (at ${this.appliedSeq})`,
+              this.freshness(),
             ),
           ),
         timeoutMs,
@@ -188,11 +279,6 @@ export class ObjectView {
     return Date.parse(heartbeat) > Date.parse(recorded) ? heartbeat : recorded;
   }
 
-  private applyRecord(m: JsMsg): void {
-    this.pending.set(STREAMS.latest, m.info.pending);
-    this.apply(m);
-  }
-
   /**
    * Applies one record of K8S (or its mirror) as if the view had followed it: what `switchyard
    * replay` feeds a view with to rebuild it at a past sequence, in stream order.
@@ -258,14 +344,112 @@ export class ObjectView {
   }
 
   private applyHeartbeat(m: JsMsg): void {
-    this.pending.set(STREAMS.heartbeats, m.info.pending);
     const key = parseObjectSubject(m.subject);
     if (!key) return;
     const decoded = decodeObjectEvent(m.data);
     const renewTime = decoded.ok ? renewTimeOf(decoded.value.object) : undefined;
     if (renewTime !== undefined) this.renewals.set(fullKey(key), renewTime);
   }
+  /** Checks the view's lag every `checkEveryMs` until stopped; restarts the followers when they stall. */
+  private async followLag(jsm: JetStreamManager): Promise<void> {
+    const signal = this.stopping.signal;
+    while (!signal.aborted) {
+      await this.clock.sleep(this.lagPolicy.checkEveryMs, signal);
+      if (signal.aborted) return;
+      await this.checkLag(jsm);
+      const nowMs = this.clock.monotonic();
+      if (this.tracker.shouldRestart(nowMs)) {
+        this.tracker.restarted(nowMs);
+        this.log.warn({ ...this.freshness() }, 'view stalled: recreating its consumers');
+        await Promise.all(
+          this.followers.map(({ stream, follower }) =>
+            follower
+              .restart()
+              .catch((err) => this.log.warn({ err, stream }, 'could not recreate a consumer')),
+          ),
+        );
+      }
+    }
+  }
+
+  /**
+   * One question to the server: the last sequence of the stream behind each follower (K8S for
+   * the latest-state mirror, which keeps K8S's sequences; an empty stream has nothing to reach).
+   */
+  private async checkLag(jsm: JetStreamManager): Promise<void> {
+    const sentAtMs = this.clock.monotonic();
+    let check: LagCheck;
+    try {
+      const infos = await withTimeout(
+        Promise.all(this.followers.map(({ stream }) => jsm.streams.info(originOf(stream)))),
+        Math.max(this.lagPolicy.checkEveryMs, 1_000),
+      );
+      const lastSeqs = infos.map((info) => (info.state.messages > 0 ? info.state.last_seq : 0));
+      check = { answered: true, sentAtMs, lastSeqs };
+    } catch (err) {
+      check = { answered: false, sentAtMs, error: err instanceof Error ? err.message : String(err) };
+    }
+    this.tracker.record(check);
+    this.progressed();
+    const lag = this.tracker.lag(this.clock.monotonic());
+    this.followers.forEach(({ stream }, i) => {
+      if (check.answered) this.pending.set(stream, Math.max(0, (check.lastSeqs[i] ?? 0) - this.appliedOf(i)));
+    });
+    this.logTransition(lag);
+    for (const listener of this.freshnessListeners) listener(lag);
+  }
+
+  /** A record that reaches the bus's last answer confirms the view at once, not at the next check. */
+  private settleOpenQuestion(): void {
+    if (!this.tracker.wouldSettle(this.followers.map((_, i) => this.appliedOf(i)))) return;
+    this.progressed();
+    const lag = this.tracker.lag(this.clock.monotonic());
+    this.logTransition(lag);
+    for (const listener of this.freshnessListeners) listener(lag);
+  }
+
+  private appliedOf(follower: number): number {
+    return this.followers[follower]?.follower.handedSeq ?? 0;
+  }
+
+  /** Tells the tracker what the followers applied; called per check, and per record while a question is open. */
+  private progressed(): void {
+    this.tracker.progress(
+      this.followers.map((_, i) => this.appliedOf(i)),
+      this.clock.monotonic(),
+    );
+  }
+
+  private logTransition(lag: ViewLag): void {
+    if (lag.state === this.lastState) return;
+    const previous = this.lastState;
+    this.lastState = lag.state;
+    if (lag.state === 'current') {
+      if (previous !== undefined) this.log.info({ viewSeq: this.appliedSeq }, 'view current again');
+      return;
+    }
+    this.log.warn(
+      { state: lag.state, behindBy: lag.behindBy, viewSeq: this.appliedSeq, reason: lag.reason },
+      'view is not current: decisions that need the present state wait',
+    );
+  }
 }
+
+/** The stream whose sequences a followed stream carries: the mirror's origin, or itself. */
+function originOf(stream: string): string {
+  return stream === STREAMS.latest ? STREAMS.records : stream;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** How long a decision waits for its view by default: below every concern's ack wait (30 s), so the item is handed back in time. */
+const DEFAULT_WAIT_MS = 10_000;
 
 /** Changes a journal keeps beyond twice its kind's objects, so a small kind is not compacted on every write. */
 const JOURNAL_SLACK = 4_096;

@@ -6,6 +6,7 @@
 // per client, or across the whole fleet of replicas.
 import { z } from 'zod';
 import { MAX_RATE_PER_SECOND } from '../bus/pacer/slots.ts';
+import type { ViewLagPolicy } from '../bus/view-lag.ts';
 
 /**
  * Environment variables and flags are text: accept a numeric string where a
@@ -213,6 +214,33 @@ const handover = z
   })
   .strict();
 
+// Defaults are DEFAULT_VIEW_LAG_POLICY's (src/bus/view-lag.ts), where the reasoning behind them lives.
+const view = z
+  .object({
+    checkEveryMilliseconds: numeric(z.number().int().min(100))
+      .default(2_000)
+      .describe(
+        'How often every view (each worker’s and each webhook-server replica’s) asks the bus for the last sequence ' +
+          'of each stream it follows, to know how far behind it is, in ms, per process: one stream-info request per ' +
+          'followed stream (one or two) per check.',
+      ),
+    maxLagSeconds: numeric(z.number().positive())
+      .default(6)
+      .describe(
+        'A view is current while it was confirmed, within this many seconds, to hold everything the bus held. ' +
+          'Past it, a handler waits before deciding, a worker reports not ready, and a webhook-server replica ' +
+          'publishes "cannot tell" in its served-set Lease and keeps every plan it holds (docs/reliability.md). ' +
+          'Per process; keep it well below webhook.drainSeconds.',
+      ),
+    restartAfterSeconds: numeric(z.number().positive())
+      .default(15)
+      .describe(
+        'A view that is behind the bus and applies nothing for this many seconds recreates its consumers, in ' +
+          'case the NATS client’s own recovery stalled. Per process.',
+      ),
+  })
+  .strict();
+
 /** Environment variables and flags are text: "true" and "false" are the booleans they spell. */
 function flag<T extends z.ZodBoolean>(schema: T) {
   return z.preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), schema);
@@ -223,11 +251,14 @@ const webhook = z
     drainSeconds: numeric(z.number().min(0))
       .default(30)
       .describe(
-        'How long a webhook-server replica keeps serving a target after its last reason to hold it ended (the ' +
-          'target no longer names this instance and is assigned elsewhere), in seconds, per replica. The apiserver ' +
-          'keeps calling the old Service for a moment after a repoint: requests already sent, and the old storage of ' +
-          'the resource converting events for open watches until it is torn down. Cover the longest conversion ' +
-          'request the apiserver may still have in flight. Per process: every replica drains on its own clock.',
+        'How long a webhook-server replica keeps a plan after a current view first showed that the target no ' +
+          'longer names this instance and is assigned elsewhere, in seconds, per replica. The target leaves the ' +
+          'replica’s Lease at once; the plan is dropped only once that evidence, the Lease’s silence about the ' +
+          'target and the last review it served are each this old, and never while the view is behind the bus. ' +
+          'The apiserver keeps calling the old Service for a moment after a repoint: requests already sent, and the ' +
+          'old storage of the resource converting events for open watches until it is torn down. Cover the longest ' +
+          'conversion request the apiserver may still have in flight, and keep it well above view.maxLagSeconds. ' +
+          'Per process: every replica drains on its own clock.',
       ),
     unsafeDropPlanOnReassign: flag(z.boolean())
       .default(false)
@@ -248,12 +279,22 @@ export const configSchema = z
     log: log.prefault({}),
     admission: admission.prefault({}),
     handover: handover.prefault({}),
+    view: view.prefault({}),
     webhook: webhook.prefault({}),
   })
   .strict();
 
 export type Config = z.infer<typeof configSchema>;
 export type KubernetesConfig = Config['kubernetes'];
+
+/** The view-lag policy a process's views run with (bus/view-lag.ts). */
+export function viewLagPolicyOf(config: Config['view']): ViewLagPolicy {
+  return {
+    checkEveryMs: config.checkEveryMilliseconds,
+    maxLagMs: config.maxLagSeconds * 1000,
+    restartAfterMs: config.restartAfterSeconds * 1000,
+  };
+}
 
 /** The configuration with every default: what a process runs with when nothing is set. */
 export function defaultConfig(): Config {

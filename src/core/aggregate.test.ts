@@ -77,14 +77,16 @@ describe('instance aggregate', () => {
         lease('ok', set(['a.x.io'])),
         lease('big', { kind: 'truncated', servedCount: 60_000 }),
         lease('bad', { kind: 'undecodable', reason: 'unsupported format version "v9"' }),
+        lease('behind', { kind: 'viewBehind', servedCount: 3 }),
       ],
-      3,
+      4,
       NOW,
     );
-    expect(result).toMatchObject({ kind: 'unknown', reportingReplicas: 3 });
+    expect(result).toMatchObject({ kind: 'unknown', reportingReplicas: 4 });
     expect(result.kind === 'unknown' && result.unreadable.map((u) => u.why)).toEqual([
       'truncated',
       'undecodable',
+      'viewBehind',
     ]);
   });
 

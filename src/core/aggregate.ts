@@ -4,8 +4,9 @@
 // replicas publish, and a Lease not renewed within its duration is stale (the replica is
 // wedged or gone) and does not count.
 //
-// "Unknown" is an answer of its own: if any live report is truncated or cannot be decoded,
-// the intersection cannot be computed, and no partial answer is given instead.
+// "Unknown" is an answer of its own: if any live report is truncated, cannot be decoded, or comes
+// from a replica whose view of the bus is behind, the intersection cannot be computed, and no
+// partial answer is given instead.
 //
 // Clocks: liveness compares a renewTime written by a replica's node with this reader's `now`.
 // The assumption is that clocks agree to well within a lease duration (NTP keeps them within
@@ -25,7 +26,7 @@ export interface ReplicaReport {
 }
 
 /** Why a live Lease's report cannot be used. */
-export type UnreadableWhy = 'truncated' | 'undecodable' | 'renewTimeAhead';
+export type UnreadableWhy = 'truncated' | 'undecodable' | 'renewTimeAhead' | 'viewBehind';
 
 export interface Unreadable {
   replica: string;
@@ -128,6 +129,15 @@ function unreadableEntry(r: ReplicaReport, nowMs: number): Unreadable[] {
         replica: r.replica,
         why: 'truncated',
         detail: `${r.report.servedCount} targets exceed the annotation budget`,
+      },
+    ];
+  }
+  if (r.report.kind === 'viewBehind') {
+    return [
+      {
+        replica: r.replica,
+        why: 'viewBehind',
+        detail: `its view of the bus is not current (${r.report.servedCount} plans held)`,
       },
     ];
   }

@@ -88,6 +88,15 @@ describe('the lease aggregate of an instance', () => {
       states: { p1: 'live', p2: 'truncated' },
     },
     {
+      name: 'a replica whose view is behind the bus: cannot tell',
+      leases: [lease('p1', ['a.x.io']), lease('p2', [], { value: 'v2.b.7' })],
+      ready: ['p1', 'p2'],
+      served: undefined,
+      reporting: 2,
+      reason: 'ReportViewBehind',
+      states: { p1: 'live', p2: 'viewBehind' },
+    },
+    {
       name: 'garbage in the annotation: undecodable',
       leases: [lease('p1', ['a.x.io']), lease('p2', [], { value: 'v2.n.!!!' })],
       ready: ['p1', 'p2'],

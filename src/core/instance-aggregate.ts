@@ -43,7 +43,8 @@ export type ServedTargetsReason =
   | 'NoReadyPods'
   | 'ReportTruncated'
   | 'ReportUndecodable'
-  | 'ReportRenewTimeAhead';
+  | 'ReportRenewTimeAhead'
+  | 'ReportViewBehind';
 
 /** A served-set Lease as read off the view: plain data. */
 export interface LeaseFacts {
@@ -59,7 +60,7 @@ export interface LeaseFacts {
 }
 
 /** How one Lease's report reads at `now`, in the order a reader trusts it. */
-export type ReportState = 'live' | 'stale' | 'truncated' | 'undecodable' | 'futureSkewed';
+export type ReportState = 'live' | 'stale' | 'truncated' | 'undecodable' | 'futureSkewed' | 'viewBehind';
 
 export interface PodReport {
   pod: string;
@@ -183,6 +184,13 @@ function podReportOf(lease: LeaseFacts, report: ReplicaReport, nowMs: number): P
       detail: `${decoded.servedCount} targets exceed the annotation budget`,
     };
   }
+  if (decoded.kind === 'viewBehind') {
+    return {
+      ...base,
+      state: 'viewBehind',
+      detail: `its view of the bus is not current (${decoded.servedCount} plans held)`,
+    };
+  }
   if (decoded.kind === 'undecodable') return { ...base, state: 'undecodable', detail: decoded.reason };
   return { ...base, state: 'live' };
 }
@@ -197,6 +205,7 @@ const UNREADABLE_REASON: Record<UnreadableState, ServedTargetsReason> = {
   truncated: 'ReportTruncated',
   undecodable: 'ReportUndecodable',
   futureSkewed: 'ReportRenewTimeAhead',
+  viewBehind: 'ReportViewBehind',
 };
 
 /**

@@ -10,6 +10,7 @@ import {
   type ExpectedSet,
   encodeServedSet,
   expectedSetOf,
+  viewBehindMarker,
 } from './served-set-codec.ts';
 
 const nameArb = fc.oneof(
@@ -164,6 +165,18 @@ describe('served-set codec', () => {
     const value = encodeServedSet(served, expectedSetOf([]), { budgetBytes: 2_000 });
     expect(value).toBe('v2.t.5000');
     expect(decodeServedSet(value, expectedSetOf([]))).toEqual({ kind: 'truncated', servedCount: 5000 });
+  });
+
+  it('says "view behind" with the count of plans held, never a set, and reads it back as such', () => {
+    expect(viewBehindMarker(12)).toBe('v2.b.12');
+    expect(decodeServedSet('v2.b.12', expectedSetOf(['a.x.io']))).toEqual({
+      kind: 'viewBehind',
+      servedCount: 12,
+    });
+    expect(decodeServedSet('v2.b.x', expectedSetOf([]))).toEqual({
+      kind: 'undecodable',
+      reason: 'view behind: bad count',
+    });
   });
 
   it('stays within the budget whatever it encodes', () => {

@@ -18,7 +18,10 @@
 // The format is versioned in the value (`v2.<form>.<body>`); a reader refuses any other
 // version, v1 included (it had no checksum, so a reader could not tell a corrupted v1 value
 // from a good one). Over budget, the value is an explicit truncation marker, never a partial
-// list.
+// list. A replica whose view of the bus is not current publishes a "view behind" marker instead
+// of a set: it holds plans, but whether they are the ones the present state calls for (the
+// config's latest rules, a target moved onto it meanwhile) it cannot tell, so neither can a
+// reader (bus/view-lag.ts).
 //
 // Integrity: a body starts with a 128-bit checksum (SHA-256 prefix) over the form and the whole
 // uncompressed payload; a mismatch, or any byte after the deflate stream, is undecodable. A
@@ -57,6 +60,7 @@ const FORMAT_VERSION = 'v2';
 const FORM_NAMES = 'n';
 const FORM_EXPECTED = 'e';
 const FORM_TRUNCATED = 't';
+const FORM_VIEW_BEHIND = 'b';
 
 // Form choice: a small set is published as names (self-contained: cheap, and a fresh instance's
 // first targets are exactly when views differ); otherwise the digest form, which is smaller
@@ -119,6 +123,8 @@ export type DecodedServedSet =
   /** `served`: certainly servable. `unsettled`: expected by the reader, but its bucket's digest differs. */
   | { kind: 'set'; served: ReadonlySet<string>; unsettled: ReadonlySet<string> }
   | { kind: 'truncated'; servedCount: number }
+  /** The replica's view of the bus was not current: it cannot tell whether its plans are the present ones. */
+  | { kind: 'viewBehind'; servedCount: number }
   | { kind: 'undecodable'; reason: string };
 
 export interface EncodeOptions {
@@ -157,6 +163,8 @@ export function decodeServedSet(value: string, expected: ExpectedSet): DecodedSe
       return decodeExpectedForm(body, expected);
     case FORM_TRUNCATED:
       return decodeTruncated(body);
+    case FORM_VIEW_BEHIND:
+      return decodeViewBehind(body);
     default:
       return undecodable(`unknown form "${form?.slice(0, 16)}"`);
   }
@@ -267,6 +275,11 @@ function truncatedMarker(servedCount: number): string {
   return `${FORMAT_VERSION}.${FORM_TRUNCATED}.${servedCount}`;
 }
 
+/** What a replica publishes while its view is not current: how many plans it holds, and nothing it could be held to. */
+export function viewBehindMarker(servedCount: number): string {
+  return `${FORMAT_VERSION}.${FORM_VIEW_BEHIND}.${servedCount}`;
+}
+
 /** A body's parts once its checksum holds: the header, read on by the caller, and the payload. */
 interface Opened {
   header: ByteReader;
@@ -366,8 +379,17 @@ function agreedBuckets(ours: Uint8Array, theirs: Uint8Array, bucketCount: number
 }
 
 function decodeTruncated(body: string): DecodedServedSet {
-  if (!/^(0|[1-9][0-9]{0,9})$/.test(body)) return undecodable('truncated: bad count');
+  if (!isCount(body)) return undecodable('truncated: bad count');
   return { kind: 'truncated', servedCount: Number(body) };
+}
+
+function decodeViewBehind(body: string): DecodedServedSet {
+  if (!isCount(body)) return undecodable('view behind: bad count');
+  return { kind: 'viewBehind', servedCount: Number(body) };
+}
+
+function isCount(body: string): boolean {
+  return /^(0|[1-9][0-9]{0,9})$/.test(body);
 }
 
 function bucketCountFor(expectedSize: number): number {

@@ -11,7 +11,7 @@ import { type Handler, type HandlerConsumerSpec, startHandlerRuntime } from '../
 import { topologyOptions } from '../bus/topology.ts';
 import { ObjectView } from '../bus/view.ts';
 import { loadConfig } from '../config/load.ts';
-import type { Config } from '../config/schema.ts';
+import { type Config, viewLagPolicyOf } from '../config/schema.ts';
 import { createKubeClients, type KubeClients } from '../kube/clients.ts';
 import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
 import { workerMetricsToServe } from '../metrics/worker-metrics.ts';
@@ -40,7 +40,7 @@ export interface HandlerProcess<T> {
 
 /**
  * What every worker on the bus starts from: its configuration, logger, probes, bus (topology
- * verified) and view. Ready while connected to NATS, once its view read what was recorded.
+ * verified) and view. Ready while connected to NATS and its view is current.
  */
 export interface Worker {
   config: Config;
@@ -71,8 +71,14 @@ export async function startWorker(
   });
   const connection = followConnection(bus.nc);
   health.require('nats', () => (connection.connected() ? undefined : 'disconnected from NATS, reconnecting'));
-  const view = new ObjectView(viewKinds, log);
+  const view = new ObjectView(viewKinds, log, { lag: viewLagPolicyOf(config.view) });
   await view.start(bus.js);
+  // Not ready while the view is behind the bus or cannot tell: its handlers wait before deciding
+  // (ObjectView.waitFor), and a rollout should not count on a worker that cannot act.
+  health.require('view', () => {
+    const lag = view.freshness();
+    return lag.state === 'current' ? undefined : `view ${lag.state}: ${lag.reason}`;
+  });
   started = true;
   return { config, log, health, bus, view };
 }

@@ -148,13 +148,18 @@ describe('the worker metrics', () => {
   });
 
   it('render a view’s lag, the apiserver’s answers and the handover’s decisions', async () => {
-    const stop = observeViewLag({ lag: () => new Map([['K8S_LATEST', 12]]) });
+    const stop = observeViewLag({
+      lag: () => new Map([['K8S_LATEST', 12]]),
+      freshness: () => ({ state: 'behind', confirmedAgoMs: 7_500 }),
+    });
     countKubeResponse('writes', 'PATCH', 409);
     countKubeResponse('informers', 'GET', 'error');
     countHandoverDecision('wait', 'HandoverPending');
     try {
       const text = await registry.metrics();
       expect(text).toContain('switchyard_view_lag_messages{stream="K8S_LATEST"} 12');
+      expect(text).toContain('switchyard_view_current 0');
+      expect(text).toContain('switchyard_view_unconfirmed_seconds 7.5');
       expect(text).toContain('switchyard_kube_requests_total{client="writes",method="PATCH",code="409"} 1');
       expect(text).toContain(
         'switchyard_kube_requests_total{client="informers",method="GET",code="error"} 1',

@@ -13,6 +13,7 @@
 // and the end-to-end run scrapes each one from the running workers.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { ConsumerState, HandlerCounters, HandlerRuntime } from '../bus/runtime/handler-runtime.ts';
+import type { ViewLag } from '../bus/view-lag.ts';
 import type { EventCounters } from '../kube/event-recorder.ts';
 import { HistogramFamily } from './bucket-counts.ts';
 
@@ -179,8 +180,10 @@ consumerGauge(
 
 /** What a view reports of how far behind the stream it is. */
 export interface ViewLagSource {
-  /** Per stream followed: messages still to apply after the last one applied. */
+  /** Per stream followed: sequences between the last applied and the bus's last answer. */
   lag(): ReadonlyMap<string, number>;
+  /** Whether the view is current, and since when it was last confirmed so (bus/view-lag.ts). */
+  freshness(): Pick<ViewLag, 'state' | 'confirmedAgoMs'>;
 }
 
 const views = new Set<ViewLagSource>();
@@ -192,7 +195,7 @@ export function observeViewLag(view: ViewLagSource): () => void {
 
 new Gauge({
   name: 'switchyard_view_lag_messages',
-  help: 'Messages of a stream a worker’s view has not applied yet: its decisions wait on them (per stream; the largest view of the process).',
+  help: 'Records of a stream a worker’s view had not applied at its last check of the bus, an upper bound (per stream; the largest view of the process).',
   labelNames: ['stream'] as const,
   registers: [workerRegistry],
   collect() {
@@ -201,6 +204,33 @@ new Gauge({
     for (const view of views)
       for (const [stream, lag] of view.lag()) worst.set(stream, Math.max(lag, worst.get(stream) ?? 0));
     for (const [stream, lag] of worst) this.set({ stream }, lag);
+  },
+});
+
+new Gauge({
+  name: 'switchyard_view_current',
+  help: 'Whether every view of the process is current: 1 when each was confirmed to hold what the bus held within view.maxLagSeconds, 0 when one is behind or cannot tell (decisions that need the present state wait).',
+  registers: [workerRegistry],
+  collect() {
+    this.set([...views].every((view) => view.freshness().state === 'current') ? 1 : 0);
+  },
+});
+
+new Gauge({
+  name: 'switchyard_view_unconfirmed_seconds',
+  help: 'Seconds since the least fresh view of the process was last confirmed to hold what the bus held (−1: never).',
+  registers: [workerRegistry],
+  collect() {
+    let worst = 0;
+    for (const view of views) {
+      const ago = view.freshness().confirmedAgoMs;
+      if (ago === undefined) {
+        this.set(-1);
+        return;
+      }
+      worst = Math.max(worst, ago / 1000);
+    }
+    this.set(worst);
   },
 });
 
@@ -307,4 +337,26 @@ export function countHandoverDecision(action: string, reason: string): void {
 export function countHandoverRepoint(reason: string, waitedSeconds: number): void {
   handoverRepoints.inc({ reason });
   handoverWait.observe({ reason }, Math.max(0, waitedSeconds));
+}
+
+// --- resync (handlers/resync.ts)
+
+const resyncRounds = new Counter({
+  name: 'switchyard_resync_rounds_total',
+  help: 'Resync rounds of a handler concern (every key reconciled again from the view), by round (start, period) and result (published; skipped: an earlier round was still being released; failed: given up until the next round).',
+  labelNames: ['concern', 'round', 'result'] as const,
+  registers: [workerRegistry],
+});
+
+const resyncKeys = new Counter({
+  name: 'switchyard_resync_keys_total',
+  help: 'Keys a handler concern published for resync (each one a work item, released at resync.ratePerSecond).',
+  labelNames: ['concern'] as const,
+  registers: [workerRegistry],
+});
+
+/** One resync round of `concern` and how it ended; `keys` published in it. */
+export function countResyncRound(concern: string, round: string, result: string, keys: number): void {
+  resyncRounds.inc({ concern, round, result });
+  resyncKeys.inc({ concern }, keys);
 }

@@ -45,6 +45,7 @@ import {
   encodeServedSet,
   expectedSetOf,
   isTruncationMarker,
+  viewBehindMarker,
 } from '../core/served-set-codec.ts';
 import type { WritesClient } from '../kube/clients.ts';
 import { isConflict, isNotFound, statusOf } from '../kube/errors.ts';
@@ -294,6 +295,8 @@ export interface LeasePublisherStats {
   lastEncodedBytes: number;
   /** Whether the last published value is the codec's truncation marker. */
   truncated: boolean;
+  /** Whether the last published value says the replica's view is behind the bus ("cannot tell"). */
+  viewBehind: boolean;
   /** Names in the last published set. */
   servedCount: number;
   /** The renewTime of the last successful write of either kind. */
@@ -305,6 +308,7 @@ interface Input {
   version: number;
   served: ReadonlySet<string>;
   expected: ExpectedSet;
+  viewBehind: boolean;
 }
 
 const NOTHING_EXPECTED = expectedSetOf([]);
@@ -336,6 +340,7 @@ export class LeasePublisher {
     consecutiveFailures: 0,
     lastEncodedBytes: 0,
     truncated: false,
+    viewBehind: false,
     servedCount: 0,
     lastRenewTime: undefined as string | undefined,
   };
@@ -353,20 +358,36 @@ export class LeasePublisher {
 
   /**
    * The set this replica can serve now (targets with a compiled, servable plan) against the
-   * shared expected set. The first call starts publishing; a later one that changes the encoded
+   * shared expected set; with `viewBehind`, the "cannot tell" marker instead (the replica's view
+   * is behind the bus). The first call starts publishing; a later one that changes the encoded
    * value is published at once. Never blocks and never throws: the loop does the work.
    */
-  publish(served: Iterable<string>, expected: ExpectedSet): void {
+  publish(served: Iterable<string>, expected: ExpectedSet, opts: { viewBehind?: boolean } = {}): void {
     if (this.withdrawing || this.stopped) {
       this.log.debug('set given after withdraw or stop: not published');
       return;
     }
     const set = new Set(served);
+    const viewBehind = opts.viewBehind === true;
     const current = this.input;
-    if (current && current.expected === expected && sameMembers(current.served, set)) return;
-    this.input = { version: (current?.version ?? -1) + 1, served: set, expected };
+    if (
+      current &&
+      current.viewBehind === viewBehind &&
+      current.expected === expected &&
+      sameMembers(current.served, set)
+    )
+      return;
+    this.input = { version: (current?.version ?? -1) + 1, served: set, expected, viewBehind };
     this.changed.abort();
     this.ensureLoop();
+  }
+
+  /**
+   * Whether the Lease holds the set last given (nothing is on its way), or nothing was ever
+   * written: either way a target missing from the last set is reported nowhere.
+   */
+  settled(): boolean {
+    return this.counters.publishes === 0 || this.publishedVersion === this.input?.version;
   }
 
   /**
@@ -406,6 +427,7 @@ export class LeasePublisher {
         version: (this.input?.version ?? -1) + 1,
         served: new Set(),
         expected: NOTHING_EXPECTED,
+        viewBehind: false,
       };
       this.log.info('withdrawing: publishing the empty set, then no more renewals');
       this.changed.abort();
@@ -503,11 +525,13 @@ export class LeasePublisher {
 
   private encode(input: Input): string {
     if (this.encoded?.version !== input.version) {
-      const value = encodeServedSet(
-        input.served,
-        input.expected,
-        this.o.budgetBytes === undefined ? {} : { budgetBytes: this.o.budgetBytes },
-      );
+      const value = input.viewBehind
+        ? viewBehindMarker(input.served.size)
+        : encodeServedSet(
+            input.served,
+            input.expected,
+            this.o.budgetBytes === undefined ? {} : { budgetBytes: this.o.budgetBytes },
+          );
       this.encoded = { version: input.version, value };
     }
     return this.encoded.value;
@@ -531,6 +555,7 @@ export class LeasePublisher {
       publishes: this.counters.publishes + 1,
       lastEncodedBytes: Buffer.byteLength(value),
       truncated,
+      viewBehind: input.viewBehind,
       servedCount: input.served.size,
       lastRenewTime: body.spec.renewTime,
     });

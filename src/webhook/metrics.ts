@@ -2,6 +2,7 @@
 // holds, what it publishes. prom-client keeps the registry and the text format; each replica has
 // its own registry (tests run several in one process).
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import type { ViewLag } from '../bus/view-lag.ts';
 import { BucketCounts, HistogramFamily } from '../metrics/bucket-counts.ts';
 
 export type ReviewResult = 'success' | 'failure' | 'rejected';
@@ -44,7 +45,7 @@ export class WebhookMetrics {
   private readonly latency = new Map<string, BucketCounts>();
   private readonly plansHeld = new Gauge({
     name: 'switchyard_webhook_plans_held',
-    help: 'Targets this replica holds a compiled plan for (what its Lease reports).',
+    help: 'Targets this replica holds a compiled plan for: those its Lease reports, and those draining or compiled for a review.',
     registers: [this.registry],
   });
   private readonly compileFailures = new Gauge({
@@ -54,10 +55,32 @@ export class WebhookMetrics {
   });
   /** The Lease publisher counts its own writes; the metrics read them at each scrape. */
   private leaseStats: () => LeaseStats = () => ({ publishes: 0, renewals: 0, lastEncodedBytes: 0 });
+  private viewFreshness: () => Pick<ViewLag, 'state' | 'confirmedAgoMs'> = () => ({
+    state: 'unknown',
+    confirmedAgoMs: undefined,
+  });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
     const metrics = this;
+    // The same names as a worker's (metrics/worker-metrics.ts): one alert covers every view.
+    new Gauge({
+      name: 'switchyard_view_current',
+      help: 'Whether this replica’s view is current: 1 when confirmed to hold what the bus held within view.maxLagSeconds; 0 when behind or cannot tell (its Lease then says "cannot tell" and it drops no plan).',
+      registers: [this.registry],
+      collect() {
+        this.set(metrics.viewFreshness().state === 'current' ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'switchyard_view_unconfirmed_seconds',
+      help: 'Seconds since this replica’s view was last confirmed to hold what the bus held (−1: never).',
+      registers: [this.registry],
+      collect() {
+        const ago = metrics.viewFreshness().confirmedAgoMs;
+        this.set(ago === undefined ? -1 : ago / 1000);
+      },
+    });
     new HistogramFamily(
       'switchyard_webhook_conversion_review_seconds',
       'Time from the request body read to the answer written, by result.',
@@ -121,6 +144,11 @@ export class WebhookMetrics {
   plans(held: number, failing: number): void {
     this.plansHeld.set(held);
     this.compileFailures.set(failing);
+  }
+
+  /** Where the view's freshness comes from (ObjectView.freshness). */
+  observeView(freshness: () => Pick<ViewLag, 'state' | 'confirmedAgoMs'>): void {
+    this.viewFreshness = freshness;
   }
 
   /** Where the Lease figures come from (LeasePublisher.stats). */

@@ -5,13 +5,28 @@
 // Held while the resolver assigns the target to this replica's instance, or the live target's
 // spec.conversion still names the instance's Service (`shouldHoldPlan`, the same rule the
 // expected set is computed with): the losing side of a move keeps serving until the repoint
-// lands. And for a drain after that: the apiserver does not stop calling the old Service the
-// moment the repoint is stored. Requests already sent, and the resource's old storage, whose
-// watch cache converts events for open watches until it is torn down about a second later,
-// still reach it (the end-to-end move test counted ~160 failed conversions in the first second
-// without a drain; a failed conversion inside a watch is invisible to the client, only the
-// apiserver's metrics show it). A target that does not exist, or that two configs claim, is
-// held nowhere.
+// lands. Those are the plans the replica *reports* in its Lease, and a report means exactly what
+// the handover gate needs: "held, and held for as long as the target names this Service".
+//
+// A plan is dropped on evidence, never on a clock alone (BRIEF §6). The evidence is a *current*
+// view (bus/view-lag.ts) showing the target neither assigned here nor naming this Service; from
+// the moment it is seen the target leaves the report, and the plan is dropped only once the
+// evidence has held for the drain (`drainMs`), the Lease no longer reports the target (every set
+// given to the publisher is written), and no review used the plan for as long. The drain is
+// there because the apiserver does not stop calling the old Service the moment the repoint is
+// stored: requests already sent, and the resource's old storage, whose watch cache converts
+// events for open watches until it is torn down about a second later, still reach it (the
+// end-to-end move test counted ~160 failed conversions in the first second without a drain). A
+// view that is behind the bus or cannot tell is no evidence: nothing is dropped while it lasts
+// (after a NATS restart a replica's stalled view let a 30 s drain run out while the target was
+// being repointed at it: 147 failed conversions, issue 27).
+//
+// A review that reaches the replica is served if the replica can convert it: the apiserver
+// calling this Service is itself evidence that the target names it, and a view that says
+// otherwise is behind (BRIEF §6). So a review for a target without a plan compiles one on
+// demand from the config and target the view holds; only a target with no config, two configs,
+// no definition in the view, or rules that do not compile is refused. A plan compiled on demand
+// is not reported (the view does not call for it) and drains like any other once unused.
 //
 // One bad config never takes a working plan away: a config that stops compiling keeps serving
 // its last good plan, and the failure is reported (`failures`) until a fix compiles. A plan is
@@ -37,6 +52,16 @@ export interface PlanWorld {
 /** A request's answer to "can you convert this target": the plan, or why not (the Failure message). */
 export type PlanLookup = { kind: 'plan'; router: Router; group: string } | { kind: 'none'; why: string };
 
+/** When a sync happens, and whether what it sees is evidence. */
+export interface SyncMoment {
+  /** Monotonic ms. */
+  nowMs: number;
+  /** The view was confirmed current (bus/view-lag.ts): only then does "not named here" count. */
+  viewCurrent: boolean;
+  /** Every set given to the Lease publisher is on the Lease (or none ever was): a withdrawn target is not reported. */
+  leaseSettled: boolean;
+}
+
 /** What a plan was compiled from; a change compiles again (`sameSource`). */
 interface Source {
   /** The config's uid and generation. */
@@ -48,6 +73,12 @@ interface Source {
 interface Held extends Source {
   router: Router;
   group: string;
+  /** Since when a current view has shown the target neither assigned here nor naming this Service (monotonic ms). */
+  unwantedSinceMs?: number;
+  /** Since when, within that, the Lease has been known not to report the target. */
+  unreportedSinceMs?: number;
+  /** The last review this plan converted. */
+  lastUsedMs?: number;
 }
 
 /** What one `sync` changed: the targets that gained or lost a plan (the Lease republishes on either). */
@@ -56,16 +87,16 @@ export interface PlanSync {
   removed: string[];
   /** Targets whose config does not compile now, with the diagnostics (a held one keeps its last good plan). */
   failed: string[];
-  /** Targets no longer held that keep their plan until their drain ends (`nextDrainEndMs`). */
+  /** Targets that left the report this sync and drain until the evidence has held long enough (`nextDrainEndMs`). */
   draining: string[];
 }
 
 export interface HeldPlansOptions {
-  /** How long a plan outlives the last reason to hold it, in ms (config webhook.drainSeconds). */
+  /** How long the evidence that a target left this instance must hold before its plan is dropped, in ms (webhook.drainSeconds). */
   drainMs: number;
   /**
    * false only for the negative control of test/e2e (config webhook.unsafeDropPlanOnReassign):
-   * hold only what the resolver assigns here, and drop it at once.
+   * hold only what the resolver assigns here, drop it at once, and compile nothing on demand.
    */
   holdWhileNamed?: boolean;
 }
@@ -75,8 +106,9 @@ export class HeldPlans {
   private readonly plans = new Map<string, Held>();
   private readonly failing = new Map<string, Source & { errors: string[] }>();
   private readonly notHeld = new Map<string, string>();
-  /** Held plans no longer wanted, by when their drain ends (monotonic ms). */
-  private readonly drainEnds = new Map<string, number>();
+  /** The targets the last sync's view calls for here (assigned or named): what the Lease reports. */
+  private kept: ReadonlySet<string> = new Set();
+  private world: PlanWorld | undefined;
   private readonly holdWhileNamed: boolean;
   private readonly drainMs: number;
 
@@ -86,11 +118,13 @@ export class HeldPlans {
     this.drainMs = holdWhileNamed ? drainMs : 0;
   }
 
-  /** Brings the plans in line with `world` at `nowMs` (monotonic); compiles only what changed. */
-  sync(world: PlanWorld, nowMs: number): PlanSync {
+  /** Brings the plans in line with `world`; compiles only what changed, drops only on evidence. */
+  sync(world: PlanWorld, moment: SyncMoment): PlanSync {
+    this.world = world;
     const before = new Set(this.plans.keys());
-    const wanted = this.wantedTargets(world);
-    const draining = this.drainUnwanted(wanted, nowMs);
+    const { wanted, named } = this.wantedTargets(world);
+    this.kept = new Set([...wanted.keys(), ...named]);
+    const draining = this.drainUnkept(moment);
     for (const target of [...this.failing.keys()]) if (!wanted.has(target)) this.failing.delete(target);
     const failed: string[] = [];
     for (const [target, { config, live }] of wanted) {
@@ -105,46 +139,77 @@ export class HeldPlans {
     };
   }
 
-  /** When the earliest drain ends (monotonic ms): the next `sync` that would drop a plan. */
+  /** When the earliest drain can end (monotonic ms): the next `sync` that may drop a plan. */
   nextDrainEndMs(): number | undefined {
-    return this.drainEnds.size === 0 ? undefined : Math.min(...this.drainEnds.values());
+    let next: number | undefined;
+    for (const held of this.plans.values()) {
+      const end = drainEndOf(held, this.drainMs);
+      if (end !== undefined && (next === undefined || end < next)) next = end;
+    }
+    return next;
+  }
+
+  /** Whether a plan is held that the report leaves out: the replica syncs again as the Lease and the view move. */
+  draining(): boolean {
+    for (const target of this.plans.keys()) if (!this.kept.has(target)) return true;
+    return false;
   }
 
   /**
-   * Starts the drain of every held plan that is no longer wanted, drops those whose drain has
-   * ended, and ends the drain of a target wanted again. Returns the targets that began draining.
+   * Starts the drain of every held plan the view no longer calls for (on a current view only),
+   * drops those whose drain is over, and ends the drain of one called for again. Returns the
+   * targets that began draining.
    */
-  private drainUnwanted(wanted: ReadonlyMap<string, unknown>, nowMs: number): string[] {
+  private drainUnkept(moment: SyncMoment): string[] {
     const began: string[] = [];
-    for (const target of [...this.plans.keys()]) {
-      if (wanted.has(target)) {
-        this.drainEnds.delete(target);
+    for (const [target, held] of [...this.plans]) {
+      if (this.kept.has(target)) {
+        delete held.unwantedSinceMs;
+        delete held.unreportedSinceMs;
         continue;
       }
-      let end = this.drainEnds.get(target);
-      if (end === undefined) {
-        end = nowMs + this.drainMs;
-        this.drainEnds.set(target, end);
-        if (this.drainMs > 0) began.push(target);
-      }
-      if (nowMs >= end) {
+      if (!this.holdWhileNamed) {
         this.plans.delete(target);
-        this.drainEnds.delete(target);
+        continue;
       }
+      if (!moment.viewCurrent) {
+        // No evidence: a view behind the bus may not have seen the target come back here.
+        delete held.unwantedSinceMs;
+        delete held.unreportedSinceMs;
+        continue;
+      }
+      if (held.unwantedSinceMs === undefined) {
+        held.unwantedSinceMs = moment.nowMs;
+        began.push(target);
+      }
+      if (moment.leaseSettled) held.unreportedSinceMs ??= moment.nowMs;
+      const end = drainEndOf(held, this.drainMs);
+      if (end !== undefined && moment.nowMs >= end) this.plans.delete(target);
     }
     return began.sort();
   }
 
-  lookup(target: string): PlanLookup {
-    const held = this.plans.get(target);
-    if (held) return { kind: 'plan', router: held.router, group: held.group };
+  /** The plan for a review of `target` at `nowMs` (monotonic): held, or compiled now if the replica can. */
+  lookup(target: string, nowMs = 0): PlanLookup {
+    const held = this.plans.get(target) ?? this.compileOnDemand(target);
+    if (held) {
+      held.lastUsedMs = nowMs;
+      return { kind: 'plan', router: held.router, group: held.group };
+    }
     const failure = this.failing.get(target);
     if (failure) return { kind: 'none', why: `its config does not compile: ${failure.errors.join('; ')}` };
     return { kind: 'none', why: this.notHeld.get(target) ?? 'no config converts it' };
   }
 
-  /** The targets with a compiled plan: what the replica's Lease reports. */
+  /** The targets with a compiled plan that the view calls for here: what the replica's Lease reports. */
   servable(): ReadonlySet<string> {
+    const out = new Set<string>();
+    for (const target of this.plans.keys()) if (this.kept.has(target)) out.add(target);
+    return out;
+  }
+
+  /** Every target with a compiled plan, reported or draining: what a review can be served with. */
+  held(): ReadonlySet<string> {
     return new Set(this.plans.keys());
   }
 
@@ -153,10 +218,22 @@ export class HeldPlans {
     return new Map([...this.failing].map(([t, f]) => [t, f.errors]));
   }
 
-  private wantedTargets(world: PlanWorld): Map<string, { config: ConversionConfig; live: unknown }> {
+  /**
+   * The targets the view calls for here: `wanted`, with the config to compile (assigned here, or
+   * naming this Service), and `named`, every target naming this Service whether or not a config
+   * still converts it (its plan, if held, stays).
+   */
+  private wantedTargets(world: PlanWorld): {
+    wanted: Map<string, { config: ConversionConfig; live: unknown }>;
+    named: Set<string>;
+  } {
     this.notHeld.clear();
     const resolutions = assignSubjects(world.configs.map(subjectOf), fleetOf(world.instances));
     const wanted = new Map<string, { config: ConversionConfig; live: unknown }>();
+    const named = new Set<string>();
+    if (this.holdWhileNamed)
+      for (const [target, live] of world.targets)
+        if (shouldHoldPlan(this.instance, undefined, conversionServiceOf(live))) named.add(target);
     for (const config of world.configs) {
       const target = targetNameOf(config);
       const resolution = resolutions.get(target);
@@ -166,21 +243,29 @@ export class HeldPlans {
       }
       const live = world.targets.get(target);
       if (live === undefined) {
-        this.notHeld.set(target, `the target ${target} does not exist`);
+        this.notHeld.set(target, `the target ${target} does not exist in this replica's view of the bus`);
         continue;
       }
       const assigned = resolution?.ok ? resolution.instance : undefined;
-      const named = this.holdWhileNamed ? conversionServiceOf(live) : undefined;
-      if (!shouldHoldPlan(this.instance, assigned, named)) {
-        this.notHeld.set(
-          target,
-          `it is assigned to ${assigned ?? 'no instance'} and its conversion does not name ${this.instance}`,
-        );
-        continue;
-      }
-      wanted.set(target, { config, live });
+      if (assigned === this.instance || named.has(target)) wanted.set(target, { config, live });
     }
-    return wanted;
+    return { wanted, named };
+  }
+
+  /**
+   * A plan for a target the view does not call for here, compiled because a review for it came:
+   * from its one config and the target as the view holds them. Undefined (the reason kept for
+   * the answer) when there is no such config or definition, or the rules do not compile.
+   */
+  private compileOnDemand(target: string): Held | undefined {
+    if (!this.holdWhileNamed || !this.world || this.notHeld.has(target)) return undefined;
+    const configs = this.world.configs.filter((c) => targetNameOf(c) === target);
+    const [config] = configs;
+    if (config === undefined || configs.length > 1) return undefined;
+    const live = this.world.targets.get(target);
+    if (live === undefined) return undefined;
+    if (!this.compileIfChanged(target, config, live)) return undefined;
+    return this.plans.get(target);
   }
 
   /** False when the config does not compile now (a plan compiled before, if any, stays). */
@@ -206,9 +291,15 @@ export class HeldPlans {
       return false;
     }
     this.failing.delete(target);
-    this.plans.set(target, { ...source, router: result.router, group: groupOf(live) });
+    this.plans.set(target, { ...held, ...source, router: result.router, group: groupOf(live) });
     return true;
   }
+}
+
+/** When a draining plan may be dropped: the evidence, the Lease's silence and the last use, each a drain old. */
+function drainEndOf(held: Held, drainMs: number): number | undefined {
+  if (held.unwantedSinceMs === undefined || held.unreportedSinceMs === undefined) return undefined;
+  return Math.max(held.unwantedSinceMs, held.unreportedSinceMs, held.lastUsedMs ?? 0) + drainMs;
 }
 
 /**

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { API_VERSION } from '../api/constants.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { ObjectKey } from '../bus/subjects.ts';
+import type { ViewLag } from '../bus/view-lag.ts';
 import type { ExpectedSet } from '../core/served-set-codec.ts';
 import { WebhookMetrics } from './metrics.ts';
 import { Replica, type ReplicaView } from './replica.ts';
@@ -12,7 +13,9 @@ import { gizmoTarget, renameConfig } from './test-support.ts';
 function mutableView() {
   const objects = new Map<string, Map<string, RecordedObject>>();
   const listeners = new Set<(kind: string) => void>();
+  const freshnessListeners = new Set<(lag: ViewLag) => void>();
   const lists = new Map<string, readonly RecordedObject[]>();
+  let lag: ViewLag = { state: 'current', behindBy: 0, confirmedAgoMs: 0, reason: undefined };
   const view: ReplicaView = {
     list: (kind) => {
       let list = lists.get(kind);
@@ -31,6 +34,16 @@ function mutableView() {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    freshness: () => lag,
+    onFreshnessChange: (listener) => {
+      freshnessListeners.add(listener);
+      return () => freshnessListeners.delete(listener);
+    },
+  };
+  /** What the view's lag checks would say next. */
+  const setLag = (next: ViewLag) => {
+    lag = next;
+    for (const l of freshnessListeners) l(lag);
   };
   const put = (kind: string, object: RecordedObject) => {
     const byName = objects.get(kind) ?? new Map<string, RecordedObject>();
@@ -39,8 +52,16 @@ function mutableView() {
     lists.delete(kind);
     for (const l of listeners) l(kind);
   };
-  return { view, put };
+  return { view, put, setLag };
 }
+
+const BEHIND: ViewLag = {
+  state: 'unknown',
+  behindBy: undefined,
+  confirmedAgoMs: 9_000,
+  reason: 'the bus did not answer: disconnected (last confirmed current 9 s ago)',
+};
+const CURRENT: ViewLag = { state: 'current', behindBy: 0, confirmedAgoMs: 0, reason: undefined };
 
 const meta = (name: string) => ({ name, uid: `u-${name}`, resourceVersion: String(Math.random()) });
 
@@ -59,12 +80,18 @@ const instance = (name: string) =>
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 function replicaOf(view: ReplicaView, drainMs = 0) {
-  const published: { served: string[]; expected: ExpectedSet }[] = [];
+  const published: { served: string[]; expected: ExpectedSet; viewBehind: boolean }[] = [];
   const metrics = new WebhookMetrics();
   const replica = new Replica({
     view,
     instance: 'a',
-    sink: { publish: (served, expected) => published.push({ served: [...served].sort(), expected }) },
+    sink: {
+      publish: (served, expected, opts) =>
+        published.push({ served: [...served].sort(), expected, viewBehind: opts?.viewBehind === true }),
+      // Every write lands at once.
+      settled: () => true,
+      whenPublished: () => Promise.resolve(true),
+    },
     metrics,
     log: pino({ level: 'silent' }),
     drainMs,
@@ -98,11 +125,12 @@ describe('a webhook-server replica', () => {
     put('crdconfig', config('g', 'gizmos.x.io', 'b'));
     await settle();
     expect(replica.lookup('gizmos.x.io').kind, 'assigned to b, draining').toBe('plan');
+    expect(published.at(-1)?.served, 'no longer reported while it drains').toEqual([]);
+    expect(replica.describe().draining).toEqual(['gizmos.x.io']);
     const drainBegan = performance.now();
     await new Promise((resolve) => setTimeout(resolve, 150));
     await settle();
-    expect(replica.lookup('gizmos.x.io').kind).toBe('none');
-    expect(published.at(-1)?.served, 'republished once the drain ended, with no record to wake it').toEqual(
+    expect(replica.describe().draining, 'dropped once the drain ended, with no record to wake it').toEqual(
       [],
     );
     expect(performance.now() - drainBegan).toBeGreaterThanOrEqual(100);
@@ -164,5 +192,38 @@ describe('a webhook-server replica', () => {
     const body = (await metrics.render()).body;
     expect(body).toContain('switchyard_webhook_plans_held 1');
     expect(body).toContain('switchyard_webhook_compile_failures 1');
+  });
+
+  it('while its view is behind, says "cannot tell" in its Lease, drops nothing and serves; then reports again', async () => {
+    const { view, put, setLag } = mutableView();
+    put('webhookserver', instance('a'));
+    put('webhookserver', instance('b'));
+    put('crd', crd('gizmos.x.io'));
+    put('crdconfig', config('g', 'gizmos.x.io', 'a'));
+    const { replica, published } = replicaOf(view, 50);
+    replica.start();
+    expect(published.at(-1)).toMatchObject({ served: ['gizmos.x.io'], viewBehind: false });
+    setLag(BEHIND);
+    await settle();
+    expect(published.at(-1), 'a stale view is not reported as a set').toMatchObject({ viewBehind: true });
+    // What the stale view shows is no evidence: the target looks moved, and stays held far past the drain.
+    put('crdconfig', config('g', 'gizmos.x.io', 'b'));
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    await settle();
+    expect(replica.describe().draining).toEqual(['gizmos.x.io']);
+    expect(replica.lookup('gizmos.x.io').kind).toBe('plan');
+    setLag(CURRENT);
+    await settle();
+    expect(published.at(-1), 'current again: the set, without the target it lets go').toMatchObject({
+      served: [],
+      viewBehind: false,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    await settle();
+    expect(
+      replica.describe().draining,
+      'dropped once evidence from a current view held for the drain',
+    ).toEqual([]);
+    replica.stop();
   });
 });

@@ -2,10 +2,15 @@
 // what it publishes about them. No HTTP here (server.ts asks `lookup`), no Kubernetes writes
 // (the publisher does them): this decides when.
 //
-// Every change the view applies schedules one sync (changes arriving together make one); a sync
-// brings the plans in line with the world, and publishes the servable set whenever it, or the
-// expected set it is encoded against, changed: a reader decodes against the expected set it
-// computes itself, so a replica that kept an old encoding would read as "cannot tell".
+// Every change the view applies schedules one sync (changes arriving together make one); so does
+// a change of the view's freshness, the end of a drain and the Lease catching up with a
+// withdrawal. A sync brings the plans in line with the world, and publishes the servable set
+// whenever it, or the expected set it is encoded against, changed: a reader decodes against the
+// expected set it computes itself, so a replica that kept an old encoding would read as "cannot
+// tell". While the view is not current (bus/view-lag.ts) the replica publishes "view behind"
+// instead of a set, drops nothing, and goes on serving every plan it holds: its readiness does
+// not change, because a NATS restart puts every replica of every instance behind at once, and
+// unready replicas would leave the apiserver no endpoint to convert with.
 import type { Logger } from 'pino';
 import type { ObjectView } from '../bus/view.ts';
 import type { ExpectedSet } from '../core/served-set-codec.ts';
@@ -17,10 +22,18 @@ import { planWorldOf } from './world.ts';
 
 /** Where a replica's servable set goes: its Lease (lease-publisher.ts). */
 export interface ServedSetSink {
-  publish(served: ReadonlySet<string>, expected: ExpectedSet): void;
+  /** `viewBehind`: publish "cannot tell" (how many plans are held) instead of the set. */
+  publish(served: ReadonlySet<string>, expected: ExpectedSet, opts?: { viewBehind?: boolean }): void;
+  /** Whether every set given is on the Lease, or none ever was: a target left out is reported nowhere. */
+  settled(): boolean;
+  /** Resolves once the last set given is on the Lease (true), or never will be (false). */
+  whenPublished(): Promise<boolean>;
 }
 
-export type ReplicaView = Pick<ObjectView, 'list' | 'record' | 'renewTime' | 'onChange'>;
+export type ReplicaView = Pick<
+  ObjectView,
+  'list' | 'record' | 'renewTime' | 'onChange' | 'freshness' | 'onFreshnessChange'
+>;
 
 export class Replica {
   private readonly plans: HeldPlans;
@@ -29,11 +42,12 @@ export class Replica {
   private readonly sink: ServedSetSink;
   private readonly metrics: WebhookMetrics;
   private readonly log: Logger;
-  private published: { served: ReadonlySet<string>; expected: ExpectedSet } | undefined;
+  private published: { served: ReadonlySet<string>; expected: ExpectedSet; viewBehind: boolean } | undefined;
   private scheduled = false;
   private readonly clock: Clock;
   private drainTimer: NodeJS.Timeout | undefined;
-  private unsubscribe: (() => void) | undefined;
+  private unsubscribe: (() => void)[] = [];
+  private viewState: string | undefined;
   private synced = false;
 
   constructor(opts: {
@@ -42,7 +56,7 @@ export class Replica {
     sink: ServedSetSink;
     metrics: WebhookMetrics;
     log: Logger;
-    /** How long a plan outlives its last reason to be held (config webhook.drainSeconds). */
+    /** How long the evidence that a target left must hold before its plan is dropped (config webhook.drainSeconds). */
     drainMs: number;
     /** false only for the negative control of test/e2e (config webhook.unsafeDropPlanOnReassign). */
     holdWhileNamed?: boolean;
@@ -62,13 +76,19 @@ export class Replica {
 
   /** Call once the view holds everything recorded before the start: compiles, publishes, follows. */
   start(): void {
-    this.unsubscribe = this.view.onChange(() => this.schedule());
+    this.unsubscribe = [
+      this.view.onChange(() => this.schedule()),
+      // A change of freshness turns evidence on or off; while a plan drains, each check may end it.
+      this.view.onFreshnessChange((lag) => {
+        if (lag.state !== this.viewState || this.plans.draining()) this.schedule();
+      }),
+    ];
     this.sync();
     this.synced = true;
   }
 
   stop(): void {
-    this.unsubscribe?.();
+    for (const unsubscribe of this.unsubscribe) unsubscribe();
     clearTimeout(this.drainTimer);
   }
 
@@ -77,16 +97,36 @@ export class Replica {
     return this.synced;
   }
 
-  lookup(target: string): PlanLookup {
-    return this.plans.lookup(target);
+  /**
+   * Ready stays ready while the view is behind (it serves every plan it holds, and compiles on
+   * demand), so the note says so for whoever reads /readyz.
+   */
+  readinessNote(): string {
+    const lag = this.view.freshness();
+    return lag.state === 'current'
+      ? 'ok'
+      : `ok: serving the ${this.plans.held().size} plans held; view ${lag.state}: ${lag.reason}; the Lease says "cannot tell"`;
   }
 
-  /** What the replica holds and why not, for the debug view. */
-  describe(): { instance: string; servable: string[]; failures: Record<string, readonly string[]> } {
+  lookup(target: string): PlanLookup {
+    return this.plans.lookup(target, this.clock.monotonic());
+  }
+
+  /** What the replica holds and why not, and how current its view is, for the debug view. */
+  describe(): {
+    instance: string;
+    servable: string[];
+    draining: string[];
+    failures: Record<string, readonly string[]>;
+    view: ReturnType<ReplicaView['freshness']>;
+  } {
+    const servable = this.plans.servable();
     return {
       instance: this.instance,
-      servable: [...this.plans.servable()].sort(),
+      servable: [...servable].sort(),
+      draining: [...this.plans.held()].filter((t) => !servable.has(t)).sort(),
       failures: Object.fromEntries(this.plans.failures()),
+      view: this.view.freshness(),
     };
   }
 
@@ -108,17 +148,43 @@ export class Replica {
   }
 
   private sync(): void {
-    const result = this.plans.sync(planWorldOf(this.view), this.clock.monotonic());
+    const lag = this.view.freshness();
+    this.viewState = lag.state;
+    const viewCurrent = lag.state === 'current';
+    const result = this.plans.sync(planWorldOf(this.view), {
+      nowMs: this.clock.monotonic(),
+      viewCurrent,
+      leaseSettled: this.sink.settled(),
+    });
     this.scheduleDrainEnd();
     const servable = this.plans.servable();
-    this.metrics.plans(servable.size, this.plans.failures().size);
+    this.metrics.plans(this.plans.held().size, this.plans.failures().size);
     if (result.added.length + result.removed.length + result.failed.length + result.draining.length > 0)
-      this.log.info({ instance: this.instance, ...result, held: servable.size }, 'plans changed');
+      this.log.info(
+        { instance: this.instance, ...result, reported: servable.size, held: this.plans.held().size },
+        'plans changed',
+      );
     const expected = readExpectedSets(this.view)(this.instance);
-    if (this.published && sameSet(this.published.served, servable) && this.published.expected === expected)
+    const viewBehind = !viewCurrent;
+    const last = this.published;
+    if (
+      last &&
+      last.viewBehind === viewBehind &&
+      sameSet(last.served, servable) &&
+      (viewBehind || last.expected === expected)
+    )
       return;
-    this.published = { served: servable, expected };
-    this.sink.publish(servable, expected);
+    if (viewBehind !== (last?.viewBehind ?? false))
+      this.log.warn(
+        { instance: this.instance, view: lag.state, reason: lag.reason, held: this.plans.held().size },
+        viewBehind
+          ? 'view not current: the Lease says "cannot tell", every plan is kept and served'
+          : 'view current again: the Lease reports the served set',
+      );
+    this.published = { served: servable, expected, viewBehind };
+    this.sink.publish(servable, expected, { viewBehind });
+    // A withdrawn target's drain waits for the Lease to stop reporting it.
+    if (this.plans.draining()) void this.sink.whenPublished().then(() => this.schedule());
   }
 }
 

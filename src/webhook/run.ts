@@ -15,6 +15,7 @@ import { WEBHOOK_SERVER_PORT } from '../api/constants.ts';
 import { connectBus } from '../bus/connect.ts';
 import { ObjectView } from '../bus/view.ts';
 import { loadConfig } from '../config/load.ts';
+import { viewLagPolicyOf } from '../config/schema.ts';
 import { createKubeClients } from '../kube/clients.ts';
 import { listenPort } from '../runtime/listen-port.ts';
 import { CertificateReloader, readCertificatePair } from '../runtime/serving-certificate.ts';
@@ -98,7 +99,8 @@ export async function runWebhookServer(argv: string[]): Promise<void> {
     log,
   });
   metrics.observeLease(() => publisher.stats());
-  const view = new ObjectView([...REPLICA_VIEW_KINDS], log);
+  const view = new ObjectView([...REPLICA_VIEW_KINDS], log, { lag: viewLagPolicyOf(config.view) });
+  metrics.observeView(() => view.freshness());
   if (config.webhook.unsafeDropPlanOnReassign)
     log.warn(
       'webhook.unsafeDropPlanOnReassign is set: conversions fail during every move away from this instance',

@@ -53,11 +53,12 @@ function holding(): PlanSource & { ready: boolean } {
       instances: [{ metadata: { name: 'a' }, spec: {} }],
       targets: new Map([[TARGET, gizmoTarget(TARGET)]]),
     },
-    0,
+    { nowMs: 0, viewCurrent: true, leaseSettled: true },
   );
   return {
     ready: true,
-    lookup: (t) => plans.lookup(t),
+    readinessNote: () => 'ok',
+    lookup: (t) => plans.lookup(t, 0),
     describe: () => ({ servable: [...plans.servable()] }),
   };
 }

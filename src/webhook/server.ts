@@ -33,6 +33,8 @@ const REQUEST_TIMEOUT_MS = 30_000;
 /** What the server asks of the replica. */
 export interface PlanSource {
   readonly ready: boolean;
+  /** The body of a 200 /readyz: "ok", or what a ready replica wants said (its view is behind). */
+  readinessNote(): string;
   lookup(target: string): PlanLookup;
   describe(): unknown;
 }
@@ -79,7 +81,7 @@ export class ConversionWebhookServer extends HttpsService {
   private readiness(res: ServerResponse): void {
     if (!this.serving) sendText(res, 503, 'shutting down');
     else if (!this.replica.ready) sendText(res, 503, 'not synced yet: the plans are being compiled');
-    else sendText(res, 200, 'ok');
+    else sendText(res, 200, this.replica.readinessNote());
   }
 
   private async renderMetrics(res: ServerResponse): Promise<void> {

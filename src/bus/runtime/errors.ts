@@ -8,7 +8,7 @@
  *   Dead-lettered at once, like a message that fails validation.
  * - `infrastructure`: the bus itself failed (stream or bucket missing after a
  *   NATS restart, JetStream not enabled yet, timeout, no responders,
- *   connection closed). Nothing is wrong with the message, so it must never
+ *   connection closed, the handler's view not caught up with the bus). Nothing is wrong with the message, so it must never
  *   be dead-lettered for it: nak'd with the error backoff, and when the
  *   attempt budget runs out on such an error the message is republished
  *   afresh and the original acked.
@@ -29,6 +29,7 @@ import {
 } from '@nats-io/transport-node';
 import { isConflict } from '../../kube/errors.ts';
 import { isJetStreamUnavailable, isStreamNotFound } from '../errors.ts';
+import { ViewBehindError } from '../view-lag.ts';
 
 export type FailureKind = 'conflict' | 'permanent' | 'infrastructure' | 'transient';
 
@@ -49,6 +50,8 @@ const INFRASTRUCTURE_CLASSES = [
   ClosedConnectionError,
   DrainingConnectionError,
   ConnectionError,
+  // The handler's view has not caught up with the bus: the bus's state, not the message's fault.
+  ViewBehindError,
 ];
 
 /** A failure of the bus, not of the message: the error or any error in its `cause` chain. */
