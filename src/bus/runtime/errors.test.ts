@@ -7,6 +7,7 @@ import {
   TimeoutError,
 } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
+import { ViewBehindError } from '../view-lag.ts';
 import { ConflictError, classifyFailure, PermanentError } from './errors.ts';
 
 const apiError = (code: number, status = 400) =>
@@ -35,6 +36,13 @@ describe('classifyFailure', () => {
     expect(classifyFailure(new RequestError('x', { cause: new NoRespondersError('s') })), 'via cause').toBe(
       'infrastructure',
     );
+    const behind = new ViewBehindError('the view did not become current within 10000 ms', {
+      state: 'unknown',
+      behindBy: undefined,
+      confirmedAgoMs: 12_000,
+      reason: 'the bus did not answer',
+    });
+    expect(classifyFailure(behind), 'a view behind the bus is never the message’s fault').toBe('infrastructure');
     expect(classifyFailure(apiError(10071)), 'wrong last sequence is not infrastructure').toBe('transient');
     expect(classifyFailure(new Error('stream not found')), 'text alone classifies nothing').toBe('transient');
   });
