@@ -2,8 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 // Two projects: fast pure-logic tests that sit beside the code (`*.test.ts`), and
 // tests against the real local stack (`*.itest.ts` in src/ and test/, which share one local
-// cluster, and test/e2e's `*.e2e.ts`, which each start a cluster of their own and install
-// Switchyard from deploy/). Files run one at a time: the machine has two cores, and the control
+// cluster, and test/e2e's `*.e2e.ts` and test/chaos's `*.chaos.ts`, which each start a cluster
+// of their own and install Switchyard from deploy/). Files run one at a time: the machine has two cores, and the control
 // plane needs them.
 export default defineConfig({
   test: {
@@ -18,7 +18,12 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          include: ['src/**/*.itest.ts', 'test/**/*.itest.ts', 'test/e2e/**/*.e2e.ts'],
+          include: [
+            'src/**/*.itest.ts',
+            'test/**/*.itest.ts',
+            'test/e2e/**/*.e2e.ts',
+            'test/chaos/**/*.chaos.ts',
+          ],
           environment: 'node',
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 120_000,

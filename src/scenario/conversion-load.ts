@@ -72,6 +72,18 @@ export interface LoadSummary {
   durationMs: number;
 }
 
+/** What a load has counted up to one moment (`ConversionLoad.tally`). */
+export interface LoadTally {
+  atMs: number;
+  requests: number;
+  failures: Failure[];
+  wrongValues: WrongValue[];
+  throttledRetries: number;
+  watchEvents: number;
+  watchResumes: number;
+  relists: number;
+}
+
 const RUN_LABEL = 'e2e.switchyard.dev/load-run';
 const WORKER_LABEL = 'e2e.switchyard.dev/load-worker';
 /** client-go's default: a throttled request is retried up to ten times. */
@@ -116,6 +128,23 @@ export class ConversionLoad {
       requests: Object.values(this.byOp).reduce((a, b) => a + b, 0) - this.byOp.watch,
       failures: this.failures.length,
       wrongValues: this.wrongValues.length,
+    };
+  }
+
+  /**
+   * Everything counted so far, without stopping: a long run cut into windows, each the difference
+   * of two tallies (the chaos suite's one per fault). `atMs` is on the clock of `Failure.atMs`.
+   */
+  tally(): LoadTally {
+    return {
+      atMs: this.elapsed(),
+      requests: this.progress().requests,
+      failures: [...this.failures],
+      wrongValues: [...this.wrongValues],
+      throttledRetries: this.throttledRetries,
+      watchEvents: this.watchEvents,
+      watchResumes: this.watchResumes,
+      relists: this.relists,
     };
   }
 

@@ -75,7 +75,8 @@ export function useInstalledCluster(name: string, opts: { instances: readonly st
         dir: cluster.dir,
         log: opts.log,
       });
-      nc = await connect({ servers: cluster.natsUrl, name: `${name}-witness` });
+      // Reconnects for as long as it takes: the chaos suite kills and freezes nats-server.
+      nc = await connect({ servers: cluster.natsUrl, name: `${name}-witness`, maxReconnectAttempts: -1 });
       const witness = new HandoverWitness({
         namespace: SWITCHYARD_NAMESPACE,
         instances: opts.instances,

@@ -1,0 +1,455 @@
+// The move survives faults (issue 27): Switchyard installed from deploy/ (as the move e2e is),
+// two instances of two webhook-server replicas, one target moved back and forth by every kind of
+// move (pin, unpin, joining and leaving the pool, weight) under a load that reads and writes it
+// at its non-storage version for the whole run, and one fault per case injected while its move is
+// under way: every worker kind SIGKILLed and force-deleted alone and all together, a source and a
+// destination replica killed, nats-server killed and restarted and frozen and resumed, a
+// destination replica wedged until its Lease goes stale, kube-apiserver restarted. Every case
+// must end with no failed request, no wrong value, no conversion the apiserver counted as failed,
+// a verified handover, every work item at a terminal outcome and no duplicate side effect
+// (support/chaos-case.ts). A negative control runs the same checker over replicas that drop a
+// plan on reassignment (a test-only setting) and asserts that it sees the failures.
+//
+// One installed cluster for every case, the cases one after the other, the load steady: the file
+// takes about a quarter of an hour on two cores. SWITCHYARD_CHAOS_SEED replays a run's choices
+// (printed at the start); SWITCHYARD_CHAOS_ROUNDS=<n> runs the whole list of faults n times, a soak
+// (docs/reliability.md).
+import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_VERSION, WEBHOOK_SERVER_LABEL, webhookServiceName } from '../../src/api/constants.ts';
+import { HttpMethod } from '../../src/kube/request.ts';
+import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
+import { SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
+import { killPods, type PodRef, podsMatching, signalPods } from '../../src/local-cluster/pod-faults.ts';
+import { waitFor } from '../../src/local-cluster/wait.ts';
+import { ConversionLoad, type LoadOptions } from '../../src/scenario/conversion-load.ts';
+import {
+  configStatus,
+  createInstance,
+  createRenameConfig,
+  createTwoVersionTarget,
+  handoverReady,
+  patchConfig,
+  request,
+  SERVED_FIELD,
+} from '../../src/scenario/fleet.ts';
+import { useInstalledCluster } from '../e2e/support/installed-cluster.ts';
+import { auditLogFromNow } from '../support/audit-log.ts';
+import {
+  type CaseResult,
+  type CaseTiming,
+  type Fault,
+  type FaultContext,
+  failureKinds,
+  figureLine,
+  runCase,
+  type Subject,
+  sleep,
+  violations,
+} from './support/chaos-case.ts';
+import { type Move, MoveCycle, poolWeights } from './support/moves.ts';
+import { chaosSeed, seededRandom } from './support/seeded.ts';
+
+const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'chaos' });
+const A = 'chaos-a';
+const B = 'chaos-b';
+const NC_A = 'chaos-nc-a';
+const NC_B = 'chaos-nc-b';
+const GROUP = 'chaos.switchyard.dev';
+const NC_TARGET = `gadgets.${GROUP}`;
+const NC_CONFIG = 'chaos-gadgets';
+const CONFIG = 'chaos-target';
+const OBJECTS_NAMESPACE = 'chaos-load';
+const WORKER_KINDS = [
+  'watchers',
+  'router',
+  'assign',
+  'lease-aggregate',
+  'handover',
+  'config-status',
+  'instances',
+];
+const HANDOVER_USER = `system:serviceaccount:${SWITCHYARD_NAMESPACE}:switchyard-handover`;
+/** Longer than the bus clients' idle heartbeats (2.5 s, src/bus/follow-latest.ts) several times over. */
+const NATS_FREEZE_MS = 12_000;
+/** A served-set Lease goes stale one lease duration (90 s) after its last renewal (30 s period). */
+const LEASE_STALE_TIMEOUT_MS = 150_000;
+/**
+ * A work item in flight on a killed worker comes back after its consumer's ack_wait (60 s for
+ * instances, 30 s for the others), once a replacement Pod is up: the drain bound is above both.
+ */
+const TIMING: CaseTiming = { moveTimeoutMs: 180_000, settleMs: 5_000, drainTimeoutMs: 150_000 };
+const CASE_TIMEOUT_MS = 600_000;
+const LOAD: Omit<LoadOptions, 'run'> = { workers: 4, objectsPerWorker: 3, pauseMs: 40 };
+const ROUNDS = Number(process.env.SWITCHYARD_CHAOS_ROUNDS ?? '1');
+
+const seed = chaosSeed();
+const random = seededRandom(seed);
+/** The first plural whose target B (outside the pool at weight 1) loses to A and wins at some weight. */
+const { target: TARGET, weights: WEIGHTS } = pickTarget();
+
+const chaos = useInstalledCluster('chaos', { instances: [A, B, NC_A, NC_B], log });
+let admin: KubeConfig;
+let cluster: LocalCluster;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+let load: ConversionLoad;
+let subject: Subject;
+let cycle: MoveCycle;
+const results: CaseResult[] = [];
+
+beforeAll(async () => {
+  process.stderr.write(`[chaos] seed ${seed} (SWITCHYARD_CHAOS_SEED=${seed} replays this run's choices)\n`);
+  const installed = await chaos.start();
+  ({ admin, cluster } = installed);
+  nc = await connect({ servers: cluster.natsUrl, name: 'chaos-checks', maxReconnectAttempts: -1 });
+  jsm = await jetstreamManager(nc);
+  const audit = await auditLogFromNow(cluster.auditLog);
+  await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: OBJECTS_NAMESPACE } } });
+
+  await createInstance(admin, A, { default: true, replicas: 2, sharding: { enabled: true, weight: 1 } });
+  await createInstance(admin, B, { replicas: 2 });
+  await createTwoVersionTarget(admin, TARGET, 'Widget');
+  await createRenameConfig(admin, CONFIG, TARGET);
+  await waitFor(
+    `${TARGET} first applied on ${A}`,
+    async () => {
+      const ready = handoverReady(await configStatus(admin, CONFIG));
+      return ready?.status === 'True' ? true : undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 250 },
+  );
+  load = new ConversionLoad(loadTarget(TARGET), { run: 'chaos', ...LOAD });
+  await load.start();
+  subject = {
+    admin,
+    config: CONFIG,
+    target: TARGET,
+    instances: [A, B],
+    load,
+    witness: installed.witness,
+    jsm,
+    audit: () => audit.all(),
+    handoverUser: HANDOVER_USER,
+  };
+  cycle = new MoveCycle({ kc: admin, config: CONFIG, a: A, b: B, weights: WEIGHTS });
+  await waitHealthy([A, B]);
+  await sleep(TIMING.settleMs);
+}, 900_000);
+
+afterAll(async () => {
+  await nc?.close();
+});
+
+// ---------------------------------------------------------------------------------------------
+// The faults
+
+/** SIGKILL every process of the worker kinds' Pods and force-delete the Pods: a node lost with them. */
+function killWorkers(kinds: readonly string[]): Fault {
+  return {
+    name:
+      kinds.length === 1
+        ? `SIGKILL ${kinds[0]} (every Pod, force-deleted)`
+        : 'SIGKILL every worker kind at once',
+    delay: 'drawn',
+    async inject(ctx) {
+      const selector = `app.kubernetes.io/part-of=switchyard,app.kubernetes.io/component in (${kinds.join(',')})`;
+      const pods = await podsMatching(admin, SWITCHYARD_NAMESPACE, selector);
+      const pids = await killPods(cluster.nodeAgent, admin, pods);
+      ctx.note(`${pods.length} Pods force-deleted, ${pids.length} processes killed`);
+    },
+  };
+}
+
+/** One replica of the move's source or destination, SIGKILLed and force-deleted. */
+function killReplica(side: 'source' | 'destination'): Fault {
+  return {
+    name: `SIGKILL a ${side} replica (force-deleted)`,
+    // The destination's replica dies before the gate can have counted it; the source's anywhere
+    // from serving every conversion to draining after the repoint.
+    delay: side === 'destination' ? 'at-once' : 'drawn',
+    async inject(ctx) {
+      const instance = side === 'source' ? ctx.move.from : ctx.move.to;
+      const pod = pick(await replicas(instance));
+      const pids = await killPods(cluster.nodeAgent, admin, [pod]);
+      ctx.note(`${pod.name} killed (${pids.length} processes)`);
+    },
+  };
+}
+
+const natsKilled: Fault = {
+  name: 'SIGKILL nats-server, start it again (same port, config, store)',
+  delay: 'drawn',
+  async inject(ctx) {
+    const started = Date.now();
+    await cluster.nats.stop({ kill: true });
+    await cluster.nats.launch();
+    ctx.note(`nats-server back with JetStream after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  },
+};
+
+const natsFrozen: Fault = {
+  name: `SIGSTOP nats-server for ${NATS_FREEZE_MS / 1000} s, then SIGCONT`,
+  delay: 'drawn',
+  async inject(ctx) {
+    cluster.nats.freeze();
+    try {
+      await sleep(NATS_FREEZE_MS);
+    } finally {
+      cluster.nats.thaw();
+    }
+    ctx.note(`frozen ${NATS_FREEZE_MS / 1000} s`);
+  },
+};
+
+/**
+ * A destination replica stopped (SIGSTOP) as the move starts, so it never reports the target:
+ * the move must go on without it, its Lease must go stale and stop counting, and after SIGCONT
+ * it comes back and reports again.
+ */
+function wedgedReplica(): Fault {
+  let wedged: PodRef | undefined;
+  let instance = '';
+  return {
+    name: 'a destination replica wedged (SIGSTOP) until its Lease is stale, then SIGCONT',
+    delay: 'at-once',
+    async inject(ctx) {
+      instance = ctx.move.to;
+      wedged = pick(await replicas(instance));
+      signalPods(cluster.nodeAgent, [wedged], 'SIGSTOP');
+      ctx.note(`${wedged.name} stopped`);
+    },
+    async afterConverged(ctx) {
+      if (!wedged) return;
+      const stopped = Date.now();
+      try {
+        const stale = await waitFor(
+          `${wedged.name}'s Lease to go stale`,
+          async () => ((await reportingReplicas(instance)) === 1 ? Date.now() : undefined),
+          { timeoutMs: LEASE_STALE_TIMEOUT_MS, intervalMs: 1_000 },
+        ).catch(() => undefined);
+        if (stale === undefined)
+          ctx.fail(
+            `${wedged.name} stayed counted as reporting for ${LEASE_STALE_TIMEOUT_MS / 1000} s while wedged — ` +
+              'a replica that answers nothing would still vouch for targets at the gate',
+          );
+        else
+          ctx.note(
+            `its Lease stopped counting ${((stale - stopped) / 1000).toFixed(0)} s after the move converged`,
+          );
+      } finally {
+        signalPods(cluster.nodeAgent, [wedged], 'SIGCONT');
+      }
+      const back = await waitFor(
+        `${wedged.name} to report again`,
+        async () => ((await reportingReplicas(instance)) === 2 ? Date.now() : undefined),
+        { timeoutMs: 120_000, intervalMs: 1_000 },
+      ).catch(() => undefined);
+      if (back === undefined)
+        ctx.fail(
+          `${wedged.name} never reported again after SIGCONT — a recovered replica stays out of every gate`,
+        );
+      else ctx.note(`reporting again ${((back - stopped) / 1000).toFixed(0)} s after the move converged`);
+    },
+  };
+}
+
+const apiserverRestarted: Fault = {
+  name: 'kube-apiserver SIGKILLed and started again (same port, flags, etcd)',
+  delay: 'drawn',
+  async inject(ctx: FaultContext) {
+    await ctx.apiserverGoingDown();
+    const { stoppedAtMs, readyAtMs } = await cluster.restartApiServer({ signal: 'SIGKILL' });
+    ctx.apiserverBack();
+    ctx.note(`apiserver down ${((readyAtMs - stoppedAtMs) / 1000).toFixed(1)} s (until /readyz)`);
+  },
+};
+
+const FAULTS: Fault[] = [
+  ...WORKER_KINDS.map((kind) => killWorkers([kind])),
+  killWorkers(WORKER_KINDS),
+  killReplica('source'),
+  killReplica('destination'),
+  natsKilled,
+  natsFrozen,
+  wedgedReplica(),
+  apiserverRestarted,
+];
+
+// ---------------------------------------------------------------------------------------------
+// The cases
+
+describe('a move under load survives each fault injected while it is under way', () => {
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const fault of FAULTS) {
+      const name = ROUNDS > 1 ? `round ${round}: ${fault.name}` : fault.name;
+      it(
+        name,
+        async () => {
+          const waited = await waitHealthy([A, B]);
+          const move = cycle.next();
+          const result = await runCase(subject, move, fault, random, TIMING);
+          results.push(result);
+          console.log(
+            figureLine(result) +
+              (waited > 1_000 ? ` | waited ${(waited / 1000).toFixed(0)} s for a healthy start` : ''),
+          );
+          expect(violations(result), 'what went wrong, and what it means in production').toEqual([]);
+        },
+        CASE_TIMEOUT_MS,
+      );
+    }
+  }
+
+  it('over the whole run: no request failed outside the excluded windows, no value was wrong, the watch ended on every last value', async () => {
+    const summary = await load.stop();
+    const inWindows = results.reduce((n, r) => n + r.failures.length, 0);
+    const excluded = results.reduce((n, r) => n + r.excludedFailures, 0);
+    const outside = summary.failures.length - inWindows - excluded;
+    console.log(
+      `[chaos] whole run: ${results.length} cases, ${summary.requests} requests in ${(summary.durationMs / 1000).toFixed(0)} s, ` +
+        `${summary.failures.length} failed (${excluded} while the apiserver was down, ${outside} between the cases), ` +
+        `${summary.wrongValues.length} wrong values, ${summary.watchEvents} watch events, ` +
+        `${summary.throttledRetries} 429s retried, ${summary.watchResumes} watch resumes, ${summary.relists} relists`,
+    );
+    expect(summary.requests).toBeGreaterThan(1_000);
+    expect(summary.watchEvents).toBeGreaterThan(100);
+    // Failures outside every case's window (before the first, while a case waited for a whole
+    // system) count too: the system was broken while no fault was being injected.
+    expect(
+      outside,
+      `failed requests between the cases — broken while no fault was injected: ${failureKinds(summary.failures)}`,
+    ).toBe(0);
+    expect(
+      summary.wrongValues,
+      'wrong values: clients were answered with data that was never written',
+    ).toEqual([]);
+  }, 120_000);
+});
+
+describe('negative control: the same checker over replicas that drop a plan on reassignment', () => {
+  it(
+    'sees the failures (handover killed as the move starts, so the source stops serving long before the repoint)',
+    async () => {
+      const unsafe = ['--webhook.unsafeDropPlanOnReassign=true'];
+      await createInstance(admin, NC_A, { replicas: 1, extraArgs: unsafe });
+      await createInstance(admin, NC_B, { replicas: 1, extraArgs: unsafe });
+      await createTwoVersionTarget(admin, NC_TARGET, 'Gadget');
+      await createRenameConfig(admin, NC_CONFIG, NC_TARGET, NC_A);
+      await waitHealthy([NC_A, NC_B]);
+      await waitFor(
+        `${NC_TARGET} first applied on ${NC_A}`,
+        async () =>
+          handoverReady(await configStatus(admin, NC_CONFIG))?.status === 'True' ? true : undefined,
+        { timeoutMs: 120_000, intervalMs: 250 },
+      );
+      const control = new ConversionLoad(loadTarget(NC_TARGET), { run: 'control', ...LOAD });
+      await control.start();
+      await sleep(TIMING.settleMs);
+      const move: Move = {
+        kind: 'pin',
+        what: `config pinned to ${NC_B}`,
+        from: NC_A,
+        to: NC_B,
+        change: () => patchConfig(admin, NC_CONFIG, { webhookServerRef: { name: NC_B } }),
+      };
+      const handoverKilled: Fault = { ...killWorkers(['handover']), delay: 'at-once' };
+      const result = await runCase(
+        { ...subject, config: NC_CONFIG, target: NC_TARGET, instances: [NC_A, NC_B], load: control },
+        move,
+        handoverKilled,
+        random,
+        TIMING,
+      );
+      const summary = await control.stop();
+      console.log(`${figureLine(result)} | NEGATIVE CONTROL`);
+      expect(
+        result.failures.length + result.wrongValues.length,
+        'the clients saw the failures of replicas that drop a plan the target still names',
+      ).toBeGreaterThan(0);
+      expect(result.conversions.failed, "the apiserver's own count saw failed conversions").toBeGreaterThan(
+        0,
+      );
+      expect(violations(result).length, 'the checker reports them').toBeGreaterThan(0);
+      expect(summary.failures.length).toBeGreaterThanOrEqual(result.failures.length);
+    },
+    CASE_TIMEOUT_MS,
+  );
+});
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+function loadTarget(target: string) {
+  const [plural = '', ...group] = target.split('.');
+  return {
+    kc: admin,
+    group: group.join('.'),
+    version: 'v2',
+    plural,
+    kind: plural === 'gadgets' ? 'Gadget' : 'Widget',
+    namespace: OBJECTS_NAMESPACE,
+    field: SERVED_FIELD,
+  };
+}
+
+function pickTarget(): { target: string; weights: { win: number; lose: number } } {
+  for (const plural of ['widgets', 'sprockets', 'valves', 'levers', 'pulleys', 'bolts', 'springs', 'dials']) {
+    const target = `${plural}.${GROUP}`;
+    const weights = poolWeights(target, A, B);
+    if (weights) return { target, weights };
+  }
+  throw new Error('no candidate target that B loses at weight 1 and wins at a higher weight');
+}
+
+function pick<T>(items: readonly T[]): T {
+  if (items.length === 0) throw new Error('nothing to pick from');
+  return items[Math.floor(random() * items.length)] as T;
+}
+
+async function replicas(instance: string): Promise<PodRef[]> {
+  return podsMatching(admin, SWITCHYARD_NAMESPACE, `${WEBHOOK_SERVER_LABEL}=${instance}`);
+}
+
+/** The instance's live served-set Leases as lease-aggregate counts them (what the gate reads too). */
+async function reportingReplicas(instance: string): Promise<number | undefined> {
+  const res = await request(
+    admin,
+    HttpMethod.GET,
+    `/apis/${API_VERSION}/conversionwebhookservers/${instance}`,
+  );
+  return (res.body as { status?: { reportingReplicas?: number } }).status?.reportingReplicas;
+}
+
+/**
+ * Every worker Deployment and the instances' Deployments have all their replicas ready and no
+ * other Pod (a case starts from a whole system, whatever the previous one killed); how long it
+ * had to wait.
+ */
+async function waitHealthy(instances: readonly string[]): Promise<number> {
+  const started = Date.now();
+  const apps = admin.makeApiClient(AppsV1Api);
+  const names = [...WORKER_KINDS.map((k) => `switchyard-${k}`), ...instances.map(webhookServiceName)];
+  await waitFor(
+    `${names.join(', ')} ready`,
+    async () => {
+      const list = await apps.listNamespacedDeployment({ namespace: SWITCHYARD_NAMESPACE });
+      const ok = names.every((name) => {
+        const d = list.items.find((item) => item.metadata?.name === name);
+        const want = d?.spec?.replicas ?? -1;
+        return (
+          d !== undefined &&
+          d.status?.readyReplicas === want &&
+          d.status?.updatedReplicas === want &&
+          d.status?.replicas === want
+        );
+      });
+      return ok ? true : undefined;
+    },
+    { timeoutMs: 240_000, intervalMs: 500 },
+  );
+  return Date.now() - started;
+}
