@@ -102,7 +102,7 @@ describe('decideStop', () => {
       status: { observedGeneration: 4, terminatingReplicas: 1 },
     },
     { name: 'no Deployment controller', status: { observedGeneration: 3, replicas: 2 } },
-    { name: 'a cluster that does not report terminating Pods', status: { observedGeneration: 4 } },
+    { name: 'a replica never told to stop', status: { observedGeneration: 4, replicas: 1 } },
   ])('releases past the bound, saying what was left: $name', ({ status }) => {
     const stop = decideStop({
       deployment: scaled(status),
@@ -111,6 +111,15 @@ describe('decideStop', () => {
     });
     expect(stop).toMatchObject({ action: 'release', reason: 'StopWaitExpired' });
     expect(stop.message).toContain('cannot withdraw its Lease');
+  });
+
+  it('releases a cluster that does not report terminating Pods once their grace has passed, as no failure', () => {
+    const stop = decideStop({
+      deployment: scaled({ observedGeneration: 4 }),
+      deletionCondition: condition('False', NOW - STOP_WAIT_MS),
+      nowMs: NOW,
+    });
+    expect(stop).toMatchObject({ action: 'release', reason: 'GraceElapsed' });
   });
 
   it('reads a condition time it cannot parse as now, never as long ago', () => {

@@ -54,7 +54,7 @@ export interface ReplicasLeft {
 }
 
 export type StopDecision =
-  | { action: 'release'; reason: 'ReplicasStopped' | 'NoDeployment'; message: string }
+  | { action: 'release'; reason: 'ReplicasStopped' | 'NoDeployment' | 'GraceElapsed'; message: string }
   | { action: 'release'; reason: 'StopWaitExpired'; message: string; left: ReplicasLeft }
   | { action: 'wait'; recheckAtMs: number; message: string; left: ReplicasLeft };
 
@@ -67,6 +67,14 @@ export function decideStop(input: StopInput): StopDecision {
   const sinceMs = stoppingSinceMs(input.deletionCondition, input.nowMs);
   const untilMs = sinceMs + STOP_WAIT_MS;
   const waiting = describeLeft(left);
+  if (input.nowMs >= untilMs && left.observed && left.running === 0 && left.terminating === undefined) {
+    // Not an expired wait: on such a cluster the bound is the only evidence there is.
+    return {
+      action: 'release',
+      reason: 'GraceElapsed',
+      message: `the cluster does not report terminating Pods; ${STOP_WAIT_MS / 1000} s, past their termination grace, have passed since the scale to 0`,
+    };
+  }
   if (input.nowMs >= untilMs) {
     return {
       action: 'release',
