@@ -7,6 +7,7 @@ import { planHandlerConsumers } from '../bus/runtime/consumers.ts';
 import { subjectMatches } from '../bus/subjects.ts';
 import { configSchema, defaultConfig } from '../config/schema.ts';
 import { handoverConsumers } from '../handlers/handover.ts';
+import { resyncPacerOf } from '../handlers/resync.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
 import { passwordVariable, renderAuthorization } from './nats-authorization.ts';
 import {
@@ -62,6 +63,28 @@ describe('natsPermissions', () => {
       }),
       { numRuns: 25 },
     );
+    // Each run matches every consumer against every other handler's grants: seconds on a busy machine.
+  }, 60_000);
+
+  it('lets each handler run its own resync (publish the round, pace it, use its bucket) and no other’s', () => {
+    for (const concern of HANDLERS) {
+      const pacer = resyncPacerOf(concern);
+      const own = [
+        pacer.filterSubject,
+        `$JS.API.CONSUMER.MSG.NEXT.FANOUT.${pacer.durable}`,
+        `$JS.API.CONSUMER.INFO.FANOUT.${pacer.durable}`,
+        `$JS.ACK.FANOUT.${pacer.durable}.1.2.3.4.5`,
+        `$KV.${pacer.bucket}.slot.1`,
+        `$JS.API.STREAM.CREATE.KV_${pacer.bucket}`,
+        pacer.deadLetterSubject,
+      ];
+      for (const subject of own) {
+        expect(mayPublish(concern, subject), `${concern}: ${subject}`).toBe(true);
+        for (const other of HANDLERS.filter((h) => h !== concern))
+          expect(mayPublish(other, subject), `${other}: ${subject}`).toBe(false);
+      }
+      expect(mayPublish('router', pacer.filterSubject)).toBe(false);
+    }
   });
 
   it('lets dlq read and delete dead letters and publish work, and nothing else', () => {

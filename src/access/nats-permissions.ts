@@ -43,6 +43,7 @@ import { CONFIG_STATUS_VIEW_KINDS, configStatusConsumers } from '../handlers/con
 import { HANDOVER_VIEW_KINDS, handoverConsumers } from '../handlers/handover.ts';
 import { INSTANCES_VIEW_KINDS, instancesConsumers } from '../handlers/instances.ts';
 import { LEASE_AGGREGATE_VIEW_KINDS, leaseAggregateConsumers } from '../handlers/lease-aggregate.ts';
+import { resyncPacerOf } from '../handlers/resync.ts';
 import { ROUTER_CONSUMER } from '../handlers/router.ts';
 import { REPLICA_VIEW_KINDS } from '../webhook/world.ts';
 
@@ -146,6 +147,15 @@ function usePacerBucket(bucket: string): string[] {
   ];
 }
 
+/**
+ * A concern's resync (`handlers/resync.ts`): it publishes its rounds to its own fan-out subject,
+ * runs the pacer that releases them (its durable, bucket and dead letters) into its own work.
+ */
+function resyncConcern(concern: string): string[] {
+  const pacer = resyncPacerOf(concern);
+  return [...handleConcern(pacer.concern, pacerConsumers(pacer)), ...usePacerBucket(pacer.bucket)];
+}
+
 function workOf(concern: string): string {
   return `work.${concern}.>`;
 }
@@ -199,6 +209,7 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
         ...handleConcern('assign', assignConsumers(p.assign)),
         ...handleConcern(ASSIGN_PACER.concern, pacerConsumers(ASSIGN_PACER)),
         ...usePacerBucket(ASSIGN_PACER.bucket),
+        ...resyncConcern('assign'),
         workOf('handover'),
         decisionsOf('assign'),
       ];
@@ -207,6 +218,7 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
         ...verifyTopology(),
         ...keepView(LEASE_AGGREGATE_VIEW_KINDS),
         ...handleConcern('lease-aggregate', leaseAggregateConsumers(p.leaseAggregate)),
+        ...resyncConcern('lease-aggregate'),
         workOf('handover'),
       ];
     case 'handover':
@@ -214,18 +226,21 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
         ...verifyTopology(),
         ...keepView(HANDOVER_VIEW_KINDS),
         ...handleConcern('handover', handoverConsumers(p.handover)),
+        ...resyncConcern('handover'),
       ];
     case 'config-status':
       return [
         ...verifyTopology(),
         ...keepView(CONFIG_STATUS_VIEW_KINDS),
         ...handleConcern('config-status', configStatusConsumers(p.configStatus)),
+        ...resyncConcern('config-status'),
       ];
     case 'instances':
       return [
         ...verifyTopology(),
         ...keepView(INSTANCES_VIEW_KINDS),
         ...handleConcern('instances', instancesConsumers(p.instances)),
+        ...resyncConcern('instances'),
         workOf('handover'),
       ];
     case 'webhook-server':

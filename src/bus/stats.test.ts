@@ -305,6 +305,11 @@ describe('the concerns bus stats reads by', () => {
       'handover',
       'config-status',
       'instances',
+      'assign-resync',
+      'lease-aggregate-resync',
+      'handover-resync',
+      'config-status-resync',
+      'instances-resync',
     ]);
     const granted = NATS_IDENTITIES.flatMap((id) => natsPermissions(id, config).publish).filter((s) =>
       s.startsWith('dlq.'),

@@ -4,6 +4,8 @@
 import { stopOnSignals } from '../bus/runtime/index.ts';
 import { startAssignWorker } from '../handlers/assign.ts';
 import { ASSIGN_CONCERN, ASSIGN_VIEW_KINDS } from '../handlers/assign-world.ts';
+import { startResync } from '../handlers/resync.ts';
+import { ASSIGN_RESYNC } from '../handlers/resync-concerns.ts';
 import { startWorker, workerClients } from '../handlers/run-handler.ts';
 import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
 import { systemClock } from '../runtime/clock.ts';
@@ -28,12 +30,22 @@ export async function runAssign(argv: string[]): Promise<void> {
     fanoutRatePerSecond: config.bus.fanoutRatePerSecond,
   });
   log.info('assigning');
+  const resync = await startResync({
+    nc: bus.nc,
+    view,
+    spec: ASSIGN_RESYNC,
+    partitions: config.bus.partitions,
+    settings: config.resync,
+    clock: systemClock,
+    log,
+  });
   stopOnSignals({
     nc: bus.nc,
     log,
     stoppables: [
       {
         stop: async () => {
+          await resync.stop();
           await Promise.all([worker.runtime.stop(), worker.pacer.stop()]);
           view.stop();
           await clients.close();

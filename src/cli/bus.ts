@@ -33,22 +33,32 @@ export function parseStatsArgs(flags: readonly string[]): { json: boolean } {
  * exports. Loaded only for `bus stats` (the setup Job needs none of it).
  */
 export async function handlerConcernPlans(config: Config): Promise<ConcernPlan[]> {
-  const [router, assignWorld, assign, leaseAggregate, handover, configStatus, instances, pacer] =
-    await Promise.all([
-      import('../handlers/router.ts'),
-      import('../handlers/assign-world.ts'),
-      import('../handlers/assign.ts'),
-      import('../handlers/lease-aggregate.ts'),
-      import('../handlers/handover.ts'),
-      import('../handlers/config-status.ts'),
-      import('../handlers/instances.ts'),
-      import('../bus/pacer/pacer.ts'),
-    ]);
+  const [
+    router,
+    assignWorld,
+    assign,
+    leaseAggregate,
+    handover,
+    configStatus,
+    instances,
+    pacer,
+    resync,
+    specs,
+  ] = await Promise.all([
+    import('../handlers/router.ts'),
+    import('../handlers/assign-world.ts'),
+    import('../handlers/assign.ts'),
+    import('../handlers/lease-aggregate.ts'),
+    import('../handlers/handover.ts'),
+    import('../handlers/config-status.ts'),
+    import('../handlers/instances.ts'),
+    import('../bus/pacer/pacer.ts'),
+    import('../handlers/resync.ts'),
+    import('../handlers/resync-concerns.ts'),
+  ]);
   const { ASSIGN_PACER } = assign;
   const p = config.bus.partitions;
-  return [
-    // The router's runtime runs as concern `router`, its durable's name (`startRouter`).
-    { concern: router.ROUTER_CONSUMER.durable, consumers: router.ROUTER_CONSUMER },
+  const handlers = [
     { concern: assignWorld.ASSIGN_CONCERN, consumers: assign.assignConsumers(p.assign) },
     { concern: ASSIGN_PACER.concern, consumers: pacer.pacerConsumers(ASSIGN_PACER) },
     {
@@ -58,6 +68,17 @@ export async function handlerConcernPlans(config: Config): Promise<ConcernPlan[]
     { concern: handover.HANDOVER, consumers: handover.handoverConsumers(p.handover) },
     { concern: configStatus.CONFIG_STATUS, consumers: configStatus.configStatusConsumers(p.configStatus) },
     { concern: instances.INSTANCES, consumers: instances.instancesConsumers(p.instances) },
+  ];
+  // Each handler concern's resync pacer (`<concern>-resync`), which releases its resync rounds.
+  const resyncPacers = specs.RESYNC_SPECS.map(({ concern }) => {
+    const spec = resync.resyncPacerOf(concern);
+    return { concern: spec.concern, consumers: pacer.pacerConsumers(spec) };
+  });
+  return [
+    // The router's runtime runs as concern `router`, its durable's name (`startRouter`).
+    { concern: router.ROUTER_CONSUMER.durable, consumers: router.ROUTER_CONSUMER },
+    ...handlers,
+    ...resyncPacers,
   ];
 }
 

@@ -3,6 +3,7 @@ import { deadLetterSubjectOf } from '../bus/dead-letters.ts';
 import { planHandlerConsumers } from '../bus/runtime/consumers.ts';
 import { configSchema, defaultConfig } from '../config/schema.ts';
 import { ASSIGN_PACER } from '../handlers/assign.ts';
+import { resyncPacerOf } from '../handlers/resync.ts';
 import { INSPECT_ONLY, parseDlqArgs, workConcerns } from './dlq.ts';
 
 describe('switchyard dlq arguments', () => {
@@ -76,6 +77,9 @@ describe('the work concerns dlq re-drives to', () => {
     expect(INSPECT_ONLY.map((c) => deadLetterSubjectOf(c.concern))).toEqual([
       'dlq.router',
       ASSIGN_PACER.deadLetterSubject,
+      ...['assign', 'lease-aggregate', 'handover', 'config-status', 'instances'].map(
+        (concern) => resyncPacerOf(concern).deadLetterSubject,
+      ),
     ]);
   });
 

@@ -48,6 +48,8 @@ import { CONFIG_STATUS, configStatusConsumers } from '../handlers/config-status.
 import { HANDOVER, handoverConsumers } from '../handlers/handover.ts';
 import { INSTANCES, instancesConsumers } from '../handlers/instances.ts';
 import { LEASE_AGGREGATE, leaseAggregateConsumers } from '../handlers/lease-aggregate.ts';
+import { resyncPacerOf } from '../handlers/resync.ts';
+import { RESYNC_SPECS } from '../handlers/resync-concerns.ts';
 import { connectOperatorBus } from './operator-bus.ts';
 
 const USAGE =
@@ -85,11 +87,17 @@ export function workConcerns(config: Config): WorkConcern[] {
 
 /**
  * Concerns whose dead letters are shown but never re-driven (their work is not on WORK): the
- * router's records and the assign pacer's fan-out items, so `show` says whether they decode now.
+ * router's records and the pacers' fan-out items (assign's fan-out, each concern's resync), so
+ * `show` says whether they decode now. A resync item is not worth re-driving: the next round
+ * publishes it again.
  */
 export const INSPECT_ONLY: readonly ConcernSchema[] = [
   { concern: 'router', schema: objectEventSchema },
   { concern: ASSIGN_PACER.concern, schema: pacedItemSchema },
+  ...RESYNC_SPECS.map(({ concern }) => ({
+    concern: resyncPacerOf(concern).concern,
+    schema: pacedItemSchema,
+  })),
 ];
 
 export type DlqArgs =

@@ -214,6 +214,34 @@ const handover = z
   })
   .strict();
 
+/** The longest resync period: a timer beyond ~24.8 days would overflow, and a week is already rare. */
+const WEEK_SECONDS = 7 * 24 * 3600;
+
+const resync = z
+  .object({
+    periodSeconds: numeric(z.number().int().min(0).max(WEEK_SECONDS))
+      .default(1800)
+      .describe(
+        'How often each handler concern reconciles every key of its concern again from its view (assign: every ' +
+          'config and instance; lease-aggregate, instances: every instance; handover: every target a config ' +
+          'claims; config-status: every config), in seconds, besides the round every replica runs at start. ' +
+          'Heals what a lost, dead-lettered or wrongly decided work item left wrong. Fleet-wide: rounds fall on one grid ' +
+          '(multiples of the period since the epoch), so the replicas of a concern run each round once between ' +
+          'them; a round is skipped while an earlier one is still being released. 0: the start round only. One ' +
+          'value for every replica of a concern.',
+      ),
+    ratePerSecond: numeric(z.number().positive().max(MAX_RATE_PER_SECOND))
+      .default(50)
+      .describe(
+        'Resync work items released per second, per concern, fleet-wide (each concern’s resync has its own pacer ' +
+          'and slot bucket on the bus). Not bus.fanoutRatePerSecond: a separate rate, so a round never queues in ' +
+          'front of an instance change’s fan-out. A round of N keys takes N ÷ rate seconds to release (50,000 ' +
+          'targets at 50/s: about 17 minutes); most of its items decide that nothing changed and write nothing. ' +
+          'One value for every replica of a concern.',
+      ),
+  })
+  .strict();
+
 // Defaults are DEFAULT_VIEW_LAG_POLICY's (src/bus/view-lag.ts), where the reasoning behind them lives.
 const view = z
   .object({
@@ -279,6 +307,7 @@ export const configSchema = z
     log: log.prefault({}),
     admission: admission.prefault({}),
     handover: handover.prefault({}),
+    resync: resync.prefault({}),
     view: view.prefault({}),
     webhook: webhook.prefault({}),
   })

@@ -6,6 +6,7 @@ import {
   configStatusConsumers,
   configStatusHandler,
 } from './config-status.ts';
+import { CONFIG_STATUS_RESYNC } from './resync-concerns.ts';
 import { runHandlerProcess } from './run-handler.ts';
 
 /** `switchyard config-status`: replicas may run side by side; any one may be killed at any moment. */
@@ -16,6 +17,7 @@ export function runConfigStatus(argv: string[]): Promise<void> {
     consumers: (config) => configStatusConsumers(config.bus.partitions.configStatus),
     schema: workItemSchema,
     handler: ({ view, writer }) => configStatusHandler({ view, writer, clock: systemClock }),
+    resync: CONFIG_STATUS_RESYNC,
     running: 'validating configs',
   });
 }

@@ -15,7 +15,9 @@ import { type Config, viewLagPolicyOf } from '../config/schema.ts';
 import { createKubeClients, type KubeClients } from '../kube/clients.ts';
 import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
 import { workerMetricsToServe } from '../metrics/worker-metrics.ts';
+import { systemClock } from '../runtime/clock.ts';
 import { type HealthServer, startHealthServer } from '../runtime/health-server.ts';
+import { type ResyncSpec, startResync } from './resync.ts';
 
 /** What a handler is built from: the process's pieces, ready. */
 export interface HandlerProcessContext {
@@ -34,6 +36,8 @@ export interface HandlerProcess<T> {
   consumers: (config: Config) => HandlerConsumerSpec;
   schema: ZodType<T>;
   handler: (process: HandlerProcessContext) => Handler<T>;
+  /** Every key of the concern, reconciled again at start and every resync.periodSeconds (resync.ts). */
+  resync: ResyncSpec;
   /** Logged once running, e.g. "handing over". */
   running: string;
 }
@@ -111,12 +115,22 @@ export async function runHandlerProcess<T>(argv: string[], spec: HandlerProcess<
     }),
   });
   log.info({ consumers: consumers.durable }, spec.running);
+  const resync = await startResync({
+    nc: bus.nc,
+    view,
+    spec: spec.resync,
+    partitions: config.bus.partitions,
+    settings: config.resync,
+    clock: systemClock,
+    log,
+  });
 
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
   log.info('stopping');
+  await resync.stop();
   await runtime.stop();
   view.stop();
   await bus.close();

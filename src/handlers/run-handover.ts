@@ -4,6 +4,7 @@ import type { HandoverPolicy } from '../core/handover.ts';
 import { systemClock } from '../runtime/clock.ts';
 import { HANDOVER, HANDOVER_VIEW_KINDS, handoverConsumers, handoverHandler } from './handover.ts';
 import { operatorNamespace } from './operator-namespace.ts';
+import { HANDOVER_RESYNC } from './resync-concerns.ts';
 import { runHandlerProcess } from './run-handler.ts';
 import { reusedTrustBundles, trustBundleReader } from './trust-bundle.ts';
 
@@ -27,6 +28,7 @@ export function runHandover(argv: string[]): Promise<void> {
         policy: handoverPolicyOf(config.handover),
         defaultNamespace: operatorNamespace(),
       }),
+    resync: HANDOVER_RESYNC,
     running: 'handing over',
   });
 }

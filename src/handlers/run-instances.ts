@@ -7,6 +7,7 @@ import { secretReader } from './instance-secrets.ts';
 import { INSTANCES, INSTANCES_VIEW_KINDS, instancesConsumers, instancesHandler } from './instances.ts';
 import { handoverServiceAccount, operatorNamespace } from './operator-namespace.ts';
 import { projectImage } from './project-image.ts';
+import { INSTANCES_RESYNC } from './resync-concerns.ts';
 import { runHandlerProcess } from './run-handler.ts';
 
 /**
@@ -37,6 +38,7 @@ export function runInstances(argv: string[]): Promise<void> {
           natsPassword: readPasswordFile(config.nats.webhookServerPasswordFile),
         },
       }),
+    resync: INSTANCES_RESYNC,
     running: 'reconciling instances',
   });
 }

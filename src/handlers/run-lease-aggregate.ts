@@ -7,6 +7,7 @@ import {
   leaseAggregateHandler,
 } from './lease-aggregate.ts';
 import { operatorNamespace } from './operator-namespace.ts';
+import { LEASE_AGGREGATE_RESYNC } from './resync-concerns.ts';
 import { runHandlerProcess } from './run-handler.ts';
 
 /**
@@ -28,6 +29,7 @@ export function runLeaseAggregate(argv: string[]): Promise<void> {
         handoverPartitions: config.bus.partitions.handover,
         defaultNamespace: operatorNamespace(),
       }),
+    resync: LEASE_AGGREGATE_RESYNC,
     running: 'aggregating',
   });
 }
