@@ -292,12 +292,15 @@ export function figureLine(r: CaseResult): string {
     r.repointAtMs === undefined
       ? 'no repoint'
       : `repoint +${seconds(r.repointAtMs)} (${r.faultAtMs <= r.repointAtMs ? 'fault before it' : 'fault after it'})`;
+  const gate = r.repoints[0]
+    ? `, ${r.repoints[0].readyPods.filter((p) => p.reported).length}/${r.repoints[0].readyPods.length} ready destination Pods had reported`
+    : '';
   const converged = r.converged.ok ? `converged in ${seconds(r.converged.afterMs)}` : 'DID NOT CONVERGE';
   const work = r.work.drained
     ? 'work drained'
     : `WORK ${r.work.left.work} / FANOUT ${r.work.left.fanout} left`;
   return (
-    `[chaos] ${r.fault} | ${r.move.kind} ${r.move.from}→${r.move.to} | fault +${seconds(r.faultAtMs)}, ${repoint} | ` +
+    `[chaos] ${r.fault} | ${r.move.kind} ${r.move.from}→${r.move.to} | fault +${seconds(r.faultAtMs)}, ${repoint}${gate} | ` +
     `${r.requests} requests, ${r.failures.length} failed${
       r.excludedFailures > 0 ? ` (${r.excludedFailures} while the apiserver was down, excluded)` : ''
     }, ${r.wrongValues.length} wrong values | apiserver conversions ${r.conversions.succeeded} ok / ${
