@@ -240,6 +240,7 @@ async function createConfig(pin: string): Promise<void> {
       })
       .catch(() => undefined),
   );
+  await recordAssignment(pin);
 }
 
 /** A hand-edited webhookServerRef: the move assign would announce. */
@@ -254,7 +255,32 @@ async function pinConfig(pin: string): Promise<void> {
     },
     setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
   );
+  await recordAssignment(pin);
 }
+
+/** As assign records a new instance (assign does not run here): the handover acts only once the status names it. */
+async function recordAssignment(instance: string): Promise<void> {
+  await custom().patchClusterCustomObjectStatus(
+    {
+      group: GROUP,
+      version: VERSION,
+      plural: 'crdconversionconfigs',
+      name: CONFIG,
+      body: { status: { assignedWebhookServer: instance } },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+}
+
+/** The view holds the config as assigned to `instance`. */
+const assignedInView = (instance: string) => () =>
+  view
+    .list('crdconfig')
+    .some(
+      (c) =>
+        c.metadata.name === CONFIG &&
+        (c as { status?: { assignedWebhookServer?: string } }).status?.assignedWebhookServer === instance,
+    );
 
 /** What the EndpointSlice controller would write for the instance's Service: these Pods ready. */
 async function readyPods(instance: string, pods: string[]): Promise<void> {
@@ -317,7 +343,7 @@ describe('handover', () => {
   it('a first apply is patched as soon as the destination has a ready Pod', async () => {
     await createInstance(A);
     await createConfig(A);
-    await publishWorkNow(() => view.list('crdconfig').some((c) => c.metadata.name === CONFIG));
+    await publishWorkNow(assignedInView(A));
     await sleep(1_500);
     expect(await serviceNamed(), 'a Service with no endpoints would fail every conversion').toBeUndefined();
     expect(handoverReady(await configStatus())?.reason).toBe('DestinationNotReady');
@@ -354,9 +380,7 @@ describe('handover', () => {
     await readyPods(B, [`${B}-1`, `${B}-2`]);
     await replica(B, `${B}-1`);
     await pinConfig(B);
-    await publishWorkNow(() =>
-      view.list('crdconfig').some((c) => JSON.stringify(c).includes(`"name":"${B}"`)),
-    );
+    await publishWorkNow(assignedInView(B));
     await sleep(2_000);
     expect(await serviceNamed(), `${B}-2 would receive conversions it has no plan for`).toBe(
       webhookServiceName(A),
@@ -397,9 +421,7 @@ describe('handover', () => {
     );
     const startedAt = Date.now();
     await pinConfig(C);
-    await publishWorkNow(() =>
-      view.list('crdconfig').some((c) => JSON.stringify(c).includes(`"name":"${C}"`)),
-    );
+    await publishWorkNow(assignedInView(C));
     await sleep(1_000);
     expect(await serviceNamed(), 'moved before the grace ended').toBe(webhookServiceName(B));
     expect(handoverReady(await configStatus())?.reason).toBe('HandoverAwaitingReports');

@@ -141,7 +141,8 @@ export const configStatusSchema = z.object({
     .meta({
       description:
         'The instance the HandoverReady condition is about: the destination of the move it reports, waiting or done. ' +
-        'A True verdict about another instance is replaced, never kept, once the target names this one.',
+        'Assign sets it, with HandoverReady False, in the write that records a new assignedWebhookServer; ' +
+        'a True HandoverReady is only ever about the instance assignedWebhookServer names.',
     }),
   conditions: conditionsSchema.optional(),
 });
