@@ -139,7 +139,13 @@ export async function createRenameConfig(
   target: string,
   pin?: string,
 ): Promise<void> {
-  const body = {
+  const body = renameConfig(name, target, pin);
+  expectStatus(`creating config ${name}`, await request(kc, HttpMethod.POST, CONFIGS, body), 201);
+}
+
+/** The object `createRenameConfig` creates, for a caller that reads the answer itself (a refusal). */
+export function renameConfig(name: string, target: string, pin?: string) {
+  return {
     apiVersion: API_VERSION,
     kind: 'CRDConversionConfig',
     metadata: { name },
@@ -160,7 +166,6 @@ export async function createRenameConfig(
       ...(pin && { webhookServerRef: { name: pin } }),
     },
   };
-  expectStatus(`creating config ${name}`, await request(kc, HttpMethod.POST, CONFIGS, body), 201);
 }
 
 /** A merge patch of a config's spec (null removes a field, as webhookServerRef: null unpins). */
