@@ -159,6 +159,7 @@ function killWorkers(kinds: readonly string[]): Fault {
       const selector = `app.kubernetes.io/part-of=switchyard,app.kubernetes.io/component in (${kinds.join(',')})`;
       const pods = await podsMatching(admin, SWITCHYARD_NAMESPACE, selector);
       const pids = await killPods(cluster.nodeAgent, admin, pods);
+      ctx.deleted(pods.map((p) => p.name));
       ctx.note(`${pods.length} Pods force-deleted, ${pids.length} processes killed`);
     },
   };
@@ -175,6 +176,7 @@ function killReplica(side: 'source' | 'destination'): Fault {
       const instance = side === 'source' ? ctx.move.from : ctx.move.to;
       const pod = pick(await replicas(instance));
       const pids = await killPods(cluster.nodeAgent, admin, [pod]);
+      ctx.deleted([pod.name]);
       ctx.note(`${pod.name} killed (${pids.length} processes)`);
     },
   };

@@ -68,6 +68,12 @@ export interface FaultContext {
   note(line: string): void;
   /** Something the fault itself demands did not happen (a wedged replica's Lease never went stale). */
   fail(line: string): void;
+  /**
+   * Pods the fault deleted: their Leases go with them (the garbage collector), so the recorded
+   * stream may show one as a ready Pod without a Lease at the repoint, when the gate decided
+   * while it was alive and reporting and it died before the repoint was recorded.
+   */
+  deleted(pods: readonly string[]): void;
 }
 
 export interface Fault {
@@ -99,6 +105,8 @@ export interface CaseResult {
   notes: string[];
   /** What the fault's own checks found wrong (`FaultContext.fail`). */
   faultProblems: string[];
+  /** Pods the fault deleted (`FaultContext.deleted`). */
+  deletedPods: string[];
   requests: number;
   failures: Failure[];
   /** Client failures while the apiserver was down: not counted (the issue excludes them). */
@@ -111,9 +119,9 @@ export interface CaseResult {
   repoints: Repoint[];
   work: { drained: true } | { drained: false; left: WorkLeft };
   deadLetters: DeadLetterEntry[];
-  /** Successful writes of the target CRD by anyone but the handover. */
+  /** Writes of the target CRD by anyone but the handover that the apiserver did not refuse. */
   foreignWrites: AuditEvent[];
-  /** The handover's successful writes of the target CRD. */
+  /** The handover's writes of the target CRD that the apiserver did not refuse. */
   handoverWrites: number;
   throttledRetries: number;
   watchResumes: number;
@@ -130,6 +138,7 @@ export async function runCase(
   const { admin, target, load, witness, jsm } = subject;
   const notes: string[] = [];
   const faultProblems: string[] = [];
+  const deletedPods: string[] = [];
   // The previous move's verdict, or the first apply's: any True verdict about the source.
   const startedConverged = (await verifiedState(subject, move.from, ['HandoverReady', 'FirstApply'])).ok;
   const before = load.tally();
@@ -152,6 +161,7 @@ export async function runCase(
     },
     note: (line) => notes.push(line),
     fail: (line) => faultProblems.push(line),
+    deleted: (pods) => deletedPods.push(...pods),
   };
 
   const delayMs = fault.delay === 'at-once' ? 0 : Math.floor(random() * MAX_FAULT_DELAY_MS);
@@ -174,13 +184,15 @@ export async function runCase(
     (f) => !excluded || f.atMs < excluded.fromMs || f.atMs > excluded.toMs,
   );
   const repoints = witness.repoints.filter((r) => r.target === target && r.atMs >= writeAt);
+  // Every write the apiserver did not refuse: a 5xx may have been applied (a writer killed while
+  // its patch was in flight is answered 504, and the patch stands).
   const crdWrites = (await subject.audit()).filter(
     (e) =>
       e.stage === 'ResponseComplete' &&
       e.objectRef?.resource === 'customresourcedefinitions' &&
       e.objectRef.name === target &&
       ['create', 'update', 'patch', 'delete'].includes(e.verb) &&
-      (e.responseStatus?.code ?? 0) < 300 &&
+      !isRefused(e.responseStatus?.code) &&
       Date.parse(e.requestReceivedTimestamp) >= writeAt,
   );
   return {
@@ -191,6 +203,7 @@ export async function runCase(
     repointAtMs: repoints[0] === undefined ? undefined : repoints[0].atMs - writeAt,
     notes,
     faultProblems,
+    deletedPods,
     requests: after.requests - before.requests,
     failures,
     excludedFailures: windowFailures.length - failures.length,
@@ -205,6 +218,10 @@ export async function runCase(
     handoverWrites: crdWrites.filter((e) => e.user.username === subject.handoverUser).length,
     ...countsBetween(before, after),
   };
+}
+
+function isRefused(code: number | undefined): boolean {
+  return code !== undefined && code >= 400 && code < 500;
 }
 
 function countsBetween(before: LoadTally, after: LoadTally) {
@@ -255,7 +272,9 @@ export function violations(r: CaseResult): string[] {
         `expected exactly once ${expected} — a duplicate or missing side effect on the CRD`,
     );
   for (const p of r.repoints) {
-    const unreported = p.readyPods.filter((pod) => !pod.reported);
+    const unreported = p.readyPods.filter(
+      (pod) => !pod.reported && !(r.deletedPods.includes(pod.pod) && pod.why === 'no served-set Lease'),
+    );
     if (p.readyPods.length === 0 || unreported.length > 0)
       out.push(
         `${where}: repointed ${p.from}→${p.to} while ${
