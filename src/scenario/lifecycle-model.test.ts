@@ -13,7 +13,7 @@ import {
   settle,
   type World,
 } from './lifecycle-model.ts';
-import { planLifecycle, type Vocabulary } from './lifecycle-steps.ts';
+import { planLifecycle, servedMoves, type Vocabulary } from './lifecycle-steps.ts';
 
 const T1 = 'things1.lc.example';
 const T2 = 'things2.lc.example';
@@ -220,6 +220,11 @@ describe('the step generator', () => {
         expect(world).toEqual(planned.quiet);
       }
     }
+  });
+
+  it('asks for moves: served targets change instance between quiet periods', () => {
+    const moves = [1, 2, 3].map((seed) => servedMoves(planLifecycle(random(seed), 60, VOCABULARY)));
+    expect(moves.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(10);
   });
 
   it('covers the vocabulary: every kind of step, refusals and held deletions', () => {

@@ -17,6 +17,7 @@ import {
   cloneWorld,
   depart,
   departureOf,
+  destinations,
   emptyWorld,
   type InstanceSpec,
   type Outcome,
@@ -120,40 +121,61 @@ export function determined(world: World, step: Step): boolean {
   );
 }
 
+// The weights favour what moves a served target (a pin, an unpin, the pool, a weight, the
+// default) over what only creates or removes one, and choices that serve one: a config for a
+// target that has none, a CRD for a config's target, a pin to an instance that exists. Each
+// still draws the other way now and then (a second config for a target, a pin to a missing
+// instance), which admission refuses or the resolver reports.
 function weightedDraws(random: () => number, v: Vocabulary): () => Draw {
   const pick = <T>(items: readonly T[]): T | undefined =>
     items.length === 0 ? undefined : items[Math.floor(random() * items.length)];
   const chance = (p: number) => random() < p;
+  const weight = () => 1 + Math.floor(random() * v.maxWeight);
   const spec = (world: World): InstanceSpec => {
     const hasDefault = [...world.instances.values()].some((i) => i.spec.default);
     return {
       default: chance(hasDefault ? 0.15 : 0.6),
-      ...(chance(0.7) && {
-        sharding: { enabled: chance(0.75), weight: 1 + Math.floor(random() * v.maxWeight) },
-      }),
+      ...(chance(0.7) && { sharding: { enabled: chance(0.75), weight: weight() } }),
       replicas: 1 + Math.floor(random() * v.maxReplicas),
     };
   };
   const live = (world: World) => [...world.instances.values()].filter((i) => !i.terminating);
   const existing = (world: World) => [...world.instances.values()];
+  const converted = (world: World) => new Set([...world.configs.values()].map((c) => c.target));
   const createInstance: Draw = (world) => {
     if (world.instances.size >= v.maxInstances) return undefined;
     const name = pick(v.instances.filter((n) => !world.instances.has(n)));
     return name === undefined ? undefined : { kind: 'createInstance', name, spec: spec(world) };
   };
+  const createConfig: Draw = (world) => {
+    const name = pick(v.configs.filter((n) => !world.configs.has(n)));
+    const free = v.targets.filter((t) => !converted(world).has(t));
+    const target = chance(0.85) ? pick(free) : pick(v.targets);
+    if (name === undefined || target === undefined) return undefined;
+    const pin = chance(0.25) ? pinTarget(world) : undefined;
+    return { kind: 'createConfig', name, target, ...(pin !== undefined && { pin }) };
+  };
+  /** Targets a config converts whose CRD does not exist. */
+  const unserved = (world: World) => [...converted(world)].filter((t) => !world.targets.has(t));
+  const createTarget: Draw = (world) => {
+    const absent = v.targets.filter((t) => !world.targets.has(t));
+    const wanted = unserved(world);
+    const name = chance(0.8) && wanted.length > 0 ? pick(wanted) : pick(absent);
+    return name === undefined ? undefined : { kind: 'createTarget', name };
+  };
   const table: [number, Draw][] = [
-    [3, createInstance],
+    [2, createInstance],
     // A fleet of fewer than two live instances moves nothing between them: grow it sooner.
-    [4, (world) => (live(world).length < 2 ? createInstance(world) : undefined)],
+    [6, (world) => (live(world).length < 2 ? createInstance(world) : undefined)],
     [
-      2,
+      1,
       (world) => {
         const i = pick(live(world));
         return i && { kind: 'deleteInstance', name: i.name };
       },
     ],
     [
-      2,
+      1.5,
       (world) => {
         const i = pick(live(world).filter((x) => goesAtOnce(world, x.name)));
         if (!i) return undefined;
@@ -161,7 +183,7 @@ function weightedDraws(random: () => number, v: Vocabulary): () => Draw {
       },
     ],
     [
-      2,
+      1.5,
       (world) => {
         const i = pick(existing(world));
         return i && { kind: 'patchInstance', name: i.name, patch: { default: !i.spec.default } };
@@ -173,17 +195,23 @@ function weightedDraws(random: () => number, v: Vocabulary): () => Draw {
         const i = pick(existing(world));
         if (!i) return undefined;
         const enabled = !(i.spec.sharding?.enabled ?? false);
-        const weight = i.spec.sharding?.weight ?? 1 + Math.floor(random() * v.maxWeight);
-        return { kind: 'patchInstance', name: i.name, patch: { sharding: { enabled, weight } } };
+        return {
+          kind: 'patchInstance',
+          name: i.name,
+          patch: { sharding: { enabled, weight: i.spec.sharding?.weight ?? weight() } },
+        };
       },
     ],
     [
-      2,
+      3,
       (world) => {
         const i = pick(existing(world).filter((x) => x.spec.sharding?.enabled));
-        if (!i?.spec.sharding) return undefined;
-        const weight = 1 + Math.floor(random() * v.maxWeight);
-        return { kind: 'patchInstance', name: i.name, patch: { sharding: { enabled: true, weight } } };
+        if (!i) return undefined;
+        return {
+          kind: 'patchInstance',
+          name: i.name,
+          patch: { sharding: { enabled: true, weight: weight() } },
+        };
       },
     ],
     [
@@ -195,72 +223,70 @@ function weightedDraws(random: () => number, v: Vocabulary): () => Draw {
         return { kind: 'patchInstance', name: i.name, patch: { replicas } };
       },
     ],
+    [4, createConfig],
+    // Moves need served targets: keep a few configs, and their CRDs, around.
+    [5, (world) => (world.configs.size < 3 ? createConfig(world) : undefined)],
+    [4, (world) => (unserved(world).length > 0 ? createTarget(world) : undefined)],
     [
-      4,
-      (world) => {
-        const name = pick(v.configs.filter((n) => !world.configs.has(n)));
-        const target = pick(v.targets);
-        if (name === undefined || target === undefined) return undefined;
-        const pin = chance(0.25) ? pick(v.instances) : undefined;
-        return { kind: 'createConfig', name, target, ...(pin !== undefined && { pin }) };
-      },
-    ],
-    [
-      2,
+      1.5,
       (world) => {
         const name = pick([...world.configs.keys()]);
         return name === undefined ? undefined : { kind: 'deleteConfig', name };
       },
     ],
     [
-      2,
+      1.5,
       (world) => {
         const name = pick([...world.configs.keys()]);
         return name === undefined ? undefined : { kind: 'recreateConfig', name };
       },
     ],
     [
-      3,
+      4,
       (world) => {
-        const name = pick([...world.configs.keys()]);
-        const instance = pick(v.instances);
-        return name === undefined || instance === undefined ? undefined : { kind: 'pin', name, instance };
+        const config = pick([...world.configs.values()]);
+        const instance = pinTarget(world, config?.pin);
+        return config === undefined || instance === undefined
+          ? undefined
+          : { kind: 'pin', name: config.name, instance };
       },
     ],
     [
-      2,
+      3,
       (world) => {
         const name = pick([...world.configs.values()].filter((c) => c.pin !== undefined).map((c) => c.name));
         return name === undefined ? undefined : { kind: 'unpin', name };
       },
     ],
+    [3, createTarget],
     [
-      3,
-      (world) => {
-        const name = pick(v.targets.filter((t) => !world.targets.has(t)));
-        return name === undefined ? undefined : { kind: 'createTarget', name };
-      },
-    ],
-    [
-      2,
+      1.5,
       (world) => {
         const name = pick([...world.targets.keys()]);
         return name === undefined ? undefined : { kind: 'deleteTarget', name };
       },
     ],
     [
-      2,
+      1.5,
       (world) => {
         const name = pick([...world.targets.keys()]);
         return name === undefined ? undefined : { kind: 'recreateTarget', name };
       },
     ],
   ];
+  /**
+   * Mostly another instance that exists than the one pinned now; now and then any name, one that
+   * does not exist included (the resolver says PinnedInstanceMissing).
+   */
+  function pinTarget(world: World, pinned?: string): string | undefined {
+    const others = existing(world).filter((i) => i.name !== pinned);
+    return chance(0.85) ? (pick(others)?.name ?? pick(v.instances)) : pick(v.instances);
+  }
   const total = table.reduce((sum, [w]) => sum + w, 0);
   return () => {
     let roll = random() * total;
-    for (const [weight, draw] of table) {
-      roll -= weight;
+    for (const [w, draw] of table) {
+      roll -= w;
       if (roll < 0) return draw;
     }
     return (table[table.length - 1] as [number, Draw])[1];
@@ -274,4 +300,20 @@ function goesAtOnce(world: World, instance: string): boolean {
   if (!i) return false;
   i.terminating = true;
   return departureOf(after, instance) === 'goes';
+}
+
+/**
+ * How many times a served target (its config resolves, its CRD exists) is served by another
+ * instance at a quiet period than at the one before: the verified moves a plan asks of the cluster.
+ */
+export function servedMoves(plan: Plan): number {
+  let moves = 0;
+  let before: Map<string, string> | undefined;
+  for (const { quiet } of plan.steps) {
+    if (!quiet) continue;
+    const now = destinations(quiet);
+    if (before) for (const [target, to] of now) if (before.has(target) && before.get(target) !== to) moves++;
+    before = now;
+  }
+  return moves;
 }
