@@ -29,7 +29,13 @@ import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_VERSION, GROUP, servingCertSecretName, VERSION } from '../../src/api/constants.ts';
+import {
+  API_VERSION,
+  FORCE_DELETE_ANNOTATION,
+  GROUP,
+  servingCertSecretName,
+  VERSION,
+} from '../../src/api/constants.ts';
 import { ASSIGNED_CONDITION } from '../../src/core/assign-decision.ts';
 import { HANDOVER_READY } from '../../src/core/handover.ts';
 import { DELETION_BLOCKED } from '../../src/core/instances/deletion.ts';
@@ -114,6 +120,8 @@ let jsm: JetStreamManager;
 let configs: VersionFollower<StoredFields>;
 let crds: VersionFollower<StoredFields>;
 const figures: string[] = [];
+/** False claims already reported (uid@revision): a later seed judges the whole history again. */
+const reportedClaims = new Set<string>();
 
 beforeAll(async () => {
   const { cluster } = await installed.start();
@@ -147,7 +155,9 @@ describe('randomized lifecycle: instances, configs and targets created, deleted,
       process.stderr.write(
         `[lifecycle] seed ${seed}: ${plan.randomSteps} random steps, ${plan.steps.length - plan.randomSteps} teardown steps\n`,
       );
-      const run = new SeedRun(seed, plan, await deadLetterMark(jsm));
+      // A seed that failed may have left its fleet behind: the next one starts from an empty one.
+      await clearFleet();
+      const run = new SeedRun(seed, plan, await deadLetterMark(jsm), await listResourceVersion(CONFIGS_PATH));
       await run.all();
       figures.push(run.figure());
       // The continuous check had versions to judge: the watches followed the fleet.
@@ -161,7 +171,6 @@ class SeedRun {
   private readonly seed: number;
   private readonly plan: Plan;
   private readonly probed = new Map<string, string>();
-  private readonly reportedClaims = new Set<string>();
   private readonly startedAt = Date.now();
   private quiets = 0;
   private settleMs: number[] = [];
@@ -170,11 +179,14 @@ class SeedRun {
 
   /** DLQ's last sequence before the seed began: a dead letter after it is work given up on. */
   private readonly dlqMark: number;
+  /** The revision the seed began at: the config versions after it are this seed's. */
+  private readonly fromRevision: bigint;
 
-  constructor(seed: number, plan: Plan, dlqMark: number) {
+  constructor(seed: number, plan: Plan, dlqMark: number, fromRevision: string) {
     this.seed = seed;
     this.plan = plan;
     this.dlqMark = dlqMark;
+    this.fromRevision = BigInt(fromRevision);
   }
 
   async all(): Promise<void> {
@@ -523,16 +535,16 @@ class SeedRun {
     );
     for (const follower of [configs, crds]) if (follower.broken) throw new Error(follower.broken);
     const configVersions = configs.versions.filter((v) => v.rv <= upTo).map(configVersionOf);
+    this.versionsJudged = configVersions.filter((v) => v.revision > this.fromRevision).length;
     const crdVersions = crds.versions
       .filter((v) => v.object.metadata.name !== SENTINEL_CRD)
       .map(crdVersionOf);
-    this.versionsJudged = configVersions.length;
     const claims = falseClaims(configVersions, crdVersions, (instance) => ({
       name: serviceOf(instance),
       namespace: SWITCHYARD_NAMESPACE,
     }));
-    const fresh = claims.filter((c) => !this.reportedClaims.has(`${c.uid}@${c.revision}`));
-    for (const c of fresh) this.reportedClaims.add(`${c.uid}@${c.revision}`);
+    const fresh = claims.filter((c) => !reportedClaims.has(`${c.uid}@${c.revision}`));
+    for (const c of fresh) reportedClaims.add(`${c.uid}@${c.revision}`);
     return fresh;
   }
 
@@ -638,6 +650,32 @@ function sameNames(what: string, expected: string[], live: string[], problems: s
   const e = [...expected].sort().join(', ');
   const l = [...live].sort().join(', ');
   if (e !== l) problems.push(`${what}: the cluster has [${l}], the model [${e}]`);
+}
+
+/** Every config, target and instance deleted (an instance still in use deleted anyway), and gone. */
+async function clearFleet(): Promise<void> {
+  const names = async (path: string) => (await listItems(path)).map((o) => o.metadata.name);
+  for (const name of await names(CONFIGS_PATH)) await del(`${CONFIGS_PATH}/${name}`);
+  for (const name of (await names(CRDS_PATH)).filter((n) => VOCABULARY.targets.includes(n)))
+    await del(`${CRDS_PATH}/${name}`);
+  for (const name of await names(INSTANCES_PATH)) {
+    await request(admin, HttpMethod.PATCH, `${INSTANCES_PATH}/${name}`, {
+      metadata: { annotations: { [FORCE_DELETE_ANNOTATION]: 'true' } },
+    });
+    await del(`${INSTANCES_PATH}/${name}`);
+  }
+  await waitFor(
+    'the fleet of an earlier seed to be gone',
+    async () => {
+      const left = [
+        ...(await names(CONFIGS_PATH)),
+        ...(await names(INSTANCES_PATH)),
+        ...(await names(CRDS_PATH)).filter((n) => VOCABULARY.targets.includes(n)),
+      ];
+      return left.length === 0 ? true : undefined;
+    },
+    { timeoutMs: GONE_TIMEOUT_MS, intervalMs: 500 },
+  );
 }
 
 async function listResourceVersion(path: string): Promise<string> {
