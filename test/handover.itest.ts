@@ -97,7 +97,7 @@ beforeAll(async () => {
     trustBundle: trustBundleReader(clients.writes),
     clock: systemClock,
     events: clients.events.recorder,
-    policy: { unreportedGraceMs: GRACE_SECONDS * 1000, stallAfterMs: 600_000 },
+    policy: { unreportedGraceMs: GRACE_SECONDS * 1000, stallAfterMs: 600_000, confirmMs: 0 },
     defaultNamespace: 'switchyard-system',
   });
   runtime = await startHandlerRuntime({

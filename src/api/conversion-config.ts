@@ -120,6 +120,21 @@ export const handoverProgressSchema = z
       description:
         'Since when the destination has had ready Pods and no Lease at all (the grace before an unverified move).',
     }),
+    confirming: z
+      .object({
+        since: z.iso.datetime().meta({
+          description: 'Since when every ready Pod of the destination has reported the target.',
+        }),
+        pods: z.string().max(64).meta({
+          description: 'A digest of those ready Pods: the confirmation stands only while they stay the same.',
+        }),
+      })
+      .optional()
+      .meta({
+        description:
+          'A verified move waiting out handover.confirmSeconds before the repoint, so that a destination replica ' +
+          'that died or hung just before shows as not ready first.',
+      }),
   })
   .meta({ description: 'The state of a move that waits for its destination (the HandoverReady gate).' });
 export type HandoverProgress = z.infer<typeof handoverProgressSchema>;

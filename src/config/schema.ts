@@ -204,6 +204,15 @@ const handover = z
           'and no Lease; a truncated, undecodable or stale report never uses it up. One value for every process of ' +
           'the handover fleet: any replica resumes the same clock from the config’s status.handover.',
       ),
+    confirmSeconds: numeric(z.number().min(0))
+      .default(10)
+      .describe(
+        'How long every ready Pod of a move’s destination must go on reporting the target, the same Pods ready ' +
+          'throughout, before the target is repointed, in seconds (0: at once). Covers a destination replica that ' +
+          'died or hung just before the gate looked: its Lease stays live, and its endpoint ready until its ' +
+          'readiness probe fails (6–9 s for a hung replica). Each verified move takes at least this long. One value ' +
+          'for every process of the handover fleet: the confirmation’s start is stored in the config’s status.handover.',
+      ),
     stallAfterSeconds: numeric(z.number().positive())
       .default(600)
       .describe(

@@ -48,6 +48,8 @@ function input(overrides: Partial<HandoverInput> = {}): HandoverInput {
     assigned: 'b',
     replicas: { readyPods: ['b-1', 'b-2'], leases: [lease('b-1'), lease('b-2')] },
     nowMs: NOW,
+    // The confirmation has tests of its own below.
+    policy: { ...DEFAULT_HANDOVER_POLICY, confirmMs: 0 },
     ...overrides,
   };
 }
@@ -513,5 +515,56 @@ describe('which replicas hold a plan', () => {
     },
   ])('$scenario → $holds', ({ assigned, service, holds }) => {
     expect(shouldHoldPlan('a', assigned, service)).toBe(holds);
+  });
+
+  describe('the confirmation before a verified repoint', () => {
+    const CONFIRM = DEFAULT_HANDOVER_POLICY.confirmMs;
+    const confirming = (given: Partial<HandoverInput>) =>
+      decided(input({ policy: DEFAULT_HANDOVER_POLICY, ...given }));
+
+    it('waits until the same ready Pods have served the target for the confirmation, then patches', () => {
+      const first = confirming({});
+      expect(first).toMatchObject({ action: 'wait', condition: { reason: 'HandoverPending' } });
+      expect(first.condition.message).toContain('confirming that they go on serving it for 10s');
+      expect(first.recheckAtMs).toBe(NOW + CONFIRM);
+      const pending = confirming({ progress: first.progress, nowMs: NOW + CONFIRM - 1 });
+      expect(pending.action).toBe('wait');
+      expect(pending.progress, 'the same confirmation, not a new one').toEqual(first.progress);
+      const done = confirming({ progress: first.progress, nowMs: NOW + CONFIRM });
+      expect(done).toMatchObject({ action: 'patch', condition: { status: 'True', reason: 'HandoverReady' } });
+      expect(done.condition.message).toContain('and did for 10s');
+    });
+
+    it('starts over when the ready Pods change: a replica that died meanwhile is not vouched for', () => {
+      const first = confirming({});
+      // b-2 died: not ready any more, and its replacement b-3 reports.
+      const replaced = { readyPods: ['b-1', 'b-3'], leases: [lease('b-1'), lease('b-2'), lease('b-3')] };
+      const later = confirming({ replicas: replaced, progress: first.progress, nowMs: NOW + CONFIRM });
+      expect(later.action).toBe('wait');
+      expect(later.recheckAtMs).toBe(NOW + 2 * CONFIRM);
+      // While b-2 is only unready, the one Pod left confirms on its own clock.
+      const alone = confirming({
+        replicas: { readyPods: ['b-1'], leases: [lease('b-1'), lease('b-2')] },
+        progress: first.progress,
+        nowMs: NOW + CONFIRM,
+      });
+      expect(alone.action, 'one Pod fewer is another set of Pods').toBe('wait');
+    });
+
+    it('starts over when a Pod stops reporting the target in between', () => {
+      const first = confirming({});
+      const gap = confirming({
+        replicas: { readyPods: ['b-1', 'b-2'], leases: [lease('b-1'), lease('b-2', serves([]))] },
+        progress: first.progress,
+        nowMs: NOW + 3_000,
+      });
+      expect(gap.progress?.confirming).toBeUndefined();
+      const again = confirming({ progress: gap.progress, nowMs: NOW + CONFIRM });
+      expect(again.action, 'the confirmation restarted after the gap').toBe('wait');
+    });
+
+    it('does not hold a first apply or a move with no Lease at all: nothing serves the first, nothing vouches for the other', () => {
+      expect(confirming({ currentServiceName: undefined, replicas: silentB() }).action).toBe('patch');
+    });
   });
 });

@@ -29,6 +29,7 @@
 // in the config's `status.handover` and passes it back, so any replica resumes the same clocks
 // after a restart. `recheckAtMs` says when time alone can change the answer (grace end, stall
 // threshold, a Lease expiring), for a durable delayed re-check; events do the rest.
+import { createHash } from 'node:crypto';
 import type { ConditionStatus } from '../api/conditions.ts';
 import { webhookServiceName } from '../api/constants.ts';
 import type { HandoverProgress } from '../api/conversion-config.ts';
@@ -42,6 +43,11 @@ export interface HandoverPolicy {
   unreportedGraceMs: number;
   /** A move still waiting after this long is called stalled, so operators can alert on it. */
   stallAfterMs: number;
+  /**
+   * How long every ready Pod of B must go on serving the target, the same Pods ready throughout,
+   * before a verified move is patched (0: at once).
+   */
+  confirmMs: number;
 }
 
 /**
@@ -51,10 +57,20 @@ export interface HandoverPolicy {
  * retries. Silence by then means B does not publish at all, not that one write failed, which
  * 30 s (one heartbeat) cannot tell apart during a rollout. Stall after 10 min: far beyond any
  * rollout of webhook-server replicas that compile within seconds.
+ *
+ * Confirm 10 s: a live Lease and a ready endpoint say nothing about the last seconds. A
+ * destination replica killed or hung just before the gate looked still counts, with a Lease that
+ * stays live for its duration (90 s) and an endpoint that stays ready until its readiness probe
+ * fails (three failures a second apart, each up to a 2 s timeout: 6–9 s for a hung one, about
+ * 1 s for a dead one, then the EndpointSlice and the bus). Repointed in that window, the
+ * apiserver sent conversions to it and they failed (the chaos suite: 1–10 failed conversions per
+ * case, issue 27). Waiting until the same ready Pods have served the target for 10 s lets that
+ * fault show first; a fault after it is a replica dying while it serves, which no gate foresees.
  */
 export const DEFAULT_HANDOVER_POLICY: Readonly<HandoverPolicy> = Object.freeze({
   unreportedGraceMs: 90_000,
   stallAfterMs: 10 * 60_000,
+  confirmMs: 10_000,
 });
 
 export type HandoverReason =
@@ -317,7 +333,35 @@ function gateMove(clock: WaitClock, source: string): GateDecision {
       : 'not every ready Pod can serve it yet';
     return waitFor(clock, 'HandoverPending', `${move}: ${why}`);
   }
-  return patch('HandoverReady', `${move}: all ${readyPods.length} ready Pods of ${destination} serve it`);
+  return confirmServed(clock, move);
+}
+
+// Every ready Pod serves the target: patch once the same Pods have done so for confirmMs.
+function confirmServed(clock: WaitClock, move: string): GateDecision {
+  const { input, policy } = clock;
+  const { readyPods } = input.replicas;
+  const served = `${move}: all ${readyPods.length} ready Pods of ${input.destination} serve it`;
+  if (policy.confirmMs <= 0) return patch('HandoverReady', served);
+  const pods = podsDigest(readyPods);
+  const saved = input.progress?.destination === input.destination ? input.progress.confirming : undefined;
+  const sinceMs = saved?.pods === pods ? pastTime(saved.since, input.nowMs) : input.nowMs;
+  const confirmedAtMs = sinceMs + policy.confirmMs;
+  if (input.nowMs >= confirmedAtMs)
+    return patch('HandoverReady', `${served}, and did for ${policy.confirmMs / 1000}s`);
+  return waitFor(
+    clock,
+    'HandoverPending',
+    `${served}; confirming that they go on serving it for ${policy.confirmMs / 1000}s before the repoint`,
+    { confirming: { since: new Date(sinceMs).toISOString(), pods }, recheckAtMs: confirmedAtMs },
+  );
+}
+
+/** The ready Pods as one short value: a confirmation stands only while the very same Pods are ready. */
+function podsDigest(pods: readonly string[]): string {
+  return createHash('sha256')
+    .update([...pods].sort().join('\n'))
+    .digest('base64url')
+    .slice(0, 16);
 }
 
 // B has ready Pods and not one Lease: the only state in which the grace runs.
@@ -336,7 +380,7 @@ function awaitFirstLease(clock: WaitClock, move: string): GateDecision {
     { ...clock, silentSinceMs },
     'HandoverAwaitingReports',
     `${move}: waiting for ${input.destination}'s ready Pods to publish what they serve`,
-    graceEndsMs,
+    { graceEndsMs },
   );
 }
 
@@ -370,9 +414,14 @@ function waitFor(
   clock: WaitClock,
   reason: HandoverReason,
   message: string,
-  graceEndsMs?: number,
+  extra: {
+    graceEndsMs?: number;
+    confirming?: NonNullable<HandoverProgress['confirming']>;
+    recheckAtMs?: number;
+  } = {},
 ): WaitDecision {
   const { input, policy, waitingSinceMs, silentSinceMs } = clock;
+  const { graceEndsMs, confirming } = extra;
   const stallsAtMs = reason === 'HandoverUnknown' ? undefined : waitingSinceMs + policy.stallAfterMs;
   const stalled = stallsAtMs !== undefined && input.nowMs >= stallsAtMs;
   const minutes = Math.floor((input.nowMs - waitingSinceMs) / 60_000);
@@ -391,8 +440,14 @@ function waitFor(
       ...(graceEndsMs !== undefined && silentSinceMs !== undefined
         ? { silentSince: new Date(silentSinceMs).toISOString() }
         : {}),
+      ...(confirming && { confirming }),
     },
-    recheckAtMs: earliestAfter(input.nowMs, [stallsAtMs, graceEndsMs, ...leaseTransitions]),
+    recheckAtMs: earliestAfter(input.nowMs, [
+      stallsAtMs,
+      graceEndsMs,
+      extra.recheckAtMs,
+      ...leaseTransitions,
+    ]),
   };
 }
 

@@ -12,7 +12,7 @@ import type { HandlerContext } from '../bus/runtime/index.ts';
 import { encodeServedSet, expectedSetOf } from '../core/served-set-codec.ts';
 import type { EventInput } from '../kube/event-recorder.ts';
 import type { Clock } from '../runtime/clock.ts';
-import { handoverHandler } from './handover.ts';
+import { handoverHandler, nextLookMs } from './handover.ts';
 import { fakeView } from './test-support.ts';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
@@ -164,7 +164,7 @@ async function run(
         : { kind: 'found', caBundle: bundle.value };
     },
     clock,
-    policy: { unreportedGraceMs: GRACE_MS, stallAfterMs: 600_000 },
+    policy: { unreportedGraceMs: GRACE_MS, stallAfterMs: 600_000, confirmMs: 0 },
     defaultNamespace: 'switchyard-system',
   });
   const outcome = await handle({ key: TARGET, seq: 3, ...work }, ctx);
@@ -472,5 +472,25 @@ describe('the handover handler', () => {
     const result = await run([instance('a'), xrdConfig, xrd, readyPods('a', ['a1'])]);
     expect(targetWrites(result.writes).map((w) => w.resource)).toEqual(['compositeresourcedefinitions']);
     expect(result.writes.find((w) => w.what === 'status')?.resource).toBe('xrdconversionconfigs');
+  });
+});
+
+describe('when a target is looked at again', () => {
+  const NOW_MS = 1_000_000;
+  it('looks at a waiting move within 10 s whatever else it waits for, a lost wake-up bounded by it', () => {
+    const wait = (reason: string, recheckAtMs: number | undefined) => ({
+      action: 'wait',
+      condition: { reason },
+      recheckAtMs,
+    });
+    expect(nextLookMs(wait('HandoverPending', NOW_MS + 80_000), NOW_MS)).toBe(NOW_MS + 10_000);
+    expect(nextLookMs(wait('DestinationNotReady', undefined), NOW_MS)).toBe(NOW_MS + 10_000);
+    expect(nextLookMs(wait('HandoverPending', NOW_MS + 3_000), NOW_MS), 'an earlier time stands').toBe(
+      NOW_MS + 3_000,
+    );
+    expect(nextLookMs(wait('TargetNotFound', undefined), NOW_MS), 'its creation wakes it').toBeUndefined();
+    expect(
+      nextLookMs({ action: 'patch', condition: { reason: 'HandoverReady' }, recheckAtMs: undefined }, NOW_MS),
+    ).toBeUndefined();
   });
 });

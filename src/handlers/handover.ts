@@ -237,9 +237,28 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
       });
       if (waitEvent) deps.events.record({ regarding, related, ...waitEvent });
     }
-    if (decision.recheckAtMs === undefined) return done;
-    return recheckAt(decision.recheckAtMs, deps.clock.now(), `handover: ${decision.condition.reason}`);
+    const recheckAtMs = nextLookMs(decision, deps.clock.now());
+    if (recheckAtMs === undefined) return done;
+    return recheckAt(recheckAtMs, deps.clock.now(), `handover: ${decision.condition.reason}`);
   };
+}
+
+/**
+ * A move that waits on its destination is looked at again at least this often, besides the
+ * times the gate names: every event that can let it through wakes it, but a wake-up lost to a
+ * killed worker or a frozen bus otherwise waited for the next Lease expiry (90 s, twice in the
+ * chaos suite, issue 27). A look that decides the same writes nothing.
+ */
+const WAITING_MOVE_LOOK_MS = 10_000;
+
+/** When to look at the target again: the gate's own time, and a waiting move's next look at the latest. */
+export function nextLookMs(
+  decision: { action: string; condition: { reason: string }; recheckAtMs: number | undefined },
+  nowMs: number,
+): number | undefined {
+  const waitsOnDestination = decision.action === 'wait' && decision.condition.reason !== 'TargetNotFound';
+  if (!waitsOnDestination) return decision.recheckAtMs;
+  return Math.min(decision.recheckAtMs ?? Number.POSITIVE_INFINITY, nowMs + WAITING_MOVE_LOOK_MS);
 }
 
 /**

@@ -38,5 +38,6 @@ export function handoverPolicyOf(config: Config['handover']): HandoverPolicy {
   return {
     unreportedGraceMs: config.unreportedGraceSeconds * 1000,
     stallAfterMs: config.stallAfterSeconds * 1000,
+    confirmMs: config.confirmSeconds * 1000,
   };
 }
