@@ -223,7 +223,8 @@ describe('the step generator', () => {
   });
 
   it('asks for moves: served targets change instance between quiet periods', () => {
-    const moves = [1, 2, 3].map((seed) => servedMoves(planLifecycle(random(seed), 60, VOCABULARY)));
+    // Seeds and length as CI runs them (the names differ here, so the moves do too).
+    const moves = [5, 7, 11].map((seed) => servedMoves(planLifecycle(random(seed), 45, VOCABULARY)));
     expect(moves.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(10);
   });
 
