@@ -3,8 +3,9 @@
 //
 //   window opens   load tally, the apiserver's conversion count for the target, DLQ's last sequence
 //   the move       the write that changes the assignment
-//   the fault      a drawn (seeded) or fixed delay after the write; the fault runs its own
-//                  timeline (kill and restart, freeze and thaw, …)
+//   the fault      a drawn (seeded) delay after the write, at once, or once the gate is
+//                  confirming the destination; the fault runs its own timeline (kill and
+//                  restart, freeze and thaw, …)
 //   convergence    HandoverReady=True reason HandoverReady about the destination, the status
 //                  assigning it, and the CRD naming its Service (polled; the time is the figure)
 //   after          what the fault still does once the move is done (a wedged replica's Lease
@@ -14,10 +15,14 @@
 //                  apiserver audited
 //
 // `violations` turns the result into what must not happen, each said with what it would mean in
-// production; a case passes when there is none. The negative control asserts the opposite.
+// production; a case passes when there is none. A case that kills a replica the target names
+// (the source) is judged by what the kill explains instead of by 0 failures (killed-replica.ts).
+// The negative control asserts the opposite.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { JetStreamManager } from '@nats-io/jetstream';
+import { webhookServiceName } from '../../../src/api/constants.ts';
 import type { DeadLetterEntry } from '../../../src/bus/dead-letters.ts';
+import type { PodRef } from '../../../src/local-cluster/pod-faults.ts';
 import {
   apiserverConversions,
   type Conversions,
@@ -39,6 +44,13 @@ import {
   type WorkLeft,
   waitWorkDrained,
 } from './bus-outcomes.ts';
+import {
+  accountFor,
+  type KilledReplicaAccount,
+  type KilledReplicaObserved,
+  KilledReplicaWatch,
+  WITHDRAWN_BOUND_MS,
+} from './killed-replica.ts';
 import type { Move } from './moves.ts';
 
 /** What a case moves, and who watches: the target, its config, the load on it. */
@@ -69,24 +81,42 @@ export interface FaultContext {
   /** Something the fault itself demands did not happen (a wedged replica's Lease never went stale). */
   fail(line: string): void;
   /**
-   * Pods the fault deleted: their Leases go with them (the garbage collector), so the recorded
-   * stream may show one as a ready Pod without a Lease at the repoint, when the gate decided
-   * while it was alive and reporting and it died before the repoint was recorded.
+   * Destination Pods the fault killed or wedged before the repoint: the gate must not count
+   * one among the destination's ready Pods when it repoints.
    */
-  deleted(pods: readonly string[]): void;
+  victims(pods: readonly string[]): void;
+  /**
+   * Runs `kill` on a replica of `instance`, an instance the target names while it runs, and
+   * judges the case by what the kill explains (killed-replica.ts) instead of by 0 failures.
+   * `othersAlive` says whether every other replica of the instance is still the process it was.
+   */
+  killOnDataPath(
+    pod: PodRef,
+    instance: string,
+    kill: () => Promise<void>,
+    othersAlive: () => boolean,
+  ): Promise<void>;
 }
 
 export interface Fault {
   name: string;
-  /** `at-once`: right after the move's write; `drawn`: after a seeded delay below `MAX_FAULT_DELAY_MS`. */
-  delay: 'at-once' | 'drawn';
+  /**
+   * `at-once`: right after the move's write; `drawn`: after a seeded delay below
+   * `MAX_FAULT_DELAY_MS`; `confirming`: once the config's status assigns the destination and
+   * shows the gate confirming it (every ready destination Pod counted, the fault's victim among
+   * them), so the fault lands while the move waits and before the repoint (a violation if not).
+   */
+  delay: 'at-once' | 'drawn' | 'confirming';
   inject(ctx: FaultContext): Promise<void>;
   /** Runs once the move converged (or gave up), before the stream checks. */
   afterConverged?(ctx: FaultContext): Promise<void>;
 }
 
-/** A drawn delay lands the fault anywhere from before the assignment to just after the repoint. */
-export const MAX_FAULT_DELAY_MS = 1_000;
+/**
+ * A drawn delay lands the fault anywhere from before the assignment to just after the repoint:
+ * a verified move waits handover.confirmSeconds (10 s) before it, and takes 10–13 s here.
+ */
+export const MAX_FAULT_DELAY_MS = 12_000;
 
 export interface CaseTiming {
   moveTimeoutMs: number;
@@ -99,16 +129,21 @@ export interface CaseResult {
   fault: string;
   target: string;
   move: Move;
+  delay: Fault['delay'];
   /** From the move's write, ms. */
   faultAtMs: number;
+  /** For a `confirming` delay: the status showed the gate confirming the destination before the fault. */
+  landedWhileConfirming: boolean;
   repointAtMs: number | undefined;
   notes: string[];
   /** What the fault's own checks found wrong (`FaultContext.fail`). */
   faultProblems: string[];
-  /** Pods the fault deleted (`FaultContext.deleted`). */
-  deletedPods: string[];
+  /** Destination Pods the fault killed or wedged (`FaultContext.victims`). */
+  victims: string[];
   requests: number;
   failures: Failure[];
+  /** For a case that killed a replica the target named: what the kill explains (`FaultContext.killOnDataPath`). */
+  killedReplica: KilledReplicaAccount | undefined;
   /** Client failures while the apiserver was down: not counted (the issue excludes them). */
   excludedFailures: number;
   wrongValues: WrongValue[];
@@ -138,7 +173,8 @@ export async function runCase(
   const { admin, target, load, witness, jsm } = subject;
   const notes: string[] = [];
   const faultProblems: string[] = [];
-  const deletedPods: string[] = [];
+  const victims: string[] = [];
+  let killWatch: KilledReplicaWatch | undefined;
   // The previous move's verdict, or the first apply's: any True verdict about the source.
   const startedConverged = (await verifiedState(subject, move.from, ['HandoverReady', 'FirstApply'])).ok;
   const before = load.tally();
@@ -161,13 +197,28 @@ export async function runCase(
     },
     note: (line) => notes.push(line),
     fail: (line) => faultProblems.push(line),
-    deleted: (pods) => deletedPods.push(...pods),
+    victims: (pods) => victims.push(...pods),
+    async killOnDataPath(pod, instance, kill, othersAlive) {
+      killWatch = await KilledReplicaWatch.before({
+        kc: admin,
+        target,
+        namespace: pod.namespace,
+        service: webhookServiceName(instance),
+        pod: pod.name,
+        clock: () => load.tally().atMs,
+        othersAlive,
+      });
+      killWatch.killing();
+      await kill();
+    },
   };
 
-  const delayMs = fault.delay === 'at-once' ? 0 : Math.floor(random() * MAX_FAULT_DELAY_MS);
+  const delayMs = fault.delay === 'drawn' ? Math.floor(random() * MAX_FAULT_DELAY_MS) : 0;
   const writeAt = Date.now();
   await move.change();
   if (delayMs > 0) await sleep(delayMs);
+  const landedWhileConfirming =
+    fault.delay === 'confirming' && (await untilConfirming(subject, move.to, timing.moveTimeoutMs));
   const faultAtMs = Date.now() - writeAt;
   await fault.inject(ctx);
 
@@ -176,9 +227,11 @@ export async function runCase(
   await sleep(timing.settleMs);
   const work = await waitWorkDrained(jsm, timing.drainTimeoutMs);
   const deadLetters = await deadLettersSince(jsm, dlqMark);
+  const killed: KilledReplicaObserved | undefined = await killWatch?.finish();
 
   const after = load.tally();
-  const conversions = plus(banked, minus(await targetConversions(admin, target), conversionsBefore));
+  const conversionsAtClose = await targetConversions(admin, target);
+  const conversions = plus(banked, minus(conversionsAtClose, conversionsBefore));
   const windowFailures = after.failures.slice(before.failures.length);
   const failures = windowFailures.filter(
     (f) => !excluded || f.atMs < excluded.fromMs || f.atMs > excluded.toMs,
@@ -199,13 +252,17 @@ export async function runCase(
     fault: fault.name,
     target,
     move,
+    delay: fault.delay,
     faultAtMs,
+    landedWhileConfirming,
     repointAtMs: repoints[0] === undefined ? undefined : repoints[0].atMs - writeAt,
     notes,
     faultProblems,
-    deletedPods,
+    victims,
     requests: after.requests - before.requests,
     failures,
+    killedReplica:
+      killed && accountFor(killed, failures, conversionsBefore.failed, conversionsAtClose.failed),
     excludedFailures: windowFailures.length - failures.length,
     wrongValues: after.wrongValues.slice(before.wrongValues.length),
     conversions,
@@ -244,17 +301,27 @@ export function violations(r: CaseResult): string[] {
     out.push(
       `${where}: the previous case left the target unconverged, so this move started from a broken state`,
     );
-  if (r.failures.length > 0)
+  if (r.delay === 'confirming' && !r.landedWhileConfirming)
     out.push(
-      `${where}: ${r.failures.length} client requests failed — users' kubectl and controllers got errors ` +
-        `reading or writing ${r.target} objects: ${failureKinds(r.failures)}`,
+      `${where}: the fault was to land while the gate confirmed the destination, and the status never showed ` +
+        'it confirming first — the case did not test what it claims',
+    );
+  if (r.delay === 'confirming' && r.repointAtMs !== undefined && r.repointAtMs <= r.faultAtMs)
+    out.push(`${where}: the fault landed after the repoint — the case did not test the gate`);
+  const unexplained = r.killedReplica ? r.killedReplica.unexplained : r.failures;
+  if (unexplained.length > 0)
+    out.push(
+      `${where}: ${unexplained.length} client requests failed${
+        r.killedReplica ? ' that the killed replica does not explain' : ''
+      } — users' kubectl and controllers got errors reading or writing ${r.target} objects: ${failureKinds(unexplained)}`,
     );
   if (r.wrongValues.length > 0)
     out.push(
       `${where}: ${r.wrongValues.length} wrong values — clients were answered with data that was never written: ` +
         JSON.stringify(r.wrongValues.slice(0, 3)),
     );
-  if (r.conversions.failed > 0)
+  if (r.killedReplica) out.push(...killedReplicaViolations(where, r.killedReplica));
+  else if (r.conversions.failed > 0)
     out.push(
       `${where}: the apiserver counted ${r.conversions.failed} failed conversions — watches were cut and ` +
         'requests failed inside the apiserver, invisible to clients',
@@ -272,9 +339,13 @@ export function violations(r: CaseResult): string[] {
         `expected exactly once ${expected} — a duplicate or missing side effect on the CRD`,
     );
   for (const p of r.repoints) {
-    const unreported = p.readyPods.filter(
-      (pod) => !pod.reported && !(r.deletedPods.includes(pod.pod) && pod.why === 'no served-set Lease'),
-    );
+    const victims = p.readyPods.filter((pod) => r.victims.includes(pod.pod)).map((pod) => pod.pod);
+    if (victims.length > 0)
+      out.push(
+        `${where}: repointed ${p.from}→${p.to} while ${victims.join(', ')}, killed or wedged by the fault before it, ` +
+          "still counted among the destination's ready Pods — the apiserver sent conversions to a replica that cannot answer",
+      );
+    const unreported = p.readyPods.filter((pod) => !pod.reported);
     if (p.readyPods.length === 0 || unreported.length > 0)
       out.push(
         `${where}: repointed ${p.from}→${p.to} while ${
@@ -305,6 +376,36 @@ export function violations(r: CaseResult): string[] {
   return out;
 }
 
+/** What a case that killed a replica the target named must show instead of 0 failed conversions. */
+function killedReplicaViolations(where: string, k: KilledReplicaAccount): string[] {
+  const out: string[] = [];
+  if (k.withdrawnAtMs === undefined)
+    out.push(
+      `${where}: ${k.pod}'s endpoint was still listed ready a minute after it was killed — the apiserver ` +
+        'goes on sending conversions to a dead replica',
+    );
+  else if (!k.sampledPastBound)
+    out.push(
+      `${where}: the apiserver's conversion count was never read past the bound — the account is incomplete`,
+    );
+  if (k.failedBeforeKill > 0)
+    out.push(
+      `${where}: the apiserver counted ${k.failedBeforeKill} failed conversions before ${k.pod} was killed — ` +
+        'failures the kill does not explain',
+    );
+  if (k.failedAfterBound > 0)
+    out.push(
+      `${where}: the apiserver counted ${k.failedAfterBound} failed conversions more than ${WITHDRAWN_BOUND_MS / 1000} s ` +
+        `after ${k.pod}'s endpoint was withdrawn — conversions failing once the dead replica is out of the Service`,
+    );
+  if (!k.othersAlive)
+    out.push(
+      `${where}: another replica of ${k.pod}'s instance died during the case — a second replica lost, ` +
+        "and its failures cannot be told from the killed one's",
+    );
+  return out;
+}
+
 /** The one line per case that docs/reliability.md's table is made from. */
 export function figureLine(r: CaseResult): string {
   const repoint =
@@ -318,15 +419,49 @@ export function figureLine(r: CaseResult): string {
   const work = r.work.drained
     ? 'work drained'
     : `WORK ${r.work.left.work} / FANOUT ${r.work.left.fanout} left`;
+  const confirming = r.landedWhileConfirming ? ' (while the gate confirmed)' : '';
+  const k = r.killedReplica;
+  const explained = k
+    ? ` (${k.dialed.length} dialed to the killed Pod, ${k.cut.length} cut mid-call, ${k.unexplained.length} unexplained)`
+    : '';
   return (
-    `[chaos] ${r.fault} | ${r.move.kind} ${r.move.from}→${r.move.to} | fault +${seconds(r.faultAtMs)}, ${repoint}${gate} | ` +
-    `${r.requests} requests, ${r.failures.length} failed${
+    `[chaos] ${r.fault} | ${r.move.kind} ${r.move.from}→${r.move.to} | fault +${seconds(r.faultAtMs)}${confirming}, ${repoint}${gate} | ` +
+    `${r.requests} requests, ${r.failures.length} failed${explained}${
       r.excludedFailures > 0 ? ` (${r.excludedFailures} while the apiserver was down, excluded)` : ''
     }, ${r.wrongValues.length} wrong values | apiserver conversions ${r.conversions.succeeded} ok / ${
       r.conversions.failed
-    } failed | ${converged} | ${work}, ${r.deadLetters.length} dead letters, ${r.repoints.length} repoints, ` +
+    } failed${k ? ` (${killedReplicaFigures(k)})` : ''} | ${converged} | ${work}, ${r.deadLetters.length} dead letters, ${r.repoints.length} repoints, ` +
     `${r.handoverWrites} handover CRD writes | absorbed: ${r.throttledRetries} 429s, ${r.watchResumes} watch resumes, ` +
     `${r.relists} relists${r.notes.length > 0 ? ` | ${r.notes.join('; ')}` : ''}`
+  );
+}
+
+/** When the killed replica's failures happened, from its kill. */
+function killedReplicaFigures(k: KilledReplicaAccount): string {
+  const withdrawn =
+    k.withdrawnAtMs === undefined
+      ? 'endpoint never withdrawn'
+      : `endpoint withdrawn +${seconds(k.withdrawnAtMs - k.killedAtMs)} after the kill`;
+  const first = k.rises[0];
+  const last = k.rises.at(-1);
+  // A sample reads the count when it ends (a read of /metrics takes up to a second on a busy
+  // machine): the failures it saw happened before.
+  const when =
+    first && last
+      ? `seen by the samples ending +${seconds(first.sinceKillMs)}…+${seconds(last.sinceKillMs)}`
+      : 'none seen after it';
+  const clients = [...k.dialed, ...k.cut].map((f) => f.atMs - k.killedAtMs);
+  const requests =
+    clients.length > 0
+      ? `, failed requests +${seconds(Math.min(...clients))}…+${seconds(Math.max(...clients))}`
+      : '';
+  const window =
+    k.withdrawnAtMs === undefined
+      ? ''
+      : ` of ${seconds(k.withdrawnAtMs - k.killedAtMs + WITHDRAWN_BOUND_MS)}`;
+  return (
+    `${k.failedInWindow} in the kill's window${window}: ${withdrawn}, ${when}${requests}; ` +
+    `${k.failedBeforeKill} before the kill, ${k.failedAfterBound} past withdrawal + ${WITHDRAWN_BOUND_MS / 1000} s`
   );
 }
 
@@ -338,6 +473,26 @@ export function failureKinds(failures: readonly Failure[]): string {
     kinds.set(key, (kinds.get(key) ?? 0) + 1);
   }
   return [...kinds].map(([k, n]) => `${n}× ${k}`).join(' | ');
+}
+
+/**
+ * Polls until the config's status assigns `to` and shows the gate confirming it (every ready Pod
+ * of `to` counted); false when the move was verified first or nothing showed within `timeoutMs`.
+ */
+async function untilConfirming(subject: Subject, to: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const status = await configStatus(subject.admin, subject.config).catch(() => undefined);
+    if (
+      status?.assignedWebhookServer === to &&
+      status.handover?.destination === to &&
+      status.handover.confirming !== undefined
+    )
+      return true;
+    if (status?.handoverDestination === to && handoverReady(status)?.status === 'True') return false;
+    await sleep(100);
+  }
+  return false;
 }
 
 /** Polls until the move to `to` is verified; how long it took from the write, or what was last seen. */
