@@ -246,8 +246,12 @@ describe('lease-aggregate', () => {
     expect(status.servedTargets).toEqual(['a.x.io', 'b.x.io']);
     expect(conditionOf(status)).toMatchObject({ reason: 'AwaitingReports', status: 'False' });
     expect(conditionOf(status)?.message).toContain('pod-2');
-    expect(routed.get(instance) ?? 0, 'no record of the instance was routed after the stop').toBe(
-      routedAtStop,
+    // Nothing but the record of its own status write (which wakes it once more: status-echo.ts)
+    // may have been routed since the stop: the drop came from the re-check alone.
+    await sleep(1_000);
+    const routedAfterDrop = routed.get(instance) ?? 0;
+    expect(routedAfterDrop, 'no record of the instance but its own write was routed after the stop').toBe(
+      routedAtStop + 1,
     );
     expect(runsOf(instance).some((r) => r.recheck && r.at >= expiry)).toBe(true);
 
@@ -255,9 +259,10 @@ describe('lease-aggregate', () => {
     wedged.resumeRenewing();
     const back = await awaitStatus(instance, 'the replica counted again', (s) => s?.reportingReplicas === 2);
     expect(back.servedTargets).toEqual(['a.x.io']);
-    expect(routed.get(instance) ?? 0, 'the revival must be a record the router sees, not a heartbeat').toBe(
-      routedAtStop + 1,
-    );
+    expect(
+      routed.get(instance) ?? 0,
+      'the revival must be a record the router sees, not a heartbeat',
+    ).toBeGreaterThan(routedAfterDrop);
   });
 
   it('shows a truncated or undecodable report with its reason and never publishes a list meanwhile', async () => {

@@ -49,6 +49,7 @@ import { INSTANCES, instancesSubject } from './instances.ts';
 import { deletingInstances, instancesTriggers } from './instances-triggers.ts';
 import { LEASE_AGGREGATE, leaseAggregateSubject } from './lease-aggregate.ts';
 import { leaseAggregateTriggers } from './lease-aggregate-triggers.ts';
+import { statusEchoes } from './status-echo.ts';
 import {
   formatWorkKey,
   handoverWorkSubject,
@@ -126,11 +127,17 @@ export class Router {
     const configs = configStatusTriggers(change, world);
     const owners = instancesTriggers(change, previous, deletingInstances(this.deps.view.list(INSTANCE_KIND)));
     const targets = handoverTriggers(change, previous, world);
+    const echoes = statusEchoes(change, previous);
     const item = (k: ObjectWorkKey): WorkItem => ({ key: formatWorkKey(k), seq: ctx.seq });
+    const woken = new Set(triggers.now.map(formatWorkKey));
+    const assignEchoes = echoes.assign.filter((k) => !woken.has(formatWorkKey(k)));
     await Promise.all([
       ...triggers.now.map((k) => this.publishNow(item(k), k)),
+      ...assignEchoes.map((k) => this.publishNow(item(k), k, ASSIGN_ECHO)),
       ...triggers.paced.map((k) => this.publishPacedItem(item(k), k)),
-      ...instances.map((instance) => this.publishLeaseAggregate(instance, ctx.seq)),
+      ...[...new Set([...instances, ...echoes.leaseAggregate])].map((instance) =>
+        this.publishLeaseAggregate(instance, ctx.seq),
+      ),
       ...configs.map((k) => this.publishConfigStatus(item(k), k)),
       ...owners.map((instance) => this.publishInstances(instance, ctx.seq)),
       ...targets.map((target) => this.publishHandover(target, ctx.seq)),
@@ -161,11 +168,12 @@ export class Router {
     return stored ? previousObjectOf(stored.data, uid) : undefined;
   }
 
-  private async publishNow(item: WorkItem, key: ObjectWorkKey): Promise<void> {
+  /** `idPrefix`: what woke it, in the message id (`assign-echo`: the record of assign's own write, status-echo.ts). */
+  private async publishNow(item: WorkItem, key: ObjectWorkKey, idPrefix = ASSIGN_CONCERN): Promise<void> {
     await this.deps.js.publish(
       objectWorkSubject(ASSIGN_CONCERN, key, this.deps.partitions.assign),
       encodeMessage(workItemSchema, item),
-      { msgID: workMsgId(ASSIGN_CONCERN, item.seq, item.key) },
+      { msgID: workMsgId(idPrefix, item.seq, item.key) },
     );
   }
 
@@ -217,6 +225,9 @@ export class Router {
     );
   }
 }
+
+/** The message-id prefix of assign work woken by the record of assign's own status write. */
+export const ASSIGN_ECHO = `${ASSIGN_CONCERN}-echo`;
 
 /** Records may be gzip-compressed (messages.ts), so they are decoded the way every reader decodes them. */
 function decodeRecord(data: Uint8Array): ObjectEvent {
