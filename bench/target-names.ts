@@ -1,18 +1,7 @@
 // Reproducible, realistic target names for the benchmarks: CRD and XRD names of the form
 // `<plural>.<group>`, built from words a platform team would use, averaging ~36 bytes like the
 // corpus the issue measured the reference encoding on.
-
-/** mulberry32: a tiny seeded PRNG, enough for reproducible corpora. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../src/scenario/seeded-random.ts';
 
 const KINDS = [
   'bucket',

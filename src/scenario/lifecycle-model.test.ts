@@ -14,6 +14,7 @@ import {
   type World,
 } from './lifecycle-model.ts';
 import { planLifecycle, servedMoves, type Vocabulary } from './lifecycle-steps.ts';
+import { seededRandom } from './seeded-random.ts';
 
 const T1 = 'things1.lc.example';
 const T2 = 'things2.lc.example';
@@ -169,22 +170,14 @@ const VOCABULARY: Vocabulary = {
   maxBurst: 6,
 };
 
-/** mulberry32, as the test seeds it. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe('the step generator', () => {
   it('plans the same steps for the same seed', () => {
-    expect(planLifecycle(random(7), 60, VOCABULARY)).toEqual(planLifecycle(random(7), 60, VOCABULARY));
-    expect(planLifecycle(random(7), 60, VOCABULARY)).not.toEqual(planLifecycle(random(8), 60, VOCABULARY));
+    expect(planLifecycle(seededRandom(7), 60, VOCABULARY)).toEqual(
+      planLifecycle(seededRandom(7), 60, VOCABULARY),
+    );
+    expect(planLifecycle(seededRandom(7), 60, VOCABULARY)).not.toEqual(
+      planLifecycle(seededRandom(8), 60, VOCABULARY),
+    );
   });
 
   it('ends every plan empty, quiet, with every outcome determined along the way', () => {
@@ -193,7 +186,7 @@ describe('the step generator', () => {
         fc.integer({ min: 0, max: 2 ** 31 - 1 }),
         fc.integer({ min: 1, max: 120 }),
         (seed, count) => {
-          const plan = planLifecycle(random(seed), count, VOCABULARY);
+          const plan = planLifecycle(seededRandom(seed), count, VOCABULARY);
           expect(plan.randomSteps).toBe(count);
           const last = plan.steps[plan.steps.length - 1];
           expect(last?.quiet).toEqual(emptyWorld());
@@ -209,7 +202,7 @@ describe('the step generator', () => {
   });
 
   it('replays: the planned outcomes are what the model says when the steps are applied again', () => {
-    const plan = planLifecycle(random(42), 150, VOCABULARY);
+    const plan = planLifecycle(seededRandom(42), 150, VOCABULARY);
     const world = emptyWorld();
     for (const planned of plan.steps) {
       const outcome = applyStep(world, planned.step);
@@ -224,12 +217,12 @@ describe('the step generator', () => {
 
   it('asks for moves: served targets change instance between quiet periods', () => {
     // Seeds and length as CI runs them (the names differ here, so the moves do too).
-    const moves = [5, 7, 11].map((seed) => servedMoves(planLifecycle(random(seed), 45, VOCABULARY)));
+    const moves = [5, 7, 11].map((seed) => servedMoves(planLifecycle(seededRandom(seed), 45, VOCABULARY)));
     expect(moves.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(10);
   });
 
   it('covers the vocabulary: every kind of step, refusals and held deletions', () => {
-    const plans = [1, 2, 3].map((seed) => planLifecycle(random(seed), 150, VOCABULARY));
+    const plans = [1, 2, 3].map((seed) => planLifecycle(seededRandom(seed), 150, VOCABULARY));
     const steps = plans.flatMap((p) => p.steps);
     const kinds = new Set(steps.map((s) => s.step.kind));
     expect([...kinds].sort()).toEqual(

@@ -73,13 +73,13 @@ import {
   servedMoves,
   type Vocabulary,
 } from '../../src/scenario/lifecycle-steps.ts';
+import { seededRandom } from '../../src/scenario/seeded-random.ts';
 import {
   deadLetterMark,
   deadLettersSince,
   describeDeadLetter,
   waitWorkDrained,
 } from '../chaos/support/bus-outcomes.ts';
-import { seededRandom } from '../chaos/support/seeded.ts';
 import { followVersions, type ObjectVersion, type VersionFollower } from '../support/object-versions.ts';
 import { useInstalledCluster } from './support/installed-cluster.ts';
 
