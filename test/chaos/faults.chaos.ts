@@ -15,7 +15,7 @@
 // the kill's account would not explain them.
 //
 // One installed cluster for every case, the cases one after the other, the load steady: the file
-// takes about a quarter of an hour on two cores. SWITCHYARD_CHAOS_SEED replays a run's choices
+// takes 8 to 10 minutes on two cores. SWITCHYARD_CHAOS_SEED replays a run's choices
 // (printed at the start); SWITCHYARD_CHAOS_ROUNDS=<n> runs the whole list of faults n times, a soak
 // (docs/reliability.md).
 import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';

@@ -86,8 +86,9 @@ export interface FaultContext {
    */
   victims(pods: readonly string[]): void;
   /**
-   * Runs `kill` on a replica of `instance`, an instance the target names while it runs, and
-   * judges the case by what the kill explains (killed-replica.ts) instead of by 0 failures.
+   * Runs `kill` on a replica of `instance`, an instance the target names (or named until just
+   * before: the old storage still calls it), and judges the case by what the kill explains
+   * (killed-replica.ts) instead of by 0 failures.
    * `othersAlive` says whether every other replica of the instance is still the process it was.
    */
   killOnDataPath(
@@ -114,7 +115,7 @@ export interface Fault {
 
 /**
  * A drawn delay lands the fault anywhere from before the assignment to just after the repoint:
- * a verified move waits handover.confirmSeconds (10 s) before it, and takes 10–13 s here.
+ * a verified move waits handover.confirmSeconds (10 s) before it, and takes 10–16 s here.
  */
 export const MAX_FAULT_DELAY_MS = 12_000;
 
