@@ -42,7 +42,9 @@ describe('classifyFailure', () => {
       confirmedAgoMs: 12_000,
       reason: 'the bus did not answer',
     });
-    expect(classifyFailure(behind), 'a view behind the bus is never the message’s fault').toBe('infrastructure');
+    expect(classifyFailure(behind), 'a view behind the bus is never the message’s fault').toBe(
+      'infrastructure',
+    );
     expect(classifyFailure(apiError(10071)), 'wrong last sequence is not infrastructure').toBe('transient');
     expect(classifyFailure(new Error('stream not found')), 'text alone classifies nothing').toBe('transient');
   });
