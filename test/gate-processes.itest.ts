@@ -33,6 +33,7 @@ import { decodeMessage, workItemSchema } from '../src/bus/messages.ts';
 import { RECHECK_HEADERS } from '../src/bus/runtime/index.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { SERVED_TARGETS_KNOWN } from '../src/core/instance-aggregate.ts';
+import { LEASE_AGGREGATE_ECHO } from '../src/handlers/router.ts';
 import { isConflict, isNotFound } from '../src/kube/errors.ts';
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
@@ -108,7 +109,9 @@ function watchLeaseAggregateTraffic(): void {
   const sub = bus.nc.subscribe('work.lease-aggregate.>', {
     callback: (_err, m) => {
       const decoded = decodeMessage(workItemSchema, m.data);
-      if (decoded.ok) leaseAggregateWork.push({ key: decoded.value.key, atMs: Date.now() });
+      // The look its own status write wakes (status-echo.ts) follows a write; it causes none.
+      const echo = m.headers?.get('Nats-Msg-Id').startsWith(`${LEASE_AGGREGATE_ECHO}:`) ?? false;
+      if (decoded.ok && !echo) leaseAggregateWork.push({ key: decoded.value.key, atMs: Date.now() });
     },
   });
   const schedules = bus.nc.subscribe('recheck.lease-aggregate.>', {

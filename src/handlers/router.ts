@@ -135,9 +135,10 @@ export class Router {
       ...triggers.now.map((k) => this.publishNow(item(k), k)),
       ...assignEchoes.map((k) => this.publishNow(item(k), k, ASSIGN_ECHO)),
       ...triggers.paced.map((k) => this.publishPacedItem(item(k), k)),
-      ...[...new Set([...instances, ...echoes.leaseAggregate])].map((instance) =>
-        this.publishLeaseAggregate(instance, ctx.seq),
-      ),
+      ...instances.map((instance) => this.publishLeaseAggregate(instance, ctx.seq)),
+      ...echoes.leaseAggregate
+        .filter((instance) => !instances.includes(instance))
+        .map((instance) => this.publishLeaseAggregate(instance, ctx.seq, LEASE_AGGREGATE_ECHO)),
       ...configs.map((k) => this.publishConfigStatus(item(k), k)),
       ...owners.map((instance) => this.publishInstances(instance, ctx.seq)),
       ...targets.map((target) => this.publishHandover(target, ctx.seq)),
@@ -178,11 +179,15 @@ export class Router {
   }
 
   /** Few instances per record, so lease-aggregate work is never paced. */
-  private async publishLeaseAggregate(instance: string, seq: number): Promise<void> {
+  private async publishLeaseAggregate(
+    instance: string,
+    seq: number,
+    idPrefix = LEASE_AGGREGATE,
+  ): Promise<void> {
     await this.deps.js.publish(
       leaseAggregateSubject(instance, this.deps.partitions.leaseAggregate),
       encodeMessage(workItemSchema, { key: instance, seq }),
-      { msgID: workMsgId(LEASE_AGGREGATE, seq, instance) },
+      { msgID: workMsgId(idPrefix, seq, instance) },
     );
   }
 
@@ -226,8 +231,9 @@ export class Router {
   }
 }
 
-/** The message-id prefix of assign work woken by the record of assign's own status write. */
+/** The message-id prefixes of work woken by the record of the handler's own status write (status-echo.ts). */
 export const ASSIGN_ECHO = `${ASSIGN_CONCERN}-echo`;
+export const LEASE_AGGREGATE_ECHO = `${LEASE_AGGREGATE}-echo`;
 
 /** Records may be gzip-compressed (messages.ts), so they are decoded the way every reader decodes them. */
 function decodeRecord(data: Uint8Array): ObjectEvent {
