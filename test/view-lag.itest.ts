@@ -27,18 +27,28 @@ afterAll(async () => {
 });
 
 let counter = 0;
+/** Records an object; sent again (stored once: the same message id) when a restarting server lost the request. */
 async function record(name: string): Promise<number> {
   counter++;
-  const ack = await bus.js.publish(
-    objectSubject({ kind: 'crdconfig', namespace: '', name }),
-    encodeMessage(objectEventSchema, {
-      op: 'upsert',
-      object: { metadata: { name, uid: `uid-${name}`, resourceVersion: String(counter) } },
-      observedBy: 'watch',
-      observedAt: new Date().toISOString(),
-    }),
+  const payload = encodeMessage(objectEventSchema, {
+    op: 'upsert',
+    object: { metadata: { name, uid: `uid-${name}`, resourceVersion: String(counter) } },
+    observedBy: 'watch',
+    observedAt: new Date().toISOString(),
+  });
+  const msgID = `view-lag-${name}-${counter}`;
+  return waitFor(
+    `the record of ${name} stored`,
+    () =>
+      bus.js
+        .publish(objectSubject({ kind: 'crdconfig', namespace: '', name }), payload, {
+          msgID,
+          timeout: 2_000,
+        })
+        .then((ack) => ack.seq)
+        .catch(() => undefined),
+    { timeoutMs: 30_000, intervalMs: 200 },
   );
-  return ack.seq;
 }
 
 describe('a view knows how far behind the bus it is', () => {
