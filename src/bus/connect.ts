@@ -31,8 +31,17 @@ export type TopologyMode = 'apply' | 'verify' | 'none';
 const VERIFY_RETRY_MS = 2_000;
 
 /**
+ * A server that stops answering (stalled, or a cluster node cut off) is given up after
+ * 3 unanswered pings 5 s apart, and the client moves to another node of the cluster: the
+ * client's default (2 min × 2) would leave a component on a dead node for minutes, its
+ * view going stale all that time.
+ */
+const PING_INTERVAL_MS = 5_000;
+const MAX_PINGS_OUT = 3;
+
+/**
  * Connects a component to the bus: reconnects forever (the client's default
- * gives up after ten tries, ~20 s), checks the server can run the topology,
+ * gives up after ten tries, ~20 s), to any node of a cluster, checks the server can run the topology,
  * and applies or verifies the topology.
  */
 export async function connectBus(opts: {
@@ -43,13 +52,17 @@ export async function connectBus(opts: {
   log: Logger;
   topology?: TopologyOptions;
   mode: TopologyMode;
+  /** Mode `apply`: the pacers' slot buckets, brought to the topology's replicas where they exist. */
+  buckets?: readonly string[];
   signal?: AbortSignal;
 }): Promise<Bus> {
   const nc = await connect({
-    servers: opts.servers,
+    servers: natsServerList(opts.servers),
     name: opts.name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,
+    pingInterval: PING_INTERVAL_MS,
+    maxPingOut: MAX_PINGS_OUT,
     ...credentialOptions(opts.credentials),
   });
   try {
@@ -57,7 +70,7 @@ export async function connectBus(opts: {
     const jsm = await jetstreamManager(nc);
     const topology = opts.topology ?? DEFAULT_TOPOLOGY;
     if (opts.mode === 'apply') {
-      const applied = await ensureTopology(jsm, topology);
+      const applied = await ensureTopology(jsm, topology, opts.buckets);
       opts.log.info({ streams: applied, server: nc.info?.version }, 'bus topology applied');
     } else if (opts.mode === 'verify') {
       await waitForTopology(jsm, topology, opts.log, opts.signal);
@@ -67,6 +80,17 @@ export async function connectBus(opts: {
     await nc.close();
     throw err;
   }
+}
+
+/**
+ * `nats.url` as the client takes it: one URL, or a cluster's comma-separated (the client does not
+ * split a string, and would try the whole of it as one address).
+ */
+export function natsServerList(url: string): string[] {
+  return url
+    .split(',')
+    .map((u) => u.trim())
+    .filter((u) => u.length > 0);
 }
 
 export interface NatsCredentials {
@@ -103,8 +127,15 @@ async function waitForTopology(
 ): Promise<void> {
   for (;;) {
     signal?.throwIfAborted();
-    const problems = await verifyTopology(jsm, topology);
-    if (problems.length === 0) return;
+    const { problems, warnings } = await verifyTopology(jsm, topology);
+    if (problems.length === 0) {
+      if (warnings.length > 0)
+        log.warn(
+          { warnings },
+          'bus topology differs from this configuration in replicas; `switchyard bus setup` applies it',
+        );
+      return;
+    }
     log.warn({ problems }, 'bus topology not as expected; waiting for `switchyard bus setup` to apply it');
     await systemClock.sleep(VERIFY_RETRY_MS, signal);
   }

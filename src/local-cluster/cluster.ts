@@ -21,6 +21,7 @@ import {
 import { type ClusterEndpoint, kubeConfigFromToken, writeKubeConfig } from './kubeconfig.ts';
 import type { ManagedProcess } from './managed-process.ts';
 import { NatsServer } from './nats.ts';
+import { NatsCluster } from './nats-cluster.ts';
 import { makeLocalNatsCredentials } from './nats-credentials.ts';
 import { NodeAgent } from './node-agent/agent.ts';
 import { nodeAgentClusterRole } from './node-agent/rbac.ts';
@@ -38,6 +39,11 @@ export interface LocalClusterOptions {
   extraApiServerArgs?: string[];
   /** Appended to nats-server's configuration. */
   natsConfig?: string;
+  /**
+   * A JetStream cluster of three nats-server processes (`nats-cluster.ts`) instead of one server:
+   * `natsUrl` then names all three, comma-separated, as `nats.url` takes it.
+   */
+  natsCluster?: boolean;
   log?: Logger;
 }
 
@@ -60,8 +66,13 @@ export interface LocalCluster extends LocalClusterInfo {
   identities: StaticIdentities;
   kubeConfigFor(identity: StaticIdentityName): KubeConfig;
   nodeAgent: NodeAgent;
-  /** nats-server, for fault tests: `stop({ kill: true })` and `launch()`, `freeze()` and `thaw()`. */
+  /**
+   * nats-server, for fault tests: `stop({ kill: true })` and `launch()`, `freeze()` and `thaw()`.
+   * On a clustered stack, its first node: the faults of a cluster act on `natsCluster`'s nodes.
+   */
   nats: NatsServer;
+  /** With `natsCluster`, every node, the meta leader and each stream's leader. */
+  natsCluster: NatsCluster | undefined;
   /**
    * Stops kube-apiserver (SIGKILL unless `signal` says otherwise) and starts it again with the
    * same flags, on the same port, over the same etcd, once `downMs` more have passed; resolves
@@ -187,11 +198,14 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
     await writeTokenAuthFile(files.tokenAuthFile, identities);
 
     const natsUsers = await makeLocalNatsCredentials(dir);
-    const [etcd, nats] = await Promise.all([
+    const natsConfig = [natsUsers.authorization, opts.natsConfig ?? ''].join('\n');
+    const [etcd, bus] = await Promise.all([
       startEtcd(files, log),
-      NatsServer.start(dir, log, [natsUsers.authorization, opts.natsConfig ?? ''].join('\n')),
+      opts.natsCluster ? NatsCluster.start(dir, log, natsConfig) : NatsServer.start(dir, log, natsConfig),
     ]);
-    processes.push(etcd.process, nats);
+    const natsCluster = bus instanceof NatsCluster ? bus : undefined;
+    const nats = bus instanceof NatsCluster ? (bus.nodes[0] as NatsServer) : bus;
+    processes.push(etcd.process, ...(natsCluster?.nodes ?? [nats]));
     const api = await startApiServer(files, etcd.url, opts.extraApiServerArgs ?? [], log);
     processes.push(api.process);
     const endpoint: ClusterEndpoint = { server: api.url, caFile: ca.certFile };
@@ -246,15 +260,16 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
       kubeConfigs,
       auditLog: api.auditLog,
       etcdUrl: etcd.url,
-      natsUrl: nats.url,
+      natsUrl: natsCluster?.url ?? nats.url,
       natsMonitorUrl: nats.monitorUrl,
       natsCredentialsDir: natsUsers.dir,
       identities,
       kubeConfigFor,
       nodeAgent: agent,
       nats,
+      natsCluster,
       restartApiServer,
-      natsPermissionViolations: () => nats.permissionViolations(),
+      natsPermissionViolations: () => (natsCluster ?? nats).permissionViolations(),
       pids: () => [
         ...processes.flatMap((p) => (p.running && p.pid !== undefined ? [{ name: p.name, pid: p.pid }] : [])),
         ...agent.runningPods().flatMap((pod) => pod.pids.map((pid) => ({ name: `pod ${pod.name}`, pid }))),

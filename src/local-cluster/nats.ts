@@ -22,7 +22,7 @@ import { waitFor } from './wait.ts';
  * difference.
  */
 export class NatsServer {
-  readonly name = 'nats-server';
+  readonly name: string;
   readonly url: string;
   readonly monitorUrl: string;
   private current: ManagedProcess | NatsContainer | undefined;
@@ -33,6 +33,7 @@ export class NatsServer {
   private readonly dir: string;
 
   private constructor(opts: {
+    name: string;
     port: number;
     httpPort: number;
     dir: string;
@@ -40,6 +41,7 @@ export class NatsServer {
     logFile: string;
     log: Logger;
   }) {
+    this.name = opts.name;
     this.url = `nats://127.0.0.1:${opts.port}`;
     this.monitorUrl = `http://127.0.0.1:${opts.httpPort}`;
     this.dir = opts.dir;
@@ -48,8 +50,14 @@ export class NatsServer {
     this.log = opts.log;
   }
 
-  static async start(dir: string, log: Logger, extraConfig = ''): Promise<NatsServer> {
-    const [port, httpPort] = [await freePort(), await freePort()];
+  static async start(
+    dir: string,
+    log: Logger,
+    extraConfig = '',
+    node: NatsNodeOptions = {},
+  ): Promise<NatsServer> {
+    const port = node.port ?? (await freePort());
+    const httpPort = await freePort();
     const storeDir = join(dir, 'jetstream');
     await mkdir(storeDir, { recursive: true });
     await mkdir(join(dir, 'logs'), { recursive: true });
@@ -59,12 +67,14 @@ export class NatsServer {
       [
         `listen: "127.0.0.1:${port}"`,
         `http: "127.0.0.1:${httpPort}"`,
-        `server_name: "switchyard-local"`,
+        `server_name: "${node.serverName ?? 'switchyard-local'}"`,
         `jetstream { store_dir: "${storeDir}", max_memory_store: 256MB, max_file_store: 2GB }`,
+        node.cluster ? clusterBlock(node.cluster) : '',
         extraConfig,
       ].join('\n'),
     );
     const server = new NatsServer({
+      name: node.serverName ?? 'nats-server',
       port,
       httpPort,
       dir,
@@ -135,7 +145,7 @@ export class NatsServer {
   private launchProcess(): ManagedProcess {
     return new ManagedProcess(
       {
-        name: 'nats-server',
+        name: this.name,
         command: natsServerBinary(),
         args: ['-c', this.configFile],
         env: childEnv(),
@@ -171,6 +181,42 @@ export class NatsServer {
     await this.stop(opts);
     await this.launch();
   }
+}
+
+/** What makes one server a node of a cluster (`nats-cluster.ts`); nothing for a lone server. */
+export interface NatsNodeOptions {
+  /** The client port, when the caller had to know it before the server starts (a cluster's seed list). */
+  port?: number;
+  /** Unique per node: JetStream places stream replicas by server name. */
+  serverName?: string;
+  cluster?: NatsRoutes;
+}
+
+export interface NatsRoutes {
+  name: string;
+  /** This node's route port. */
+  port: number;
+  /** Every node's route port, this one's included (a server skips a route to itself). */
+  routePorts: readonly number[];
+  /**
+   * How often a route is pinged, and how many unanswered pings end it: a node cut off (frozen) is
+   * dropped by its peers after about interval × max. Small on the local stack so tests see it.
+   */
+  pingIntervalSeconds: number;
+  pingMax: number;
+}
+
+function clusterBlock(routes: NatsRoutes): string {
+  const urls = routes.routePorts.map((p) => `"nats-route://127.0.0.1:${p}"`).join(', ');
+  return [
+    'cluster {',
+    `  name: "${routes.name}"`,
+    `  listen: "127.0.0.1:${routes.port}"`,
+    `  routes: [${urls}]`,
+    `  ping_interval: "${routes.pingIntervalSeconds}s"`,
+    `  ping_max: ${routes.pingMax}`,
+    '}',
+  ].join('\n');
 }
 
 export type NatsBackend = 'process' | 'testcontainers';

@@ -10,6 +10,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { afterAll, afterEach } from 'vitest';
+import { natsServerList } from '../../../src/bus/connect.ts';
 import { type LocalCluster, startLocalCluster } from '../../../src/local-cluster/cluster.ts';
 import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../../../src/local-cluster/install.ts';
 import { HandoverWitness } from './handover-witness.ts';
@@ -43,7 +44,10 @@ async function controlPlaneComplaints(dir: string, name: string): Promise<string
 }
 
 /** Registers the teardown; call `start` in the file's beforeAll. */
-export function useInstalledCluster(name: string, opts: { instances: readonly string[]; log: Logger }) {
+export function useInstalledCluster(
+  name: string,
+  opts: { instances: readonly string[]; log: Logger; natsCluster?: boolean },
+) {
   let installed: InstalledCluster | undefined;
   let nc: NatsConnection | undefined;
   let failed = false;
@@ -66,7 +70,7 @@ export function useInstalledCluster(name: string, opts: { instances: readonly st
   });
   return {
     async start(): Promise<InstalledCluster> {
-      const cluster = await startLocalCluster({ log: opts.log });
+      const cluster = await startLocalCluster({ log: opts.log, natsCluster: opts.natsCluster ?? false });
       const admin = cluster.kubeConfigFor('admin');
       await installSwitchyard({
         admin,
@@ -76,7 +80,11 @@ export function useInstalledCluster(name: string, opts: { instances: readonly st
         log: opts.log,
       });
       // Reconnects for as long as it takes: the chaos suite kills and freezes nats-server.
-      nc = await connect({ servers: cluster.natsUrl, name: `${name}-witness`, maxReconnectAttempts: -1 });
+      nc = await connect({
+        servers: natsServerList(cluster.natsUrl),
+        name: `${name}-witness`,
+        maxReconnectAttempts: -1,
+      });
       const witness = new HandoverWitness({
         namespace: SWITCHYARD_NAMESPACE,
         instances: opts.instances,

@@ -1,0 +1,131 @@
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { freePort } from './free-port.ts';
+import { NatsServer, natsBackend } from './nats.ts';
+import { waitFor } from './wait.ts';
+
+export const NATS_CLUSTER_NAME = 'switchyard-local';
+
+/**
+ * Route pings on the local stack: every second, three unanswered end the route. A node frozen
+ * (SIGSTOP) for longer than ~3 s is cut off from the other two, as a partitioned node is; the
+ * server's default (2 min × 2) would keep a test waiting minutes for the same verdict.
+ */
+const ROUTE_PING = { pingIntervalSeconds: 1, pingMax: 3 } as const;
+
+/**
+ * A JetStream cluster of `size` nats-server processes on loopback (three by default: the smallest
+ * that keeps a quorum when one is lost), each with its own store under `<dir>/nats-<i>`, routes to
+ * the others and the same users. Nodes are `NatsServer`s: each can be killed, stopped, frozen and
+ * brought back on its ports and store, which the fault tests do one node at a time.
+ *
+ * Clients take `url`, every node's client URL comma-separated, as `nats.url` does: a client that
+ * starts while one node is down connects to another.
+ */
+export class NatsCluster {
+  readonly nodes: readonly NatsServer[];
+
+  private constructor(nodes: readonly NatsServer[]) {
+    this.nodes = nodes;
+  }
+
+  static async start(dir: string, log: Logger, extraConfig = '', size = 3): Promise<NatsCluster> {
+    if (natsBackend() !== 'process')
+      throw new Error('a local NATS cluster runs as processes only (SWITCHYARD_NATS_BACKEND=process)');
+    const clientPorts: number[] = [];
+    const routePorts: number[] = [];
+    for (let i = 0; i < size; i++) {
+      clientPorts.push(await freePort());
+      routePorts.push(await freePort());
+    }
+    const nodes = await Promise.all(
+      clientPorts.map((port, i) =>
+        NatsServer.start(join(dir, `nats-${i}`), log, extraConfig, {
+          port,
+          serverName: nodeName(i),
+          cluster: { name: NATS_CLUSTER_NAME, port: routePorts[i] as number, routePorts, ...ROUTE_PING },
+        }),
+      ),
+    );
+    const cluster = new NatsCluster(nodes);
+    await cluster.waitForMetaLeader();
+    return cluster;
+  }
+
+  /** Every node's client URL, comma-separated (`nats.url`). */
+  get url(): string {
+    return this.nodes.map((n) => n.url).join(',');
+  }
+
+  node(name: string): NatsServer {
+    const node = this.nodes.find((n) => n.name === name);
+    if (!node) throw new Error(`no NATS node ${name}: ${this.nodes.map((n) => n.name).join(', ')}`);
+    return node;
+  }
+
+  /**
+   * Until a JetStream meta leader is elected and every running node knows it: streams can be
+   * created and moved only then. A node brought back rejoins before this resolves.
+   */
+  async waitForMetaLeader(timeoutMs = 60_000): Promise<string> {
+    return waitFor(
+      'the NATS cluster to elect a JetStream meta leader',
+      async () => {
+        const leaders = new Set<string>();
+        for (const node of this.nodes.filter((n) => n.running)) {
+          const leader = await metaLeaderSeenBy(node);
+          if (!leader) return undefined;
+          leaders.add(leader);
+        }
+        return leaders.size === 1 ? [...leaders][0] : undefined;
+      },
+      { timeoutMs, intervalMs: 250 },
+    );
+  }
+
+  /** The node that leads a stream's replicas, as the servers report it. */
+  async streamLeader(stream: string): Promise<NatsServer> {
+    return waitFor(`a leader of stream ${stream}`, async () => {
+      for (const node of this.nodes.filter((n) => n.running)) {
+        const leader = await streamLeaderSeenBy(node, stream);
+        if (leader) return this.node(leader);
+      }
+      return undefined;
+    });
+  }
+
+  async permissionViolations(): Promise<string[]> {
+    return (await Promise.all(this.nodes.map((n) => n.permissionViolations()))).flat();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
+  }
+}
+
+function nodeName(i: number): string {
+  return `nats-${i}`;
+}
+
+async function monitor(node: NatsServer, path: string): Promise<unknown> {
+  const res = await fetch(`${node.monitorUrl}${path}`, { signal: AbortSignal.timeout(2_000) }).catch(
+    () => undefined,
+  );
+  return res?.ok ? res.json() : undefined;
+}
+
+async function metaLeaderSeenBy(node: NatsServer): Promise<string | undefined> {
+  const jsz = (await monitor(node, '/jsz')) as { meta_cluster?: { leader?: string } } | undefined;
+  return jsz?.meta_cluster?.leader || undefined;
+}
+
+async function streamLeaderSeenBy(node: NatsServer, stream: string): Promise<string | undefined> {
+  const jsz = (await monitor(node, '/jsz?streams=true')) as
+    | { account_details?: { stream_detail?: { name: string; cluster?: { leader?: string } }[] }[] }
+    | undefined;
+  for (const account of jsz?.account_details ?? []) {
+    const detail = account.stream_detail?.find((s) => s.name === stream);
+    if (detail?.cluster?.leader) return detail.cluster.leader;
+  }
+  return undefined;
+}
