@@ -11,6 +11,12 @@ export const MORE_JETSTREAM_API_CODES = {
   JetStreamNotEnabled: 10076,
   /** 2.10+: `add` of an existing durable with a different config. */
   ConsumerAlreadyExists: 10148,
+  /** A stream or consumer of more than one replica asked of a server that is not clustered. */
+  StreamReplicasNotSupported: 10074,
+  /** No peers for the placement: fewer servers (with JetStream, in the cluster or tags) than replicas. */
+  ClusterNoPeers: 10005,
+  /** Not enough resources in the cluster for the asset (503). */
+  InsufficientResources: 10023,
 } as const;
 
 /** The JetStream API code of a failure, or undefined when it is not a JetStream API error. */
@@ -27,6 +33,17 @@ export const isConsumerAlreadyExists = (err: unknown): boolean =>
 /** 10071: an `expect: { lastSubjectSequence }` publish lost to another writer (optimistic concurrency). */
 export const isWrongLastSequence = (err: unknown): boolean =>
   jetStreamApiCode(err) === JetStreamApiCodes.StreamWrongLastSequence;
+/** More than one replica, asked of a single server. */
+export const isReplicasNotSupported = (err: unknown): boolean =>
+  jetStreamApiCode(err) === MORE_JETSTREAM_API_CODES.StreamReplicasNotSupported;
+/** A clustered server found no place for every replica asked: too few servers up, or too small. */
+export const isNoRoomForReplicas = (err: unknown): boolean => {
+  const code = jetStreamApiCode(err);
+  return (
+    code === MORE_JETSTREAM_API_CODES.ClusterNoPeers ||
+    code === MORE_JETSTREAM_API_CODES.InsufficientResources
+  );
+};
 /** JetStream is off for the server or the account: the bus is not (yet) there. */
 export const isJetStreamUnavailable = (err: unknown): boolean => {
   const code = jetStreamApiCode(err);

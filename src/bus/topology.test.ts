@@ -1,5 +1,15 @@
+import { JetStreamApiError } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
-import { checkServerVersion, compareVersions, STREAMS, streamConfigs, streamDrift } from './topology.ts';
+import {
+  checkServerVersion,
+  compareVersions,
+  DEFAULT_TOPOLOGY,
+  replicaDrift,
+  replicasRefused,
+  STREAMS,
+  streamConfigs,
+  streamDrift,
+} from './topology.ts';
 
 const declared = (name: string) => {
   const d = streamConfigs().find((s) => s.name === name);
@@ -15,7 +25,11 @@ describe('topology', () => {
   });
 
   it('keeps the record history for the configured retention, and the latest state without age limit', () => {
-    const configs = streamConfigs({ recordRetentionHours: 48, duplicateWindowSeconds: 60 });
+    const configs = streamConfigs({
+      ...DEFAULT_TOPOLOGY,
+      recordRetentionHours: 48,
+      duplicateWindowSeconds: 60,
+    });
     const history = configs.find((s) => s.name === STREAMS.records);
     const latest = configs.find((s) => s.name === STREAMS.latest);
     expect(history?.max_age).toBe(48 * 3_600_000 * 1_000_000);
@@ -59,5 +73,50 @@ describe('topology', () => {
       'stream K8S_LATEST: expected a mirror of K8S',
     ]);
     expect(streamDrift(latest, latest as never)).toEqual([]);
+  });
+
+  it('gives every stream, the latest-state mirror included, the configured replicas', () => {
+    for (const replicas of [1, 3] as const) {
+      const configs = streamConfigs({ ...DEFAULT_TOPOLOGY, streamReplicas: replicas });
+      expect(configs.map((s) => s.name)).toEqual(Object.values(STREAMS));
+      expect(
+        configs.map((s) => [s.name, s.num_replicas]),
+        'a stream left at another count loses its data with one server',
+      ).toEqual(Object.values(STREAMS).map((name) => [name, replicas]));
+    }
+    expect(streamConfigs().every((s) => s.num_replicas === 1)).toBe(true);
+  });
+
+  it('verifies no replica count, but says when the bus differs from the configuration', () => {
+    const three = streamConfigs({ ...DEFAULT_TOPOLOGY, streamReplicas: 3 }).find(
+      (s) => s.name === STREAMS.latest,
+    );
+    const liveOne = { ...declared(STREAMS.latest), num_replicas: 1 } as never;
+    expect(streamDrift(three as never, liveOne)).toEqual([]);
+    expect(replicaDrift(three as never, liveOne)).toBe(
+      'stream K8S_LATEST: num_replicas is 1, bus.streamReplicas is 3',
+    );
+    expect(replicaDrift(declared(STREAMS.latest), liveOne)).toBeUndefined();
+    expect(replicaDrift(declared(STREAMS.latest), undefined)).toBeUndefined();
+  });
+
+  it('says what to do when the server cannot place the replicas asked', () => {
+    const apiError = (code: number, description: string) =>
+      new JetStreamApiError({ code: code < 10010 ? 400 : 500, err_code: code, description });
+    const single = replicasRefused(
+      apiError(10074, 'replicas > 1 not supported in non-clustered mode'),
+      'K8S',
+      3,
+    );
+    expect(single?.message).toBe(
+      'bus.streamReplicas=3 needs a JetStream cluster of at least 3 servers; this server is not clustered ' +
+        '(stream K8S): run a cluster, or set bus.streamReplicas=1',
+    );
+    const few = replicasRefused(apiError(10005, 'no suitable peers for placement'), 'WORK', 3);
+    expect(few?.message).toMatch(
+      /^bus\.streamReplicas=3 needs a JetStream cluster of at least 3 servers with JetStream; the cluster has no room for 3 replicas of stream WORK \(no suitable peers for placement\)/,
+    );
+    expect(replicasRefused(apiError(10059, 'stream not found'), 'K8S', 3)).toBeUndefined();
+    expect(replicasRefused(apiError(10074, 'x'), 'K8S', 1)).toBeUndefined();
   });
 });

@@ -8,7 +8,7 @@ import {
   type StreamInfo,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import { isStreamNotFound } from './errors.ts';
+import { isNoRoomForReplicas, isReplicasNotSupported, isStreamNotFound } from './errors.ts';
 
 /**
  * The JetStream topology, declared in one place. One owner applies it
@@ -42,6 +42,14 @@ import { isStreamNotFound } from './errors.ts';
  * DECISIONS keeps what handlers decided, each with the view sequence it was
  * decided on, for as long as K8S keeps the records it was decided from: `switchyard
  * replay` rebuilds the view at that sequence and decides again (`src/replay/`).
+ *
+ * Every stream, the mirror included, and every pacer's slot bucket have
+ * `streamReplicas` replicas (1, or 3 on a JetStream cluster: the bus survives
+ * losing a server). The owner applies the count to what exists, in both
+ * directions, so no later run resets it; a process that creates a missing bucket
+ * creates it with the same count (`pacer.ts`). A worker whose configuration
+ * says otherwise only warns: how many copies the server keeps changes nothing
+ * it relies on.
  */
 
 export interface TopologyOptions {
@@ -49,15 +57,24 @@ export interface TopologyOptions {
   recordRetentionHours: number;
   /** Window in which a repeated message id is stored once (two watchers, a relist, a retried publish). */
   duplicateWindowSeconds: number;
+  /** Replicas of every stream and slot bucket: 1, or 3 on a JetStream cluster of at least 3 servers. */
+  streamReplicas: StreamReplicas;
 }
 
-export const DEFAULT_TOPOLOGY: TopologyOptions = { recordRetentionHours: 24, duplicateWindowSeconds: 120 };
+export type StreamReplicas = 1 | 3;
+
+export const DEFAULT_TOPOLOGY: TopologyOptions = {
+  recordRetentionHours: 24,
+  duplicateWindowSeconds: 120,
+  streamReplicas: 1,
+};
 
 /** The topology settings of a process's `bus` configuration. */
 export function topologyOptions(bus: TopologyOptions): TopologyOptions {
   return {
     recordRetentionHours: bus.recordRetentionHours,
     duplicateWindowSeconds: bus.duplicateWindowSeconds,
+    streamReplicas: bus.streamReplicas,
   };
 }
 
@@ -77,7 +94,8 @@ export type StreamDeclaration = Partial<StreamConfig> & { name: string };
 
 export function streamConfigs(opts: TopologyOptions = DEFAULT_TOPOLOGY): StreamDeclaration[] {
   const dedup = nanos(opts.duplicateWindowSeconds * 1000);
-  const common = { storage: StorageType.File, num_replicas: 1, duplicate_window: dedup };
+  const replicated = { storage: StorageType.File, num_replicas: opts.streamReplicas };
+  const common = { ...replicated, duplicate_window: dedup };
   return [
     {
       ...common,
@@ -90,8 +108,7 @@ export function streamConfigs(opts: TopologyOptions = DEFAULT_TOPOLOGY): StreamD
       allow_direct: true,
     },
     {
-      storage: StorageType.File,
-      num_replicas: 1,
+      ...replicated,
       name: STREAMS.latest,
       mirror: { name: STREAMS.records },
       retention: RetentionPolicy.Limits,
@@ -196,25 +213,89 @@ async function streamInfo(jsm: JetStreamManager, name: string): Promise<StreamIn
   }
 }
 
-async function ensureStream(
-  jsm: JetStreamManager,
-  config: StreamDeclaration,
-): Promise<'created' | 'updated'> {
-  if (!(await streamInfo(jsm, config.name))) {
-    await jsm.streams.add(config);
-    return 'created';
+/**
+ * What the owner did to a stream or bucket: `absent` is a slot bucket no pacer has created yet
+ * (its pacer creates it with the topology's replicas at start).
+ */
+export type Applied = 'created' | 'updated' | 'absent';
+
+async function ensureStream(jsm: JetStreamManager, config: StreamDeclaration): Promise<Applied> {
+  try {
+    if (!(await streamInfo(jsm, config.name))) {
+      await jsm.streams.add(config);
+      return 'created';
+    }
+    await jsm.streams.update(config.name, config);
+    return 'updated';
+  } catch (err) {
+    throw replicasRefused(err, config.name, config.num_replicas) ?? err;
   }
-  await jsm.streams.update(config.name, config);
+}
+
+/** The stream that backs a KV bucket. */
+export function bucketStream(bucket: string): string {
+  return `KV_${bucket}`;
+}
+
+/** A slot bucket's stream brought to the topology's replicas; its other settings are its pacer's. */
+async function ensureBucketReplicas(
+  jsm: JetStreamManager,
+  bucket: string,
+  replicas: StreamReplicas,
+): Promise<Applied> {
+  const name = bucketStream(bucket);
+  const live = await streamInfo(jsm, name);
+  if (!live) return 'absent';
+  if (live.config.num_replicas === replicas) return 'updated';
+  try {
+    await jsm.streams.update(name, { num_replicas: replicas });
+  } catch (err) {
+    throw replicasRefused(err, name, replicas) ?? err;
+  }
   return 'updated';
 }
 
-/** Applies the topology: what `switchyard bus setup` (the topology's one owner) runs. */
+/**
+ * A replica count the server cannot place, as an operator can act on it: a single server refuses
+ * more than one replica (10074), a cluster with too few servers finds no peers (10005) or no
+ * resources (10023) for them. Undefined for any other failure.
+ */
+export function replicasRefused(
+  err: unknown,
+  stream: string,
+  replicas: number | undefined,
+): Error | undefined {
+  if (replicas === undefined || replicas <= 1) return undefined;
+  const need = `bus.streamReplicas=${replicas} needs a JetStream cluster of at least ${replicas} servers`;
+  const cause = { cause: err };
+  if (isReplicasNotSupported(err))
+    return new Error(
+      `${need}; this server is not clustered (stream ${stream}): run a cluster, or set bus.streamReplicas=1`,
+      cause,
+    );
+  if (isNoRoomForReplicas(err))
+    return new Error(
+      `${need} with JetStream; the cluster has no room for ${replicas} replicas of stream ${stream} ` +
+        `(${(err as Error).message}): bring its servers up, or set bus.streamReplicas=1`,
+      cause,
+    );
+  return undefined;
+}
+
+/**
+ * Applies the topology: what `switchyard bus setup` (the topology's one owner) runs. Streams are
+ * created or updated to their declaration, replicas included; the pacers' slot buckets that exist
+ * (`buckets`: their names) get the topology's replicas.
+ */
 export async function ensureTopology(
   jsm: JetStreamManager,
   opts: TopologyOptions = DEFAULT_TOPOLOGY,
-): Promise<Record<string, 'created' | 'updated'>> {
-  const result: Record<string, 'created' | 'updated'> = {};
+  buckets: readonly string[] = [],
+): Promise<Record<string, Applied>> {
+  const result: Record<string, Applied> = {};
   for (const config of streamConfigs(opts)) result[config.name] = await ensureStream(jsm, config);
+  for (const bucket of buckets)
+    result[bucketStream(bucket)] = await ensureBucketReplicas(jsm, bucket, opts.streamReplicas);
   return result;
 }
 
@@ -246,16 +327,40 @@ export function streamDrift(declared: StreamDeclaration, live: StreamConfig | un
 }
 
 /**
+ * A stream whose replica count is not the configured one: worth a warning, never a wait (a worker
+ * runs the same on one copy or three; `bus setup` changes the count, and during a change the
+ * workers' configuration and the bus differ for a while).
+ */
+export function replicaDrift(
+  declared: StreamDeclaration,
+  live: StreamConfig | undefined,
+): string | undefined {
+  if (!live || declared.num_replicas === undefined || live.num_replicas === declared.num_replicas)
+    return undefined;
+  return `stream ${declared.name}: num_replicas is ${live.num_replicas}, bus.streamReplicas is ${declared.num_replicas}`;
+}
+
+export interface TopologyCheck {
+  /** What the component cannot run without: it waits until they are gone. */
+  problems: string[];
+  /** What differs but does not matter to it (replicas). */
+  warnings: string[];
+}
+
+/**
  * Checks, without changing anything, that the streams a component relies on
- * exist with the settings it relies on. Empty when all is well.
+ * exist with the settings it relies on. No problems when all is well.
  */
 export async function verifyTopology(
   jsm: JetStreamManager,
   opts: TopologyOptions = DEFAULT_TOPOLOGY,
-): Promise<string[]> {
-  const problems: string[] = [];
+): Promise<TopologyCheck> {
+  const check: TopologyCheck = { problems: [], warnings: [] };
   for (const declared of streamConfigs(opts)) {
-    problems.push(...streamDrift(declared, (await streamInfo(jsm, declared.name))?.config));
+    const live = (await streamInfo(jsm, declared.name))?.config;
+    check.problems.push(...streamDrift(declared, live));
+    const drift = replicaDrift(declared, live);
+    if (drift) check.warnings.push(drift);
   }
-  return problems;
+  return check;
 }

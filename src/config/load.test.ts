@@ -33,6 +33,7 @@ describe('loadConfig', () => {
       fanoutRatePerSecond: 50,
       recordRetentionHours: 24,
       duplicateWindowSeconds: 120,
+      streamReplicas: 1,
       partitions: { assign: 16, leaseAggregate: 16, handover: 64, configStatus: 16, instances: 16 },
     });
     expect(config.log.level).toBe('info');
@@ -79,6 +80,15 @@ describe('loadConfig', () => {
       /"1\.5" from flag --kubernetes\.eventBurst \(expected integer ≥ 0\)/,
     );
     expect(found.find((p) => p.startsWith('log.level'))).toMatch(/"loud" from env SWITCHYARD_LOG_LEVEL/);
+  });
+
+  it('takes bus.streamReplicas 1 or 3 from SWITCHYARD_BUS_STREAM_REPLICAS, and refuses any other count', () => {
+    expect(
+      loadConfig({ argv: [], env: { SWITCHYARD_BUS_STREAM_REPLICAS: '3' } }).config.bus.streamReplicas,
+    ).toBe(3);
+    const [problem] = problems(() => loadConfig({ argv: ['--bus.streamReplicas=2'], env: {} }));
+    expect(problem).toMatch(/bus\.streamReplicas: .*"2" from flag --bus\.streamReplicas/);
+    expect(problem).toMatch(/1\|3|1 \| 3/);
   });
 
   it('never coerces an empty or blank value to 0', () => {

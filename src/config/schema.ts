@@ -13,7 +13,7 @@ import type { ViewLagPolicy } from '../bus/view-lag.ts';
  * number is expected, and leave anything else for the number schema to reject
  * with its own message (never coerce "" or "abc" to 0 or NaN).
  */
-function numeric<T extends z.ZodNumber>(schema: T) {
+function numeric<T extends z.ZodType<number>>(schema: T) {
   return z.preprocess(
     (value) =>
       typeof value === 'string' && /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(value)
@@ -159,6 +159,15 @@ const bus = z
           'retried publish), in seconds. A topology setting, one for every process, like bus.recordRetentionHours. ' +
           'Ordering does not depend ' +
           'on it: a record older than the stored one is refused whatever the window.',
+      ),
+    streamReplicas: numeric(z.literal([1, 3]))
+      .default(1)
+      .describe(
+        'Replicas of every stream of the bus (K8S, its mirror K8S_LATEST, HEARTBEATS, WORK, FANOUT, DLQ, DECISIONS) ' +
+          'and of every pacer’s slot bucket. 3 needs a JetStream cluster of at least 3 servers: the bus then ' +
+          'survives losing one. A topology setting, one for every process, like bus.recordRetentionHours: ' +
+          '`switchyard bus setup` applies it to what exists, a pacer creates a missing bucket with it; changing it ' +
+          'on a live bus is docs/bus.md, “Replicated streams”.',
       ),
     partitions: partitions.prefault({}),
   })

@@ -137,7 +137,7 @@ describe('watcher faults', () => {
   });
 
   it('keeps every live object on the bus after the history has aged out, and a view starts from it', async () => {
-    const topology = { recordRetentionHours: 2 / 3600, duplicateWindowSeconds: 1 };
+    const topology = { ...DEFAULT_TOPOLOGY, recordRetentionHours: 2 / 3600, duplicateWindowSeconds: 1 };
     const bus = await ownBus(topology);
     // An empty bus: a view is ready at once.
     const empty = await view(bus, 'cm2');
@@ -178,7 +178,7 @@ describe('watcher faults', () => {
   });
 
   it('never lets a replica lagging past the duplicate window resurrect a deleted object', async () => {
-    const topology = { recordRetentionHours: 1, duplicateWindowSeconds: 1 };
+    const topology = { ...DEFAULT_TOPOLOGY, recordRetentionHours: 1, duplicateWindowSeconds: 1 };
     const bus = await ownBus(topology);
     const writer = writerOn(bus, topology);
     const subject = objectSubject({ kind: 'cm3', namespace, name: 'x' });
