@@ -28,10 +28,12 @@ export async function runAssign(argv: string[]): Promise<void> {
     },
     partitions: config.bus.partitions.assign,
     fanoutRatePerSecond: config.bus.fanoutRatePerSecond,
+    bucketReplicas: bus.topology.streamReplicas,
   });
   log.info('assigning');
   const resync = await startResync({
     nc: bus.nc,
+    bucketReplicas: bus.topology.streamReplicas,
     view,
     spec: ASSIGN_RESYNC,
     partitions: config.bus.partitions,

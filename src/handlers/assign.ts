@@ -43,7 +43,7 @@ import {
   startHandlerRuntime,
 } from '../bus/runtime/index.ts';
 import { decisionSubject } from '../bus/subjects.ts';
-import { STREAMS } from '../bus/topology.ts';
+import { STREAMS, type StreamReplicas } from '../bus/topology.ts';
 import type { LiveRecord, ObjectView } from '../bus/view.ts';
 import {
   type ConfigAssignmentDecision,
@@ -310,6 +310,8 @@ export async function startAssignWorker(opts: {
   deps: AssignDeps;
   partitions: number;
   fanoutRatePerSecond: number;
+  /** Replicas of the fan-out pacer's slot bucket when it creates it (`bus.streamReplicas`). */
+  bucketReplicas: StreamReplicas;
 }): Promise<AssignWorker> {
   const handler = new AssignHandler(opts.deps);
   const pacer = await startPacer({
@@ -317,6 +319,7 @@ export async function startAssignWorker(opts: {
     nc: opts.nc,
     log: opts.log,
     ratePerSecond: opts.fanoutRatePerSecond,
+    bucketReplicas: opts.bucketReplicas,
   });
   const runtime = await startHandlerRuntime({
     nc: opts.nc,

@@ -15,7 +15,7 @@ import { type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jet
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { type Pacer, publishPaced, startPacer } from '../bus/pacer/index.ts';
-import { STREAMS } from '../bus/topology.ts';
+import { STREAMS, type StreamReplicas } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
 import type { Config } from '../config/schema.ts';
 import {
@@ -61,6 +61,8 @@ export function resyncPacerOf(concern: string) {
 
 export interface ResyncOptions {
   nc: NatsConnection;
+  /** Replicas of the resync pacer's slot bucket when it creates it (`bus.streamReplicas`). */
+  bucketReplicas: StreamReplicas;
   view: ResyncView;
   spec: ResyncSpec;
   partitions: Partitions;
@@ -88,6 +90,7 @@ export async function startResync(opts: ResyncOptions): Promise<Resync> {
     nc: opts.nc,
     log,
     ratePerSecond: opts.settings.ratePerSecond,
+    bucketReplicas: opts.bucketReplicas,
   });
   const js = jetstream(opts.nc);
   const jsm = await jetstreamManager(opts.nc);

@@ -117,6 +117,7 @@ export async function runHandlerProcess<T>(argv: string[], spec: HandlerProcess<
   log.info({ consumers: consumers.durable }, spec.running);
   const resync = await startResync({
     nc: bus.nc,
+    bucketReplicas: bus.topology.streamReplicas,
     view,
     spec: spec.resync,
     partitions: config.bus.partitions,

@@ -10,6 +10,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NatsServer } from '../../local-cluster/nats.ts';
+import { DEFAULT_TOPOLOGY } from '../topology.ts';
 import { PACER_BUCKET_OPTIONS, type Pacer, publishPaced, startPacer } from './pacer.ts';
 import { SlotClaimer } from './slot-claimer.ts';
 
@@ -67,6 +68,7 @@ describe('pacer with a skewed replica clock', () => {
       bucket: 'slots',
       ratePerSecond: RATE,
       deadLetterSubject: 'dlq.pacer',
+      bucketReplicas: DEFAULT_TOPOLOGY.streamReplicas,
     };
     const pacers: Pacer[] = [
       await startPacer({ ...common, nc: await conn(), owner: 'on-time' }),

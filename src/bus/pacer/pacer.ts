@@ -29,7 +29,9 @@
  * retried with backoff, and never dead-lettered — an item whose attempts all
  * failed that way is republished afresh with its original identity, so its
  * release message id, `paced:<stream>:<first seq>`, stays the same. The slot
- * bucket lives on file storage and is re-created if a claim finds it gone.
+ * bucket lives on file storage and is re-created if a claim finds it gone,
+ * always with the topology's replicas (`bus.streamReplicas`): a bucket a pacer
+ * re-creates on a cluster must not come back with one copy.
  */
 import { type JetStreamClient, StorageType } from '@nats-io/jetstream';
 import { Kvm, type KvOptions } from '@nats-io/kv';
@@ -40,6 +42,7 @@ import type { HandlerConsumerSpec } from '../runtime/consumers.ts';
 import { describeError, isInfrastructureError } from '../runtime/errors.ts';
 import { type HandlerCounters, startHandlerRuntime } from '../runtime/handler-runtime.ts';
 import { originOf } from '../runtime/republish.ts';
+import type { StreamReplicas } from '../topology.ts';
 import { ServerClock } from './server-clock.ts';
 import { SlotClaimer } from './slot-claimer.ts';
 import { assertRate } from './slots.ts';
@@ -101,6 +104,8 @@ export interface PacerOptions {
   ratePerSecond?: number;
   /** KV bucket of slot tokens; one bucket per pacer (rate domain). Created at start if missing. */
   bucket: string;
+  /** Replicas of the bucket when this pacer creates it: the topology's (`bus.streamReplicas`), as `bus setup` applies. */
+  bucketReplicas: StreamReplicas;
   /** Items in flight per replica. Default 2 (one waits for a slot while the other publishes). */
   lanes?: number;
   ackWaitMs?: number;
@@ -145,10 +150,11 @@ export async function startPacer(opts: PacerOptions): Promise<Pacer> {
   const rate = opts.ratePerSecond ?? DEFAULT_PACER_RATE_PER_SECOND;
   assertRate(rate);
   const kvm = new Kvm(opts.nc);
+  const bucketOptions: Partial<KvOptions> = { ...PACER_BUCKET_OPTIONS, replicas: opts.bucketReplicas };
   // `create` opens an existing bucket and creates a missing one, so it is also the repair.
-  const kv = await kvm.create(opts.bucket, PACER_BUCKET_OPTIONS);
+  const kv = await kvm.create(opts.bucket, bucketOptions);
   const recreateBucket = () =>
-    kvm.create(opts.bucket, PACER_BUCKET_OPTIONS).then(
+    kvm.create(opts.bucket, bucketOptions).then(
       () => opts.log.warn({ bucket: opts.bucket }, 'pacer slot bucket checked after a bus failure'),
       (err: unknown) => opts.log.warn({ err: describeError(err) }, 'pacer slot bucket not reachable yet'),
     );
