@@ -35,7 +35,7 @@ import { inboxPrefixOf } from '../bus/inbox.ts';
 import { pacerConsumers } from '../bus/pacer/pacer.ts';
 import { type HandlerConsumerSpec, planHandlerConsumers } from '../bus/runtime/consumers.ts';
 import { RENEWED_KINDS } from '../bus/subjects.ts';
-import { STREAMS } from '../bus/topology.ts';
+import { bucketStream, STREAMS } from '../bus/topology.ts';
 import type { Config } from '../config/schema.ts';
 import { ASSIGN_PACER, assignConsumers } from '../handlers/assign.ts';
 import { ASSIGN_VIEW_KINDS } from '../handlers/assign-world.ts';
@@ -43,6 +43,7 @@ import { CONFIG_STATUS_VIEW_KINDS, configStatusConsumers } from '../handlers/con
 import { HANDOVER_VIEW_KINDS, handoverConsumers } from '../handlers/handover.ts';
 import { INSTANCES_VIEW_KINDS, instancesConsumers } from '../handlers/instances.ts';
 import { LEASE_AGGREGATE_VIEW_KINDS, leaseAggregateConsumers } from '../handlers/lease-aggregate.ts';
+import { PACER_BUCKETS } from '../handlers/pacer-buckets.ts';
 import { resyncPacerOf } from '../handlers/resync.ts';
 import { ROUTER_CONSUMER } from '../handlers/router.ts';
 import { REPLICA_VIEW_KINDS } from '../webhook/world.ts';
@@ -135,7 +136,7 @@ function handleConcern(concern: string, spec: HandlerConsumerSpec): string[] {
 
 /** A pacer's slot bucket: created if missing, read and written (`src/bus/pacer/`). */
 function usePacerBucket(bucket: string): string[] {
-  const stream = `KV_${bucket}`;
+  const stream = bucketStream(bucket);
   return [
     `${API}.STREAM.INFO.${stream}`,
     `${API}.STREAM.CREATE.${stream}`,
@@ -178,6 +179,8 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
         `${API}.CONSUMER.LIST.*`,
         `${API}.CONSUMER.NAMES.*`,
         ...Object.values(STREAMS).flatMap((s) => [`${API}.STREAM.CREATE.${s}`, `${API}.STREAM.UPDATE.${s}`]),
+        // The pacers' slot buckets, which their pacers create: bus setup brings them to bus.streamReplicas.
+        ...PACER_BUCKETS.map((bucket) => `${API}.STREAM.UPDATE.${bucketStream(bucket)}`),
       ];
     case 'watchers':
       return [

@@ -84,7 +84,8 @@ export async function handlerConcernPlans(config: Config): Promise<ConcernPlan[]
 
 /**
  * `switchyard bus stats`: streams and handler concerns, their backlog, retries and dead letters.
- * `switchyard bus setup`: applies the topology (its one owner; workers only verify it).
+ * `switchyard bus setup`: applies the topology (its one owner; workers only verify it), the pacers'
+ * slot buckets' replicas included.
  * `switchyard bus authorization`: prints the nats-server `authorization` block of every
  * component's user for this configuration's partition counts (passwords from the server's
  * environment: docs/install.md); connects to nothing.
@@ -116,6 +117,7 @@ export async function runBus(argv: string[]): Promise<void> {
     return;
   }
   const log = pino({ level: config.log.level, name: 'bus' });
+  const { PACER_BUCKETS } = await import('../handlers/pacer-buckets.ts');
   const bus = await connectBus({
     servers: config.nats.url,
     credentials: config.nats,
@@ -123,6 +125,7 @@ export async function runBus(argv: string[]): Promise<void> {
     log,
     topology: topologyOptions(config.bus),
     mode: 'apply',
+    buckets: PACER_BUCKETS,
   });
   await bus.close();
 }
