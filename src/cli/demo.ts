@@ -4,8 +4,10 @@
 // target goes through a conversion and is checked. The output alone tells a newcomer what
 // happened; the commands it prints let them look for themselves while it runs.
 //
-//   switchyard demo [--keep-running] [--targets=N]
+//   switchyard demo [--keep-running] [--targets=N] [--nats-cluster]
 //
+// --nats-cluster runs the bus as a 3-node JetStream cluster with every stream replicated three
+// times (deploy/nats-cluster's setting), instead of one nats-server.
 // By default it finishes, tears everything down and exits 0 (1 if any request failed or any
 // value was wrong). --keep-running keeps the cluster and the load up until Ctrl-C. Ctrl-C at
 // any point stops the load and removes the cluster.
@@ -58,7 +60,7 @@ export async function runDemo(args: string[]): Promise<void> {
   const count = Number(args.find((a) => a.startsWith('--targets='))?.split('=')[1] ?? 24);
   if (!Number.isInteger(count) || count < 1 || count > NOUNS.length * 10)
     throw new Error(`--targets must be an integer from 1 to ${NOUNS.length * 10}`);
-  const demo = new Demo(targetsOf(count), keepRunning);
+  const demo = new Demo(targetsOf(count), keepRunning, args.includes('--nats-cluster'));
   process.exitCode = await demo.run();
 }
 
@@ -79,6 +81,7 @@ function targetsOf(count: number): Target[] {
 class Demo {
   private readonly targets: Target[];
   private readonly keepRunning: boolean;
+  private readonly natsCluster: boolean;
   private readonly log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'demo' });
   private readonly interrupted: Promise<never>;
   private cluster: LocalCluster | undefined;
@@ -86,9 +89,10 @@ class Demo {
   private readonly startedAt = performance.now();
   private step = 0;
 
-  constructor(targets: Target[], keepRunning: boolean) {
+  constructor(targets: Target[], keepRunning: boolean, natsCluster: boolean) {
     this.targets = targets;
     this.keepRunning = keepRunning;
+    this.natsCluster = natsCluster;
     this.interrupted = new Promise<never>((_, reject) => {
       const stop = () => reject(new Interrupted());
       process.once('SIGINT', stop);
@@ -129,25 +133,28 @@ class Demo {
   }
 
   private async startCluster(): Promise<KubeConfig> {
+    const bus = this.natsCluster ? 'a 3-node NATS JetStream cluster' : 'NATS JetStream';
     this.heading(
-      'Starting a local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager), NATS JetStream and a node agent that runs Pods as processes',
+      `Starting a local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager), ${bus} and a node agent that runs Pods as processes`,
     );
     const t = performance.now();
-    this.cluster = await startLocalCluster({ log: this.log });
+    this.cluster = await startLocalCluster({ log: this.log, natsCluster: this.natsCluster });
     done(t, `state and logs in ${this.cluster.dir}`);
     return this.cluster.kubeConfigFor('admin');
   }
 
   private async install(admin: KubeConfig): Promise<void> {
     const cluster = this.requireCluster();
+    const replicated = this.natsCluster ? ', every stream kept on all 3 nodes (bus.streamReplicas=3)' : '';
     this.heading(
-      'Installing Switchyard as a user would: deploy/external-nats rendered by kustomize, pointed at the local NATS with a NATS user per component: namespace, CRDs, RBAC, API priority, the credentials and bus-setup Jobs, 7 workers × 2 replicas, the admission webhook',
+      `Installing Switchyard as a user would: deploy/external-nats rendered by kustomize, pointed at the local NATS with a NATS user per component${replicated}: namespace, CRDs, RBAC, API priority, the credentials and bus-setup Jobs, 7 workers × 2 replicas, the admission webhook`,
     );
     const t = performance.now();
     const { deployments } = await installSwitchyard({
       admin,
       natsUrl: cluster.natsUrl,
       natsCredentialsDir: cluster.natsCredentialsDir,
+      ...(this.natsCluster ? { streamReplicas: 3 as const } : {}),
       dir: cluster.dir,
       log: this.log,
     });

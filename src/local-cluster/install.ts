@@ -39,6 +39,11 @@ export interface InstallOptions {
   natsUrl: string;
   /** Its users' passwords, one file per user (`LocalCluster.natsCredentialsDir`). */
   natsCredentialsDir: string;
+  /**
+   * `bus.streamReplicas` for every component, as deploy/nats-cluster sets it: 3 on a clustered
+   * bus (`startLocalCluster({ natsCluster: true })`). Unset: the configuration's default, 1.
+   */
+  streamReplicas?: 1 | 3;
   /** Where the admission webhook's CA and certificate files are written. */
   dir: string;
   log: Logger;
@@ -88,7 +93,9 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
   const objects = admin.makeApiClient(KubernetesObjectApi);
   const apply = (o: KubernetesObject) =>
     objects.patch(o, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
-  const rendered = (await renderDeploy('external-nats')).map((o) => forThisCluster(o, opts.natsUrl));
+  const rendered = (await renderDeploy('external-nats')).map((o) =>
+    forThisCluster(o, opts.natsUrl, opts.streamReplicas),
+  );
   const phase = (kinds: readonly string[]) => rendered.filter((o) => kinds.includes(o.kind ?? ''));
   const unplaced = rendered.filter(
     (o) => !Object.values(PHASES).some((kinds) => kinds.includes(o.kind as never)),
@@ -137,12 +144,19 @@ export async function natsCredentialsSecret(credentialsDir: string): Promise<Kub
   } as KubernetesObject;
 }
 
-/** The overlay a user writes for their cluster: where NATS is. */
-export function forThisCluster(o: KubernetesObject, natsUrl: string): KubernetesObject {
+/** The overlay a user writes for their cluster: where NATS is, and how many replicas its streams keep. */
+export function forThisCluster(
+  o: KubernetesObject,
+  natsUrl: string,
+  streamReplicas?: 1 | 3,
+): KubernetesObject {
   const template = (o as { spec?: { template?: V1PodTemplateSpec } }).spec?.template;
   for (const c of template?.spec?.containers ?? []) {
     const env = c.env?.find((e) => e.name === 'SWITCHYARD_NATS_URL');
-    if (env) env.value = natsUrl;
+    if (!env) continue;
+    env.value = natsUrl;
+    if (streamReplicas !== undefined)
+      c.env?.push({ name: 'SWITCHYARD_BUS_STREAM_REPLICAS', value: String(streamReplicas) });
   }
   return o;
 }

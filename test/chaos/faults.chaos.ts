@@ -18,7 +18,7 @@
 // takes 8 to 10 minutes on two cores. SWITCHYARD_CHAOS_SEED replays a run's choices
 // (printed at the start); SWITCHYARD_CHAOS_ROUNDS=<n> runs the whole list of faults n times, a soak
 // (docs/reliability.md).
-import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
@@ -38,7 +38,6 @@ import {
   handoverReady,
   patchConfig,
   request,
-  SERVED_FIELD,
 } from '../../src/scenario/fleet.ts';
 import { killedReplicaFailure } from '../../src/scenario/killed-replica-failures.ts';
 import { useInstalledCluster } from '../e2e/support/installed-cluster.ts';
@@ -55,8 +54,16 @@ import {
   sleep,
   violations,
 } from './support/chaos-case.ts';
+import {
+  HANDOVER_USER,
+  loadTarget,
+  pick as pickFrom,
+  pickTarget,
+  WORKER_KINDS,
+  waitHealthy,
+} from './support/fleet.ts';
 import { serviceEndpoints } from './support/killed-replica.ts';
-import { type Move, MoveCycle, poolWeights } from './support/moves.ts';
+import { type Move, MoveCycle } from './support/moves.ts';
 import { chaosSeed, seededRandom } from './support/seeded.ts';
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'chaos' });
@@ -69,16 +76,6 @@ const NC_TARGET = `gadgets.${GROUP}`;
 const NC_CONFIG = 'chaos-gadgets';
 const CONFIG = 'chaos-target';
 const OBJECTS_NAMESPACE = 'chaos-load';
-const WORKER_KINDS = [
-  'watchers',
-  'router',
-  'assign',
-  'lease-aggregate',
-  'handover',
-  'config-status',
-  'instances',
-];
-const HANDOVER_USER = `system:serviceaccount:${SWITCHYARD_NAMESPACE}:switchyard-handover`;
 /** Longer than the bus clients' idle heartbeats (2.5 s, src/bus/follow-latest.ts) several times over. */
 const NATS_FREEZE_MS = 12_000;
 /** A served-set Lease goes stale one lease duration (90 s) after its last renewal (30 s period). */
@@ -95,7 +92,7 @@ const ROUNDS = Number(process.env.SWITCHYARD_CHAOS_ROUNDS ?? '1');
 const seed = chaosSeed();
 const random = seededRandom(seed);
 /** The first plural whose target B (outside the pool at weight 1) loses to A and wins at some weight. */
-const { target: TARGET, weights: WEIGHTS } = pickTarget();
+const { target: TARGET, weights: WEIGHTS } = pickTarget(GROUP, A, B);
 
 const chaos = useInstalledCluster('chaos', { instances: [A, B, NC_A, NC_B], log });
 let admin: KubeConfig;
@@ -128,7 +125,10 @@ beforeAll(async () => {
     },
     { timeoutMs: 120_000, intervalMs: 250 },
   );
-  load = new ConversionLoad(loadTarget(TARGET), { run: 'chaos', ...LOAD });
+  load = new ConversionLoad(loadTarget(admin, TARGET, 'Widget', OBJECTS_NAMESPACE), {
+    run: 'chaos',
+    ...LOAD,
+  });
   await load.start();
   subject = {
     admin,
@@ -142,7 +142,7 @@ beforeAll(async () => {
     handoverUser: HANDOVER_USER,
   };
   cycle = new MoveCycle({ kc: admin, config: CONFIG, a: A, b: B, weights: WEIGHTS });
-  await waitHealthy([A, B]);
+  await waitHealthy(admin, [A, B]);
   await sleep(TIMING.settleMs);
 }, 900_000);
 
@@ -338,7 +338,7 @@ describe('a move under load survives each fault injected while it is under way',
       it(
         name,
         async () => {
-          const waited = await waitHealthy([A, B]);
+          const waited = await waitHealthy(admin, [A, B]);
           const move = cycle.next();
           const result = await runCase(subject, move, fault, random, TIMING);
           results.push(result);
@@ -388,14 +388,17 @@ describe('negative control: the same checker over replicas that drop a plan on r
       await createInstance(admin, NC_B, { replicas: 1, extraArgs: unsafe });
       await createTwoVersionTarget(admin, NC_TARGET, 'Gadget');
       await createRenameConfig(admin, NC_CONFIG, NC_TARGET, NC_A);
-      await waitHealthy([NC_A, NC_B]);
+      await waitHealthy(admin, [NC_A, NC_B]);
       await waitFor(
         `${NC_TARGET} first applied on ${NC_A}`,
         async () =>
           handoverReady(await configStatus(admin, NC_CONFIG))?.status === 'True' ? true : undefined,
         { timeoutMs: 120_000, intervalMs: 250 },
       );
-      const control = new ConversionLoad(loadTarget(NC_TARGET), { run: 'control', ...LOAD });
+      const control = new ConversionLoad(loadTarget(admin, NC_TARGET, 'Gadget', OBJECTS_NAMESPACE), {
+        run: 'control',
+        ...LOAD,
+      });
       await control.start();
       await sleep(TIMING.settleMs);
       const move: Move = {
@@ -448,31 +451,8 @@ describe('negative control: the same checker over replicas that drop a plan on r
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-function loadTarget(target: string) {
-  const [plural = '', ...group] = target.split('.');
-  return {
-    kc: admin,
-    group: group.join('.'),
-    version: 'v2',
-    plural,
-    kind: plural === 'gadgets' ? 'Gadget' : 'Widget',
-    namespace: OBJECTS_NAMESPACE,
-    field: SERVED_FIELD,
-  };
-}
-
-function pickTarget(): { target: string; weights: { win: number; lose: number } } {
-  for (const plural of ['widgets', 'sprockets', 'valves', 'levers', 'pulleys', 'bolts', 'springs', 'dials']) {
-    const target = `${plural}.${GROUP}`;
-    const weights = poolWeights(target, A, B);
-    if (weights) return { target, weights };
-  }
-  throw new Error('no candidate target that B loses at weight 1 and wins at a higher weight');
-}
-
 function pick<T>(items: readonly T[]): T {
-  if (items.length === 0) throw new Error('nothing to pick from');
-  return items[Math.floor(random() * items.length)] as T;
+  return pickFrom(items, random);
 }
 
 async function replicas(instance: string): Promise<PodRef[]> {
@@ -498,34 +478,4 @@ async function reportingReplicas(instance: string): Promise<number | undefined> 
     `/apis/${API_VERSION}/conversionwebhookservers/${instance}`,
   );
   return (res.body as { status?: { reportingReplicas?: number } }).status?.reportingReplicas;
-}
-
-/**
- * Every worker Deployment and the instances' Deployments have all their replicas ready and no
- * other Pod (a case starts from a whole system, whatever the previous one killed); how long it
- * had to wait.
- */
-async function waitHealthy(instances: readonly string[]): Promise<number> {
-  const started = Date.now();
-  const apps = admin.makeApiClient(AppsV1Api);
-  const names = [...WORKER_KINDS.map((k) => `switchyard-${k}`), ...instances.map(webhookServiceName)];
-  await waitFor(
-    `${names.join(', ')} ready`,
-    async () => {
-      const list = await apps.listNamespacedDeployment({ namespace: SWITCHYARD_NAMESPACE });
-      const ok = names.every((name) => {
-        const d = list.items.find((item) => item.metadata?.name === name);
-        const want = d?.spec?.replicas ?? -1;
-        return (
-          d !== undefined &&
-          d.status?.readyReplicas === want &&
-          d.status?.updatedReplicas === want &&
-          d.status?.replicas === want
-        );
-      });
-      return ok ? true : undefined;
-    },
-    { timeoutMs: 240_000, intervalMs: 500 },
-  );
-  return Date.now() - started;
 }

@@ -34,20 +34,27 @@ export class MoveCycle {
   private readonly a: string;
   private readonly b: string;
   private readonly weights: { win: number; lose: number };
+  private readonly poolOnly: boolean;
 
-  /** The target starts on `a`, which is the default and in the pool with weight 1; `b` is outside it. */
+  /**
+   * The target starts on `a`, which is the default and in the pool with weight 1; `b` is outside
+   * it. `poolOnly`: only the moves of the pool (b joins, its weight down and up, b leaves), each a
+   * rebalance of every target the pool serves; four steps bring everything back.
+   */
   constructor(opts: {
     kc: KubeConfig;
     config: string;
     a: string;
     b: string;
     weights: { win: number; lose: number };
+    poolOnly?: boolean;
   }) {
     this.kc = opts.kc;
     this.config = opts.config;
     this.a = opts.a;
     this.b = opts.b;
     this.weights = opts.weights;
+    this.poolOnly = opts.poolOnly ?? false;
   }
 
   /** Where the target must be served now, every move so far done. */
@@ -101,7 +108,10 @@ export class MoveCycle {
         change: () => patchSharding(kc, b, { enabled: false, weight: weights.lose }),
       },
     ];
-    const move = steps[this.step % steps.length] as Move;
+    const sequence = this.poolOnly
+      ? steps.filter((s) => s.kind === 'sharding' || s.kind === 'weight')
+      : steps;
+    const move = sequence[this.step % sequence.length] as Move;
     this.step++;
     return move;
   }

@@ -76,6 +76,7 @@ export function useInstalledCluster(
         admin,
         natsUrl: cluster.natsUrl,
         natsCredentialsDir: cluster.natsCredentialsDir,
+        ...(opts.natsCluster ? { streamReplicas: 3 as const } : {}),
         dir: cluster.dir,
         log: opts.log,
       });
