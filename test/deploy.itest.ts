@@ -2,16 +2,25 @@
 // apiserver's server-side dry run: schemas with unknown fields refused, admission, and Pod
 // Security "restricted" in the namespace (any warning fails the test). Third-party kinds are
 // checked against their CRDs: the Prometheus Operator's own (ServiceMonitor, PrometheusRule),
-// KEDA's a stand-in written from its documented fields. And the identities
+// KEDA's a stand-in written from its documented fields. deploy/nats-cluster's server
+// configuration is checked by nats-server itself: its configuration test for each Pod, and
+// three processes started with it forming one JetStream cluster. And the identities
 // deploy/default creates can do what each component needs and nothing it must not
 // (SubjectAccessReviews against its RBAC, applied under a name prefix of this file's own).
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
 import { AuthorizationV1Api, CoreV1Api, type KubernetesObject, loadAllYaml } from '@kubernetes/client-node';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
+import { childEnv } from '../src/local-cluster/control-plane.ts';
+import { freePort } from '../src/local-cluster/free-port.ts';
+import { ManagedProcess } from '../src/local-cluster/managed-process.ts';
+import { natsServerBinary } from '../src/local-cluster/nats.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { useLocalCluster } from './support/local-cluster.ts';
 
@@ -23,6 +32,7 @@ const suffix = randomBytes(3).toString('hex');
 const namespace = `deploy-check-${suffix}`;
 const prefix = `sar-${suffix}-`;
 const dirs: string[] = [];
+const execFileAsync = promisify(execFile);
 
 /** Applies a third-party CRD and waits until the apiserver serves it. */
 async function installCrd(file: string, name: string): Promise<void> {
@@ -120,6 +130,7 @@ describe('every overlay of deploy/', () => {
     { name: 'external-nats', resources: ['external-nats'], components: [] },
     { name: 'default with autoscaling', resources: ['default'], components: ['autoscaling'] },
     { name: 'default with monitoring', resources: ['default'], components: ['monitoring'] },
+    { name: 'nats-cluster', resources: ['nats-cluster'], components: [] },
   ])('$name renders and passes the apiserver’s dry run without a warning', async ({
     resources,
     components,
@@ -186,10 +197,13 @@ describe('every overlay of deploy/', () => {
     ).toBe(false);
   });
 
-  it('runs NATS at the server line the project is tested with', async () => {
+  it.each([
+    'default',
+    'nats-cluster',
+  ])('%s runs NATS at the server line the project is tested with', async (name) => {
     const goMod = await readFile(join(PROJECT_ROOT, 'tools/nats-server/go.mod'), 'utf8');
     const version = /github\.com\/nats-io\/nats-server\/v2 v(\S+)/.exec(goMod)?.[1];
-    const nats = (await rendered(await overlay(['default'], []))).find((o) => o.kind === 'StatefulSet') as
+    const nats = (await rendered(await overlay([name], []))).find((o) => o.kind === 'StatefulSet') as
       | { spec: { template: { spec: PodSpec } } }
       | undefined;
     expect(version).toBeDefined();
@@ -250,6 +264,269 @@ describe('every overlay of deploy/', () => {
     expect(escalating.stderr).toMatch(/would violate PodSecurity "restricted:latest"/);
   });
 });
+
+describe('deploy/nats-cluster', () => {
+  let objects: KubernetesObject[] = [];
+  let nats: NatsStatefulSet;
+  let server: NatsContainer;
+  /** The ConfigMap the servers mount: nats.conf and authorization.conf. */
+  let config: Record<string, string> = {};
+
+  beforeAll(async () => {
+    objects = await rendered(await overlay(['nats-cluster'], []));
+    nats = objects.find((o) => o.kind === 'StatefulSet') as unknown as NatsStatefulSet;
+    const [container] = nats.spec.template.spec.containers;
+    if (!container) throw new Error('the StatefulSet has no container');
+    server = container;
+    const mounted = nats.spec.template.spec.volumes.find((v) => v.name === 'config')?.configMap?.name;
+    const configMap = objects.find((o) => o.kind === 'ConfigMap' && o.metadata?.name === mounted) as
+      | { data: Record<string, string> }
+      | undefined;
+    config = configMap?.data ?? {};
+  });
+
+  const routesOf = (conf: string) =>
+    /routes:\s*\[([^\]]*)\]/
+      .exec(conf)?.[1]
+      ?.split(/[\s,]+/)
+      .filter((r) => r !== '');
+
+  it('runs three servers, each routing to all three by their Pod names on the headless Service', async () => {
+    expect(nats.spec.replicas).toBe(3);
+    const headless = objects.find(
+      (o) => o.kind === 'Service' && o.metadata?.name === nats.spec.serviceName,
+    ) as
+      | {
+          spec: { clusterIP?: string; publishNotReadyAddresses?: boolean; selector?: Record<string, string> };
+        }
+      | undefined;
+    expect(headless?.spec).toMatchObject({ clusterIP: 'None', publishNotReadyAddresses: true });
+    expect(headless?.spec.selector).toEqual(nats.spec.selector.matchLabels);
+    expect(routesOf(config['nats.conf'] ?? '')).toEqual(
+      [0, 1, 2].map((i) => `nats://nats-${i}.${nats.spec.serviceName}.switchyard-system.svc:6222`),
+    );
+    // Each server is known to the cluster by its own Pod's name.
+    expect(config['nats.conf']).toMatch(/^server_name: \$POD_NAME$/m);
+    expect(server.env.find((e) => e.name === 'POD_NAME')?.valueFrom).toEqual({
+      fieldRef: { fieldPath: 'metadata.name' },
+    });
+    // deploy/nats's users, not a copy that could drift from the generated block.
+    expect(config['authorization.conf']).toBe(
+      await readFile(join(PROJECT_ROOT, 'deploy/nats/authorization.conf'), 'utf8'),
+    );
+  });
+
+  it('keeps a quorum through a drain, and a stopping server hands over in lame duck before it is killed', () => {
+    const budget = objects.find((o) => o.kind === 'PodDisruptionBudget' && o.metadata?.name === 'nats') as
+      | { spec: { maxUnavailable?: number; selector?: { matchLabels?: Record<string, string> } } }
+      | undefined;
+    expect(budget?.spec.maxUnavailable).toBe(1);
+    expect(budget?.spec.selector?.matchLabels).toEqual(nats.spec.selector.matchLabels);
+    const lameDuck = /^lame_duck_duration: (\d+)s$/m.exec(config['nats.conf'] ?? '')?.[1];
+    expect(lameDuck).toBe('30');
+    expect(nats.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(Number(lameDuck));
+    // Ready only once caught up with the cluster, so a rolling restart never stops a second
+    // server while the first is catching up; all three start at once, since none is ready alone.
+    expect(server.readinessProbe?.httpGet?.path).toBe('/healthz');
+    expect(server.startupProbe?.httpGet?.path).toBe('/healthz?js-enabled-only=true');
+    expect(nats.spec.podManagementPolicy).toBe('Parallel');
+    expect(
+      nats.spec.template.spec.topologySpreadConstraints?.map((t) => [t.topologyKey, t.whenUnsatisfiable]),
+    ).toEqual([
+      ['kubernetes.io/hostname', 'DoNotSchedule'],
+      ['topology.kubernetes.io/zone', 'ScheduleAnyway'],
+    ]);
+    expect(server.env.find((e) => e.name === 'GOMEMLIMIT')?.valueFrom).toEqual({
+      resourceFieldRef: { containerName: server.name, resource: 'limits.memory' },
+    });
+  });
+
+  it('keeps every stream on three servers: each workload that uses NATS runs with bus.streamReplicas 3, at deploy/default’s address', async () => {
+    const natsEnv = (list: KubernetesObject[]) =>
+      list.flatMap((o) =>
+        ((o as { spec?: { template?: { spec?: PodSpec } } }).spec?.template?.spec?.containers ?? [])
+          .map((c) => new Map((c.env ?? []).map((e) => [e.name, e.value])))
+          .filter((env) => env.has('SWITCHYARD_NATS_URL')),
+      );
+    const workloads = natsEnv(objects);
+    expect(workloads.length).toBe(8);
+    for (const env of workloads) expect(env.get('SWITCHYARD_BUS_STREAM_REPLICAS')).toBe('3');
+    const defaults = natsEnv(await rendered(await overlay(['default'], [])));
+    expect(new Set(workloads.map((env) => env.get('SWITCHYARD_NATS_URL')))).toEqual(
+      new Set(defaults.map((env) => env.get('SWITCHYARD_NATS_URL'))),
+    );
+    expect(defaults.some((env) => env.has('SWITCHYARD_BUS_STREAM_REPLICAS'))).toBe(false);
+  });
+
+  /** The rendered configuration in a directory of its own, store and pid file moved into it. */
+  async function writeConfig(dir: string, natsConf: string): Promise<string> {
+    await mkdir(join(dir, 'jetstream'), { recursive: true });
+    await writeFile(join(dir, 'authorization.conf'), config['authorization.conf'] ?? '');
+    const file = join(dir, 'nats.conf');
+    await writeFile(
+      file,
+      natsConf
+        .replace(/^(\s*)store_dir:.*$/m, `$1store_dir: "${join(dir, 'jetstream')}"`)
+        .replace(/^pid_file:.*$/m, `pid_file: "${join(dir, 'nats.pid')}"`),
+    );
+    return file;
+  }
+
+  /** `nats-server -t`: parses the configuration, resolving its variables, and starts nothing. */
+  async function configTest(file: string, pod: string): Promise<{ code: number; output: string }> {
+    try {
+      const { stdout, stderr } = await execFileAsync(natsServerBinary(), ['-t', '-c', file], {
+        env: childEnv(podEnv(server, pod)),
+      });
+      return { code: 0, output: stdout + stderr };
+    } catch (err) {
+      const failed = err as { code?: number; stdout?: string; stderr?: string };
+      return { code: failed.code ?? -1, output: `${failed.stdout ?? ''}${failed.stderr ?? ''}` };
+    }
+  }
+
+  it('nats-server accepts its configuration with each Pod’s environment, and refuses a typo in the cluster block', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'switchyard-nats-cluster-'));
+    dirs.push(dir);
+    const file = await writeConfig(dir, config['nats.conf'] ?? '');
+    for (const pod of ['nats-0', 'nats-1', 'nats-2']) {
+      const tested = await configTest(file, pod);
+      expect(tested.output).toMatch(/configuration file .* is valid/);
+      expect(tested.code).toBe(0);
+    }
+    const typo = await writeConfig(
+      join(dir, 'typo'),
+      (config['nats.conf'] ?? '').replace('routes:', 'route:'),
+    );
+    const refused = await configTest(typo, 'nats-0');
+    expect(refused.output).toMatch(/unknown field "route"/);
+    expect(refused.code).not.toBe(0);
+  });
+
+  it('three nats-server processes started with its configuration form one JetStream cluster', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'switchyard-nats-cluster-'));
+    dirs.push(dir);
+    const log = pino({ level: 'warn' });
+    // The Pods' DNS names and fixed ports become loopback ports: flags override the
+    // configuration's listen ports and routes; everything else is as rendered.
+    const nodes = await Promise.all(
+      ['nats-0', 'nats-1', 'nats-2'].map(async (pod) => ({
+        pod,
+        port: await freePort(),
+        monitor: await freePort(),
+        cluster: await freePort(),
+      })),
+    );
+    const routes = nodes.map((n) => `nats://127.0.0.1:${n.cluster}`).join(',');
+    const processes: ManagedProcess[] = [];
+    try {
+      for (const node of nodes) {
+        const file = await writeConfig(join(dir, node.pod), config['nats.conf'] ?? '');
+        processes.push(
+          new ManagedProcess(
+            {
+              name: node.pod,
+              command: natsServerBinary(),
+              args: [
+                '-c',
+                file,
+                '-a',
+                '127.0.0.1',
+                '-p',
+                String(node.port),
+                '-m',
+                String(node.monitor),
+                '--cluster',
+                `nats://127.0.0.1:${node.cluster}`,
+                '--routes',
+                routes,
+              ],
+              env: childEnv(podEnv(server, node.pod)),
+              logFile: join(dir, `${node.pod}.log`),
+            },
+            log,
+          ),
+        );
+      }
+      for (const node of nodes) {
+        // /healthz without options: JetStream clustered, a meta leader, this server current with it.
+        await waitFor(`${node.pod} healthy in the cluster`, async () => {
+          if (processes.some((p) => !p.running)) throw new Error(`a server exited: see ${dir}`);
+          const res = await fetch(`http://127.0.0.1:${node.monitor}/healthz`).catch(() => undefined);
+          return res?.ok ? true : undefined;
+        });
+        const varz = (await (await fetch(`http://127.0.0.1:${node.monitor}/varz`)).json()) as {
+          server_name: string;
+          cluster: { name: string };
+          jetstream: { meta?: { cluster_size: number; leader?: string } };
+        };
+        expect(varz.server_name).toBe(node.pod);
+        expect(varz.cluster.name).toBe('switchyard-nats');
+        expect(varz.jetstream.meta?.cluster_size).toBe(3);
+        expect(nodes.map((n) => n.pod)).toContain(varz.jetstream.meta?.leader);
+      }
+    } finally {
+      await Promise.all(processes.map((p) => p.stop()));
+    }
+  });
+});
+
+/**
+ * The environment the kubelet gives `container` in Pod `pod`: its values, its Pod's name, its
+ * memory limit in bytes, and a stand-in for each Secret key. Any other source fails the test
+ * until it is taught here.
+ */
+function podEnv(container: NatsContainer, pod: string): Record<string, string> {
+  return Object.fromEntries(
+    container.env.map((e) => {
+      if (e.value !== undefined) return [e.name, e.value];
+      if (e.valueFrom?.secretKeyRef) return [e.name, `password-of-${e.valueFrom.secretKeyRef.key}`];
+      if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') return [e.name, pod];
+      if (e.valueFrom?.resourceFieldRef?.resource === 'limits.memory')
+        return [e.name, String(bytesOf(container.resources?.limits?.memory ?? ''))];
+      throw new Error(`no stand-in for the environment variable ${e.name}`);
+    }),
+  );
+}
+
+function bytesOf(quantity: string): number {
+  const match = /^(\d+)(Mi|Gi)$/.exec(quantity);
+  if (!match) throw new Error(`a memory quantity in Mi or Gi expected, got ${quantity}`);
+  return Number(match[1]) * (match[2] === 'Gi' ? 2 ** 30 : 2 ** 20);
+}
+
+interface NatsContainer {
+  name: string;
+  env: {
+    name: string;
+    value?: string;
+    valueFrom?: {
+      secretKeyRef?: { key: string };
+      fieldRef?: { fieldPath: string };
+      resourceFieldRef?: { containerName?: string; resource: string };
+    };
+  }[];
+  readinessProbe?: { httpGet?: { path?: string } };
+  startupProbe?: { httpGet?: { path?: string } };
+  resources?: { limits?: { memory?: string } };
+}
+
+interface NatsStatefulSet {
+  spec: {
+    replicas: number;
+    serviceName: string;
+    podManagementPolicy?: string;
+    selector: { matchLabels: Record<string, string> };
+    template: {
+      spec: {
+        terminationGracePeriodSeconds?: number;
+        topologySpreadConstraints?: { topologyKey: string; whenUnsatisfiable: string }[];
+        containers: NatsContainer[];
+        volumes: { name: string; configMap?: { name: string } }[];
+      };
+    };
+  };
+}
 
 interface PodSpec {
   securityContext?: Record<string, unknown>;
