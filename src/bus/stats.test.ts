@@ -11,8 +11,10 @@ import {
   formatBusStats,
   groupByConcern,
   humanBytes,
+  type StreamReplication,
   type StreamStats,
   streamPurpose,
+  streamReplication,
 } from './stats.ts';
 import { STREAMS } from './topology.ts';
 
@@ -68,6 +70,16 @@ function consumer(name: string, over: Partial<ConsumerStats> = {}): ConsumerStat
   };
 }
 
+/** One replica on one server, as the local stack's single nats-server reports every stream. */
+const SINGLE: StreamReplication = {
+  replicas: 1,
+  leader: 'nats',
+  inSync: 1,
+  members: [
+    { name: 'nats', leader: true, current: true, offline: false, lag: 0, lastActiveMsAgo: undefined },
+  ],
+};
+
 function stream(name: string, over: Partial<StreamStats> = {}): StreamStats {
   return {
     name,
@@ -80,6 +92,7 @@ function stream(name: string, over: Partial<StreamStats> = {}): StreamStats {
     lastTime: undefined,
     subjects: 0,
     subjectCounts: {},
+    replication: SINGLE,
     consumers: [],
     ...over,
   };
@@ -222,9 +235,23 @@ describe('formatBusStats', () => {
       'FIRST SEQ',
       'LAST SEQ',
       'FIRST MESSAGE',
+      'REPLICAS',
+      'IN SYNC',
+      'LEADER',
     ]);
-    expect(row('K8S')).toEqual(['K8S', 'records', '120', '47 KiB', '1', '120', '2026-03-01T10:00:00Z']);
-    expect(row('DLQ')).toEqual(['DLQ', 'dead letters', '7', '0 B', '0', '0', '-']);
+    expect(row('K8S')).toEqual([
+      'K8S',
+      'records',
+      '120',
+      '47 KiB',
+      '1',
+      '120',
+      '2026-03-01T10:00:00Z',
+      '1',
+      '1',
+      'nats',
+    ]);
+    expect(row('DLQ')).toEqual(['DLQ', 'dead letters', '7', '0 B', '0', '0', '-', '1', '1', 'nats']);
     expect(row('K8S_LATEST')?.[1]).toBe('latest state');
   });
 
@@ -234,6 +261,11 @@ describe('formatBusStats', () => {
     expect(row('handover')).toEqual(['handover', 'WORK', '2', '0', '1/2', '2', '0', '0', 'never']);
     expect(row('pacer')).toEqual(['pacer (unplanned)', '-', '0', '0', '0/0', '0', '4', '0', '-']);
     expect(row('readers')).toEqual(['readers', 'K8S_LATEST', '2', '2', '-', '0', '0', '0', '-']);
+  });
+
+  it('lists no replica of a single server and notes nothing about them', () => {
+    expect(lines.filter((l) => l.startsWith('STREAM '))).toHaveLength(1);
+    expect(text).not.toMatch(/in sync|no leader/);
   });
 
   it('names a missing stream and a concern’s missing consumers', () => {
@@ -254,6 +286,90 @@ describe('formatBusStats', () => {
         .find((l) => l.startsWith('handover'))
         ?.split(/\s{2,}/)[2],
     ).toBe('1/2');
+  });
+});
+
+describe('replicas', () => {
+  const now = Date.parse('2026-03-01T11:00:00Z');
+  const info = (cluster: Parameters<typeof streamReplication>[0]['cluster'], replicas = 3) =>
+    streamReplication({ config: { num_replicas: replicas } as never, cluster });
+
+  it('takes the leader and each follower’s state, lag and last contact from the stream’s cluster info', () => {
+    const r = info({
+      name: 'switchyard-local',
+      leader: 'nats-1',
+      replicas: [
+        { name: 'nats-2', current: false, offline: true, active: 45_000_000_000, lag: 120 },
+        { name: 'nats-0', current: true, offline: false, active: 250_000_000, lag: 0 },
+      ],
+    });
+    expect(r).toEqual({
+      replicas: 3,
+      leader: 'nats-1',
+      inSync: 2,
+      members: [
+        { name: 'nats-1', leader: true, current: true, offline: false, lag: 0, lastActiveMsAgo: undefined },
+        { name: 'nats-0', leader: false, current: true, offline: false, lag: 0, lastActiveMsAgo: 250 },
+        { name: 'nats-2', leader: false, current: false, offline: true, lag: 120, lastActiveMsAgo: 45_000 },
+      ],
+    });
+  });
+
+  it('counts a follower the server left out (omitted fields: not current, no lag) and none in sync without a leader', () => {
+    const catching = info({ leader: 'nats-0', replicas: [{ name: 'nats-1', active: 1e9 } as never] });
+    expect(catching.inSync).toBe(1);
+    expect(catching.members[1]).toMatchObject({ current: false, offline: false, lag: 0 });
+    expect(
+      info({ replicas: [{ name: 'nats-1', current: true, active: 0, lag: 0, offline: false }] }),
+    ).toMatchObject({ leader: undefined, inSync: 0 });
+    expect(info(undefined, 1)).toEqual({ replicas: 1, leader: undefined, inSync: 0, members: [] });
+  });
+
+  it('prints each copy of a replicated stream, and notes a stream short of in-sync replicas or without a leader', () => {
+    const degraded = info({
+      leader: 'nats-1',
+      replicas: [
+        { name: 'nats-0', current: true, offline: false, active: 250_000_000, lag: 0 },
+        { name: 'nats-2', current: false, offline: true, active: 45_000_000_000, lag: 120 },
+      ],
+    });
+    const leaderless = info({
+      replicas: [{ name: 'nats-0', current: false, offline: false, active: 3e9, lag: 7 }],
+    });
+    const text = formatBusStats(
+      busReport(
+        [
+          stream(STREAMS.records, { replication: degraded }),
+          stream(STREAMS.work, { replication: leaderless }),
+        ],
+        [],
+      ),
+      now,
+    );
+    const lines = text.split('\n');
+    const cells = (l: string) => l.split(/\s{2,}/);
+    expect(cells(lines.find((l) => l.startsWith('K8S ')) ?? '').slice(7)).toEqual(['3', '2', 'nats-1']);
+    expect(cells(lines.find((l) => l.startsWith('WORK ')) ?? '').slice(7)).toEqual(['3', '0', 'none']);
+    const section = lines.slice(lines.findIndex((l) => l.includes('REPLICA ')));
+    expect(section.slice(0, 5).map(cells)).toEqual([
+      ['STREAM', 'REPLICA', 'STATE', 'LAG', 'LAST ACTIVE'],
+      ['K8S', 'nats-1', 'leader', '-', '-'],
+      ['K8S', 'nats-0', 'current', '0', '0s ago'],
+      ['K8S', 'nats-2', 'offline', '120', '45s ago'],
+      ['WORK', 'nats-0', 'catching up', '7', '3s ago'],
+    ]);
+    expect(text).toContain('stream K8S: 2 of 3 replicas in sync');
+    expect(text).toContain('stream WORK: no leader (it takes no writes until its replicas elect one)');
+  });
+
+  it('gives -o json each stream’s replicas', () => {
+    const json = JSON.parse(JSON.stringify(busReport([stream(STREAMS.records)], [])));
+    expect(json.streams[0].replication).toEqual({
+      replicas: 1,
+      leader: 'nats',
+      inSync: 1,
+      members: [{ name: 'nats', leader: true, current: true, offline: false, lag: 0 }],
+    });
   });
 });
 

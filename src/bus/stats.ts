@@ -14,6 +14,11 @@ import { STREAMS } from './topology.ts';
  * `last_seq - delivered` (wrong for a filtered consumer); in flight is `num_ack_pending`, and a
  * consumer is saturated when it reaches `max_ack_pending`; stuck when `pending` > 0 while the
  * last ack grows old.
+ *
+ * Per stream, its replicas as its leader reports them (`StreamInfo.cluster`): which server leads,
+ * and for each follower whether it is current, how many operations it is behind, when the leader
+ * last heard from it and whether it counts it offline. A stream whose replicas are not all in sync
+ * loses data if it loses one more server (`bus.streamReplicas`, docs/bus.md).
  */
 export interface ConsumerStats {
   name: string;
@@ -55,6 +60,59 @@ export function streamPurpose(name: string): string {
   return name.startsWith('KV_') ? 'key-value bucket' : 'not in the topology';
 }
 
+/** One copy of a stream: its leader or a follower, as the leader sees it. */
+export interface ReplicaStats {
+  /** The server holding it. */
+  name: string;
+  leader: boolean;
+  /** Up to date with the leader (the leader always is). */
+  current: boolean;
+  /** The group counts it offline. */
+  offline: boolean;
+  /** Operations it is behind the leader. */
+  lag: number;
+  /** How long ago the leader last heard from it, in ms; undefined for the leader. */
+  lastActiveMsAgo: number | undefined;
+}
+
+export interface StreamReplication {
+  /** The replicas the stream is configured with (`num_replicas`). */
+  replicas: number;
+  /** The server leading it; undefined when it has no leader (it takes no writes). */
+  leader: string | undefined;
+  /** Replicas in sync: the leader and every current, online follower. */
+  inSync: number;
+  /** The leader first, then the followers by name. */
+  members: ReplicaStats[];
+}
+
+/** A stream's replicas from its info: the leader, then each follower with its state. */
+export function streamReplication(info: Pick<StreamInfo, 'config' | 'cluster'>): StreamReplication {
+  const leader = info.cluster?.leader || undefined;
+  const followers: ReplicaStats[] = (info.cluster?.replicas ?? [])
+    .map((peer) => ({
+      name: peer.name,
+      leader: false,
+      current: peer.current === true,
+      offline: peer.offline === true,
+      lag: peer.lag ?? 0,
+      lastActiveMsAgo: Math.round((peer.active ?? 0) / 1e6),
+    }))
+    .sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }));
+  const members = leader
+    ? [
+        { name: leader, leader: true, current: true, offline: false, lag: 0, lastActiveMsAgo: undefined },
+        ...followers,
+      ]
+    : followers;
+  return {
+    replicas: info.config.num_replicas,
+    leader,
+    inSync: leader ? members.filter((m) => m.current && !m.offline).length : 0,
+    members,
+  };
+}
+
 export interface StreamStats {
   name: string;
   purpose: string;
@@ -72,6 +130,7 @@ export interface StreamStats {
    * WORK): the server's per-subject counts, read with the stream's info (`subjects_filter`).
    */
   subjectCounts: Record<string, number>;
+  replication: StreamReplication;
   consumers: ConsumerStats[];
 }
 
@@ -121,6 +180,7 @@ function streamStats(s: StreamInfo, consumers: ConsumerStats[]): StreamStats {
     lastTime: timeOf(s.state.last_ts, s.state.messages),
     subjects: s.state.num_subjects ?? 0,
     subjectCounts: s.state.subjects ?? {},
+    replication: streamReplication(s),
     consumers: consumers.sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true })),
   };
 }
@@ -128,7 +188,7 @@ function streamStats(s: StreamInfo, consumers: ConsumerStats[]): StreamStats {
 /**
  * Every stream and its consumers, as the server reports them. The streams whose subjects are
  * counted (DLQ, WORK) are read again by name with a `subjects_filter`, and that one reply gives
- * their state and counts together. Needs `$JS.API.STREAM.LIST`, `STREAM.INFO.*` and
+ * their state and counts together; so is a stream listed without its replicas. Needs `$JS.API.STREAM.LIST`, `STREAM.INFO.*` and
  * `CONSUMER.LIST.*`: what the `bus-setup` user has.
  */
 export async function busStats(jsm: JetStreamManager): Promise<StreamStats[]> {
@@ -136,7 +196,11 @@ export async function busStats(jsm: JetStreamManager): Promise<StreamStats[]> {
   for await (const listed of jsm.streams.list()) {
     const name = listed.config.name;
     const filter = COUNTED_SUBJECTS[name];
-    const info = filter ? await jsm.streams.info(name, { subjects_filter: filter }) : listed;
+    // A single server lists streams without their replicas (`cluster`); their info has them.
+    const info =
+      filter || !listed.cluster
+        ? await jsm.streams.info(name, filter ? { subjects_filter: filter } : undefined)
+        : listed;
     const consumers: ConsumerStats[] = [];
     for await (const c of jsm.consumers.list(name)) consumers.push(consumerStats(c));
     out.push(streamStats(info, consumers));
@@ -348,7 +412,12 @@ export function humanBytes(bytes: number): string {
 /** How long ago, coarsely: 12s, 5m, 3h, 2d. */
 export function ago(iso: string | undefined, nowMs: number): string {
   if (!iso) return 'never';
-  const s = Math.max(0, Math.round((nowMs - Date.parse(iso)) / 1000));
+  return agoMs(nowMs - Date.parse(iso));
+}
+
+/** `ms` ago, coarsely: 12s, 5m, 3h, 2d. */
+export function agoMs(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
   if (s < 120) return `${s}s ago`;
   if (s < 120 * 60) return `${Math.round(s / 60)}m ago`;
   if (s < 48 * 3600) return `${Math.round(s / 3600)}h ago`;
@@ -377,10 +446,46 @@ function consumersCell(c: ConcernStats): string {
     : String(c.consumers);
 }
 
-/** The report as `switchyard bus stats` prints it: the streams, then the concerns. */
+/** A follower's state in words: what an operator waits for (`current`) or acts on. */
+export function replicaState(r: ReplicaStats): string {
+  if (r.leader) return 'leader';
+  if (r.offline) return 'offline';
+  return r.current ? 'current' : 'catching up';
+}
+
+/**
+ * Every copy of the replicated streams (more than one replica, or a follower reported): one row
+ * each, so a follower behind or offline is named with its lag. Empty on a single server.
+ */
+function replicaRows(streams: readonly StreamStats[]): string[][] {
+  return streams
+    .filter((s) => s.replication.replicas > 1 || s.replication.members.length > 1)
+    .flatMap((s) =>
+      s.replication.members.map((m) => [
+        s.name,
+        m.name,
+        replicaState(m),
+        m.leader ? '-' : String(m.lag),
+        m.lastActiveMsAgo === undefined ? '-' : agoMs(m.lastActiveMsAgo),
+      ]),
+    );
+}
+
+/** The report as `switchyard bus stats` prints it: the streams, their replicas, then the concerns. */
 export function formatBusStats(report: BusReport, nowMs: number = Date.now()): string {
   const streams = table(
-    ['STREAM', 'PURPOSE', 'MESSAGES', 'BYTES', 'FIRST SEQ', 'LAST SEQ', 'FIRST MESSAGE'],
+    [
+      'STREAM',
+      'PURPOSE',
+      'MESSAGES',
+      'BYTES',
+      'FIRST SEQ',
+      'LAST SEQ',
+      'FIRST MESSAGE',
+      'REPLICAS',
+      'IN SYNC',
+      'LEADER',
+    ],
     report.streams.map((s) => [
       s.name,
       s.purpose,
@@ -389,9 +494,17 @@ export function formatBusStats(report: BusReport, nowMs: number = Date.now()): s
       String(s.firstSeq),
       String(s.lastSeq),
       s.firstTime ? s.firstTime.replace(/\.\d+Z$/, 'Z') : '-',
+      String(s.replication.replicas),
+      String(s.replication.inSync),
+      s.replication.leader ?? 'none',
     ]),
-    new Set([2, 3, 4, 5]),
+    new Set([2, 3, 4, 5, 7, 8]),
   );
+  const replicas = replicaRows(report.streams);
+  const replicaTable =
+    replicas.length > 0
+      ? ['', ...table(['STREAM', 'REPLICA', 'STATE', 'LAG', 'LAST ACTIVE'], replicas, new Set([3]))]
+      : [];
   const concerns = table(
     [
       'CONCERN',
@@ -423,5 +536,14 @@ export function formatBusStats(report: BusReport, nowMs: number = Date.now()): s
   for (const c of report.concerns)
     if (c.kind === 'handler' && c.missing.length > 0 && c.missing.length < c.planned)
       notes.push(`${c.concern}: consumers missing: ${c.missing.join(', ')}`);
-  return [...streams, '', ...concerns, ...(notes.length > 0 ? ['', ...notes] : [])].join('\n');
+  for (const s of report.streams)
+    if (s.replication.inSync < s.replication.replicas)
+      notes.push(
+        s.replication.leader
+          ? `stream ${s.name}: ${s.replication.inSync} of ${s.replication.replicas} replicas in sync`
+          : `stream ${s.name}: no leader (it takes no writes until its replicas elect one)`,
+      );
+  return [...streams, ...replicaTable, '', ...concerns, ...(notes.length > 0 ? ['', ...notes] : [])].join(
+    '\n',
+  );
 }
