@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { connectBus } from '../bus/connect.ts';
+import { type Bus, connectBus } from '../bus/connect.ts';
 import type { ConcernPlan } from '../bus/stats.ts';
 import { topologyOptions } from '../bus/topology.ts';
 import { ConfigError, loadConfig } from '../config/load.ts';
@@ -10,7 +10,9 @@ const USAGE =
   'usage: switchyard bus <stats [-o json|--json] | setup | authorization> [--nats.url=nats://…] [--nats.user=… --nats.passwordFile=…]\n' +
   '  stats: streams and handler concerns (backlog, in flight, retries, dead letters), read as the\n' +
   '  bus-setup user; exit 0, 1 when NATS cannot be read or a stream of the topology is missing, 2 on\n' +
-  '  bad usage.\n';
+  '  bad usage.\n' +
+  "  setup: creates and updates every stream, and brings the pacers' slot buckets to bus.streamReplicas;\n" +
+  '  exit 1, saying why, when NATS refuses it (e.g. 3 replicas on a server that is not clustered).\n';
 
 /** `bus stats` flags: the output format. */
 export function parseStatsArgs(flags: readonly string[]): { json: boolean } {
@@ -118,15 +120,23 @@ export async function runBus(argv: string[]): Promise<void> {
   }
   const log = pino({ level: config.log.level, name: 'bus' });
   const { PACER_BUCKETS } = await import('../handlers/pacer-buckets.ts');
-  const bus = await connectBus({
-    servers: config.nats.url,
-    credentials: config.nats,
-    name: 'bus-setup',
-    log,
-    topology: topologyOptions(config.bus),
-    mode: 'apply',
-    buckets: PACER_BUCKETS,
-  });
+  let bus: Bus;
+  try {
+    bus = await connectBus({
+      servers: config.nats.url,
+      credentials: config.nats,
+      name: 'bus-setup',
+      log,
+      topology: topologyOptions(config.bus),
+      mode: 'apply',
+      buckets: PACER_BUCKETS,
+    });
+  } catch (err) {
+    // Said once, without a stack: what the server refused and what to do (e.g. replicas it cannot place).
+    process.stderr.write(`cannot apply the bus topology at ${config.nats.url}: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+    return;
+  }
   await bus.close();
 }
 
