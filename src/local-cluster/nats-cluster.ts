@@ -83,12 +83,15 @@ export class NatsCluster {
     );
   }
 
-  /** The node that leads a stream's replicas, as the servers report it. */
+  /**
+   * The running node that leads a stream's replicas, as the servers report it: right after its
+   * leader died the others still name it until they elect another, so a stopped one is waited out.
+   */
   async streamLeader(stream: string): Promise<NatsServer> {
-    return waitFor(`a leader of stream ${stream}`, async () => {
+    return waitFor(`a running leader of stream ${stream}`, async () => {
       for (const node of this.nodes.filter((n) => n.running)) {
         const leader = await streamLeaderSeenBy(node, stream);
-        if (leader) return this.node(leader);
+        if (leader && this.node(leader).running) return this.node(leader);
       }
       return undefined;
     });

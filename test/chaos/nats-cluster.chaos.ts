@@ -24,6 +24,7 @@ import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION } from '../../src/api/constants.ts';
 import { natsServerList } from '../../src/bus/connect.ts';
+import type { StreamStats } from '../../src/bus/stats.ts';
 import { STREAMS } from '../../src/bus/topology.ts';
 import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
 import { HttpMethod } from '../../src/kube/request.ts';
@@ -54,7 +55,7 @@ import {
 } from './support/chaos-case.ts';
 import { HANDOVER_USER, loadTarget, pick, pickTarget, waitHealthy } from './support/fleet.ts';
 import { MoveCycle } from './support/moves.ts';
-import { describeReplication, replicationOf, type StreamReplication } from './support/replication.ts';
+import { describeReplication, fullyReplicated, replicationOf } from './support/replication.ts';
 import { chaosSeed, seededRandom } from './support/seeded.ts';
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'chaos-cluster' });
@@ -159,6 +160,7 @@ const workLeaderKilled: Fault = {
     const leader = await nats.streamLeader(STREAMS.work);
     await leader.stop({ kill: true });
     const next = await nats.streamLeader(STREAMS.work);
+    if (next === leader) ctx.fail(`no other node took over ${STREAMS.work} from ${leader.name}`);
     ctx.note(`${leader.name} led ${STREAMS.work}; ${next.name} leads it now: ${await replicationLine()}`);
     await leader.launch();
   },
@@ -222,7 +224,7 @@ describe('a rebalance under load on a 3-node JetStream cluster survives losing a
           ok: true,
         });
         expect(
-          after.filter((s) => s.replicas !== 3 || !s.allCurrent).map((s) => s.stream),
+          after.filter((s) => s.replication.replicas !== 3 || !fullyReplicated(s)).map((s) => s.name),
           'streams without three current replicas after the fault: one more lost node loses their data',
         ).toEqual([]);
       },
@@ -299,13 +301,13 @@ async function waitRebalanced(what: string): Promise<number> {
 }
 
 /** Every stream with all its replicas current: what a rolling restart waits for between nodes. */
-async function waitAllCurrent(): Promise<StreamReplication[]> {
+async function waitAllCurrent(): Promise<StreamStats[]> {
   return waitFor(
     'every stream replica current',
     async () => {
       await nats.waitForMetaLeader();
       const streams = await replicationOf(jsm);
-      return streams.every((s) => s.allCurrent) ? streams : undefined;
+      return streams.every(fullyReplicated) ? streams : undefined;
     },
     { timeoutMs: 120_000, intervalMs: 500 },
   );

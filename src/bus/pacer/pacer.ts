@@ -42,6 +42,7 @@ import type { HandlerConsumerSpec } from '../runtime/consumers.ts';
 import { describeError, isInfrastructureError } from '../runtime/errors.ts';
 import { type HandlerCounters, startHandlerRuntime } from '../runtime/handler-runtime.ts';
 import { originOf } from '../runtime/republish.ts';
+import { retryWhileBusUnavailable } from '../runtime/while-unavailable.ts';
 import type { StreamReplicas } from '../topology.ts';
 import { ServerClock } from './server-clock.ts';
 import { SlotClaimer } from './slot-claimer.ts';
@@ -152,7 +153,11 @@ export async function startPacer(opts: PacerOptions): Promise<Pacer> {
   const kvm = new Kvm(opts.nc);
   const bucketOptions: Partial<KvOptions> = { ...PACER_BUCKET_OPTIONS, replicas: opts.bucketReplicas };
   // `create` opens an existing bucket and creates a missing one, so it is also the repair.
-  const kv = await kvm.create(opts.bucket, bucketOptions);
+  const kv = await retryWhileBusUnavailable(
+    `opening slot bucket ${opts.bucket}`,
+    () => kvm.create(opts.bucket, bucketOptions),
+    { log: opts.log },
+  );
   const recreateBucket = () =>
     kvm.create(opts.bucket, bucketOptions).then(
       () => opts.log.warn({ bucket: opts.bucket }, 'pacer slot bucket checked after a bus failure'),

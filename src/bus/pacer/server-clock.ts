@@ -7,6 +7,7 @@
  */
 import type { KV } from '@nats-io/kv';
 import type { Logger } from 'pino';
+import { retryWhileBusUnavailable } from '../runtime/while-unavailable.ts';
 import { correctionMs, nextOffset, type OffsetSample, offsetFromWrite } from './clock-offset.ts';
 
 /** Clocks drift by ppm and NTP steps are rare: every 30 s is far more often than either needs. */
@@ -15,7 +16,6 @@ export const RESAMPLE_MS = 30_000;
 const ACCEPTABLE_UNCERTAINTY_MS = 10;
 /** Offsets within this are left uncorrected (see `correctionMs`): synced clocks, measured within a few ms. */
 export const CLOCK_DEAD_BAND_MS = 50;
-
 export class ServerClock {
   private estimate: OffsetSample | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -33,7 +33,8 @@ export class ServerClock {
 
   /** Takes the first sample (rejects if it fails: claiming on an unknown skew could double the rate), then resamples. */
   async start(): Promise<void> {
-    await this.sample();
+    // A slot bucket just created on a cluster answers once its replicas have a leader.
+    await retryWhileBusUnavailable('sampling the server clock', () => this.sample(), { log: this.log });
     this.log.info(
       { offsetMs: this.estimate?.offsetMs, uncertaintyMs: this.estimate?.uncertaintyMs },
       'clock offset to the NATS server',
