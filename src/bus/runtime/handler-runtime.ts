@@ -119,6 +119,7 @@ import {
   type SettlementPolicy,
   settlementFor,
 } from './settlement.ts';
+import { retryWhileBusUnavailable } from './while-unavailable.ts';
 
 export interface HandlerContext {
   subject: string;
@@ -372,7 +373,12 @@ class Runtime<T> implements HandlerRuntime {
 
   async start(): Promise<void> {
     if (this.opts.ensureConsumersAtStart !== false) {
-      for (const c of this.plan) await ensureConsumer(this.jsm, c);
+      // On a cluster each consumer is a replicated group of its own, and creating 64 of them while
+      // a node restarts or the stream elects a leader can outlast a request's timeout.
+      for (const c of this.plan)
+        await retryWhileBusUnavailable(`creating consumer ${c.name}`, () => ensureConsumer(this.jsm, c), {
+          log: this.log,
+        });
     }
     const lanes: Array<[PlannedConsumer, number]> =
       this.opts.consumers.mode === 'shared'
