@@ -193,8 +193,12 @@ function streamStats(s: StreamInfo, consumers: ConsumerStats[]): StreamStats {
  */
 export async function busStats(jsm: JetStreamManager): Promise<StreamStats[]> {
   const out: StreamStats[] = [];
+  const seen = new Set<string>();
   for await (const listed of jsm.streams.list()) {
     const name = listed.config.name;
+    // A cluster lists a stream twice while its group changes leader (seen with a node killed).
+    if (seen.has(name)) continue;
+    seen.add(name);
     const filter = COUNTED_SUBJECTS[name];
     // A single server lists streams without their replicas (`cluster`); their info has them.
     const info =
