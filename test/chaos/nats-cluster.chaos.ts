@@ -29,6 +29,7 @@ import { STREAMS } from '../../src/bus/topology.ts';
 import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
 import { HttpMethod } from '../../src/kube/request.ts';
 import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
+import { SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
 import type { NatsCluster } from '../../src/local-cluster/nats-cluster.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 import { ConversionLoad, type LoadOptions } from '../../src/scenario/conversion-load.ts';
@@ -232,7 +233,7 @@ describe('a rebalance under load on a 3-node JetStream cluster survives losing a
     );
   }
 
-  it('over the whole run: no request failed, no value was wrong', async () => {
+  it('over the whole run: no request failed, no value was wrong, no Switchyard process exited', async () => {
     const summary = await load.stop();
     const inWindows = results.reduce((n, r) => n + r.failures.length, 0);
     console.log(
@@ -243,6 +244,14 @@ describe('a rebalance under load on a 3-node JetStream cluster survives losing a
     expect(summary.requests).toBeGreaterThan(500);
     expect(summary.failures.length - inWindows, 'failed requests between the cases').toBe(0);
     expect(summary.wrongValues).toEqual([]);
+    // No case killed a Pod: a restarted container crashed because a node of the bus went away.
+    const pods = await admin.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: SWITCHYARD_NAMESPACE });
+    const restarted = pods.items.flatMap((p) =>
+      (p.status?.containerStatuses ?? [])
+        .filter((c) => c.restartCount > 0)
+        .map((c) => `${p.metadata?.name}/${c.name} ×${c.restartCount}`),
+    );
+    expect(restarted, 'Switchyard processes that exited while the bus lost a node').toEqual([]);
     await nc.close();
   }, 120_000);
 });
