@@ -219,7 +219,10 @@ describe('a rebalance under load on a 3-node JetStream cluster survives losing a
           () => replicationOf(jsm),
           () => replicationOf(jsm),
         );
-        console.log(`${figureLine(result)} | after: ${describeReplication(after)}`);
+        const pool = rebalance.ok
+          ? `all ${POOL_TARGETS.length} pool targets verified where the resolver says`
+          : 'pool NOT rebalanced';
+        console.log(`${figureLine(result)} | ${pool} | after: ${describeReplication(after)}`);
         expect(violations(result), 'what went wrong, and what it means in production').toEqual([]);
         expect(rebalance, 'every pool target served, verified, where the resolver says').toMatchObject({
           ok: true,
