@@ -82,6 +82,22 @@ describe('a 3-node NATS cluster on loopback', () => {
     expect((await jsm.streams.info(STREAM)).state.messages).toBe(40);
   });
 
+  it("hands a node's clients to the others when it stops in lame duck, as a rolled Pod does", async () => {
+    const rolled = cluster.nodes.find(
+      (n) => n.name === nc.info?.server_name,
+    ) as (typeof cluster.nodes)[number];
+    const started = Date.now();
+    await rolled.stopInLameDuck();
+    expect(Date.now() - started, 'lame duck lasts its duration (5 s), then the server exits').toBeLessThan(
+      20_000,
+    );
+    await publishAll('lame-duck', 10);
+    expect(nc.info?.server_name, 'the client moved to another node').not.toBe(rolled.name);
+    await rolled.launch();
+    await allReplicasCurrent();
+    expect((await jsm.streams.info(STREAM)).state.messages).toBe(50);
+  });
+
   it('drops a frozen node from the routes, keeps writing with the other two, and takes it back', async () => {
     // Not the node this client is on: a client of a frozen node waits for its pings to give up.
     const frozen = cluster.nodes.find(
@@ -104,6 +120,6 @@ describe('a 3-node NATS cluster on loopback', () => {
       frozen.thaw();
     }
     await allReplicasCurrent();
-    expect((await jsm.streams.info(STREAM)).state.messages).toBe(60);
+    expect((await jsm.streams.info(STREAM)).state.messages).toBe(70);
   });
 });

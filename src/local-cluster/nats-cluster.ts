@@ -12,6 +12,8 @@ export const NATS_CLUSTER_NAME = 'switchyard-local';
  * server's default (2 min × 2) would keep a test waiting minutes for the same verdict.
  */
 const ROUTE_PING = { pingIntervalSeconds: 1, pingMax: 3 } as const;
+/** A rolled node's lame duck: the server's minimum, and deploy/nats-cluster's setting. */
+const LAME_DUCK_SECONDS = 30;
 
 /**
  * A JetStream cluster of `size` nats-server processes on loopback (three by default: the smallest
@@ -43,7 +45,13 @@ export class NatsCluster {
         NatsServer.start(join(dir, `nats-${i}`), log, extraConfig, {
           port,
           serverName: nodeName(i),
-          cluster: { name: NATS_CLUSTER_NAME, port: routePorts[i] as number, routePorts, ...ROUTE_PING },
+          cluster: {
+            name: NATS_CLUSTER_NAME,
+            port: routePorts[i] as number,
+            routePorts,
+            ...ROUTE_PING,
+            lameDuckSeconds: LAME_DUCK_SECONDS,
+          },
         }),
       ),
     );

@@ -69,7 +69,7 @@ export class NatsServer {
         `http: "127.0.0.1:${httpPort}"`,
         `server_name: "${node.serverName ?? 'switchyard-local'}"`,
         `jetstream { store_dir: "${storeDir}", max_memory_store: 256MB, max_file_store: 2GB }`,
-        node.cluster ? clusterBlock(node.cluster) : '',
+        node.cluster ? clusterConfig(node.cluster) : '',
         extraConfig,
       ].join('\n'),
     );
@@ -106,6 +106,21 @@ export class NatsServer {
       current.kill('SIGKILL');
       await current.whenExited();
     } else await current?.stop(opts);
+  }
+
+  /**
+   * Lame duck (SIGUSR2), as deploy/'s preStop hook does before a Pod stops: the server stops
+   * accepting clients, tells its clients to move to another server of the cluster, closes them
+   * over the lame-duck duration and exits. Resolves once it has; its store stays for `launch()`.
+   */
+  async stopInLameDuck(): Promise<void> {
+    const current = this.current;
+    if (!(current instanceof ManagedProcess))
+      throw new Error(
+        'nats-server lame duck: only when it runs as a process (SWITCHYARD_NATS_BACKEND=process)',
+      );
+    current.kill('SIGUSR2');
+    await current.whenExited();
   }
 
   /**
@@ -204,9 +219,11 @@ export interface NatsRoutes {
    */
   pingIntervalSeconds: number;
   pingMax: number;
+  /** How long a node in lame duck takes to close its clients before it exits (`stopInLameDuck`). */
+  lameDuckSeconds: number;
 }
 
-function clusterBlock(routes: NatsRoutes): string {
+function clusterConfig(routes: NatsRoutes): string {
   const urls = routes.routePorts.map((p) => `"nats-route://127.0.0.1:${p}"`).join(', ');
   return [
     'cluster {',
@@ -216,6 +233,8 @@ function clusterBlock(routes: NatsRoutes): string {
     `  ping_interval: "${routes.pingIntervalSeconds}s"`,
     `  ping_max: ${routes.pingMax}`,
     '}',
+    `lame_duck_duration: "${routes.lameDuckSeconds}s"`,
+    'lame_duck_grace_period: "1s"',
   ].join('\n');
 }
 

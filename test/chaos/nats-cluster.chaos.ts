@@ -9,14 +9,16 @@
 //   * the leader of the WORK stream (every work item) SIGKILLed and started again;
 //   * a node frozen (SIGSTOP) for 12 s, far past its routes' pings (1 s × 3): a partition of one
 //     node from the other two, its clients cut off with it, then healed (SIGCONT);
-//   * the cluster rolled, one node at a time (SIGTERM, back, every replica current, next).
+//   * the cluster rolled, one node at a time (lame duck as deploy/'s preStop does, back, every
+//     replica current, next).
 //
 // Each case must end as the single-server chaos cases do (support/chaos-case.ts: no failed
 // request, no wrong value, no failed conversion counted by the apiserver, the move verified,
 // every work item at a terminal outcome, no duplicate side effect), the rebalance too (every pool
 // target served where the resolver says, verified), and every stream back to three current
 // replicas. What `bus stats` shows of the replicas, during the fault and after, is in each case's
-// figures. SWITCHYARD_CHAOS_SEED replays a run's choices. ~5 minutes on two cores.
+// figures. SWITCHYARD_CHAOS_SEED replays a run's choices; SWITCHYARD_CHAOS_ROUNDS=<n> runs the
+// four faults n times, a soak (docs/reliability.md). ~5 minutes on two cores.
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -73,6 +75,7 @@ const PARTITION_MS = 12_000;
 const TIMING: CaseTiming = { moveTimeoutMs: 180_000, settleMs: 5_000, drainTimeoutMs: 150_000 };
 const CASE_TIMEOUT_MS = 600_000;
 const LOAD: Omit<LoadOptions, 'run'> = { workers: 4, objectsPerWorker: 3, pauseMs: 40 };
+const ROUNDS = Number(process.env.SWITCHYARD_CHAOS_ROUNDS ?? '1');
 
 const seed = chaosSeed();
 const random = seededRandom(seed);
@@ -184,12 +187,12 @@ const nodePartitioned: Fault = {
 };
 
 const clusterRolled: Fault = {
-  name: 'the NATS cluster rolled one node at a time (SIGTERM, back, every replica current, next)',
+  name: 'the NATS cluster rolled one node at a time (lame duck, back, every replica current, next)',
   delay: 'at-once',
   async inject(ctx) {
     for (const node of nats.nodes) {
       const started = Date.now();
-      await node.stop();
+      await node.stopInLameDuck();
       await node.launch();
       await waitAllCurrent();
       ctx.note(`${node.name} rolled in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -203,9 +206,11 @@ const FAULTS: Fault[] = [nodeKilled, workLeaderKilled, nodePartitioned, clusterR
 // The cases
 
 describe('a rebalance under load on a 3-node JetStream cluster survives losing a node', () => {
-  for (const fault of FAULTS) {
+  for (const [round, fault] of Array.from({ length: ROUNDS }, (_, r) =>
+    FAULTS.map((f) => [r + 1, f] as const),
+  ).flat()) {
     it(
-      fault.name,
+      ROUNDS > 1 ? `round ${round}: ${fault.name}` : fault.name,
       async () => {
         await waitHealthy(admin, [A, B]);
         const move = cycle.next();
