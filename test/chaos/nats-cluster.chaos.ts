@@ -220,10 +220,9 @@ describe('a rebalance under load on a 3-node JetStream cluster survives losing a
           (ms) => ({ ok: true as const, ms }),
           (err: Error) => ({ ok: false as const, why: err.message }),
         );
-        const after = await waitAllCurrent().then(
-          () => replicationOf(jsm),
-          () => replicationOf(jsm),
-        );
+        // Under the load a follower is often one write behind for an instant: what counts is that
+        // every stream is seen whole again, not one read that lands on such an instant.
+        const after = await waitAllCurrent().catch(() => replicationOf(jsm));
         const pool = rebalance.ok
           ? `all ${POOL_TARGETS.length} pool targets verified where the resolver says`
           : 'pool NOT rebalanced';
