@@ -29,7 +29,7 @@ import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
 import { SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
 import { killPods, type PodRef, podsMatching, signalPods } from '../../src/local-cluster/pod-faults.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
-import { ConversionLoad, type LoadOptions } from '../../src/scenario/conversion-load.ts';
+import { ConversionLoad } from '../../src/scenario/conversion-load.ts';
 import {
   configStatus,
   createInstance,
@@ -41,7 +41,6 @@ import {
 } from '../../src/scenario/fleet.ts';
 import { killedReplicaFailure } from '../../src/scenario/killed-replica-failures.ts';
 import { useInstalledCluster } from '../e2e/support/installed-cluster.ts';
-import { auditLogFromNow } from '../support/audit-log.ts';
 import {
   type CaseResult,
   type CaseTiming,
@@ -55,7 +54,8 @@ import {
   violations,
 } from './support/chaos-case.ts';
 import {
-  HANDOVER_USER,
+  CHAOS_LOAD,
+  loadedSubject,
   loadTarget,
   pick as pickFrom,
   pickTarget,
@@ -86,7 +86,6 @@ const LEASE_STALE_TIMEOUT_MS = 150_000;
  */
 const TIMING: CaseTiming = { moveTimeoutMs: 180_000, settleMs: 5_000, drainTimeoutMs: 150_000 };
 const CASE_TIMEOUT_MS = 600_000;
-const LOAD: Omit<LoadOptions, 'run'> = { workers: 4, objectsPerWorker: 3, pauseMs: 40 };
 const ROUNDS = Number(process.env.SWITCHYARD_CHAOS_ROUNDS ?? '1');
 
 const seed = chaosSeed();
@@ -110,7 +109,6 @@ beforeAll(async () => {
   ({ admin, cluster } = installed);
   nc = await connect({ servers: cluster.natsUrl, name: 'chaos-checks', maxReconnectAttempts: -1 });
   jsm = await jetstreamManager(nc);
-  const audit = await auditLogFromNow(cluster.auditLog);
   await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: OBJECTS_NAMESPACE } } });
 
   await createInstance(admin, A, { default: true, replicas: 2, sharding: { enabled: true, weight: 1 } });
@@ -125,22 +123,16 @@ beforeAll(async () => {
     },
     { timeoutMs: 120_000, intervalMs: 250 },
   );
-  load = new ConversionLoad(loadTarget(admin, TARGET, 'Widget', OBJECTS_NAMESPACE), {
+  subject = await loadedSubject({
+    installed,
+    jsm,
     run: 'chaos',
-    ...LOAD,
-  });
-  await load.start();
-  subject = {
-    admin,
     config: CONFIG,
     target: TARGET,
+    namespace: OBJECTS_NAMESPACE,
     instances: [A, B],
-    load,
-    witness: installed.witness,
-    jsm,
-    audit: () => audit.all(),
-    handoverUser: HANDOVER_USER,
-  };
+  });
+  load = subject.load;
   cycle = new MoveCycle({ kc: admin, config: CONFIG, a: A, b: B, weights: WEIGHTS });
   await waitHealthy(admin, [A, B]);
   await sleep(TIMING.settleMs);
@@ -397,7 +389,7 @@ describe('negative control: the same checker over replicas that drop a plan on r
       );
       const control = new ConversionLoad(loadTarget(admin, NC_TARGET, 'Gadget', OBJECTS_NAMESPACE), {
         run: 'control',
-        ...LOAD,
+        ...CHAOS_LOAD,
       });
       await control.start();
       await sleep(TIMING.settleMs);

@@ -34,7 +34,7 @@ import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
 import { SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
 import type { NatsCluster } from '../../src/local-cluster/nats-cluster.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
-import { ConversionLoad, type LoadOptions } from '../../src/scenario/conversion-load.ts';
+import type { ConversionLoad } from '../../src/scenario/conversion-load.ts';
 import {
   configStatuses,
   createInstance,
@@ -45,7 +45,6 @@ import {
   servingInstances,
 } from '../../src/scenario/fleet.ts';
 import { useInstalledCluster } from '../e2e/support/installed-cluster.ts';
-import { auditLogFromNow } from '../support/audit-log.ts';
 import {
   type CaseResult,
   type CaseTiming,
@@ -56,7 +55,7 @@ import {
   sleep,
   violations,
 } from './support/chaos-case.ts';
-import { HANDOVER_USER, loadTarget, pick, pickTarget, waitHealthy } from './support/fleet.ts';
+import { loadedSubject, pick, pickTarget, waitHealthy } from './support/fleet.ts';
 import { MoveCycle } from './support/moves.ts';
 import { describeReplication, fullyReplicated, replicationOf } from './support/replication.ts';
 import { chaosSeed, seededRandom } from './support/seeded.ts';
@@ -74,7 +73,6 @@ const NODE_DOWN_MS = 10_000;
 const PARTITION_MS = 12_000;
 const TIMING: CaseTiming = { moveTimeoutMs: 180_000, settleMs: 5_000, drainTimeoutMs: 150_000 };
 const CASE_TIMEOUT_MS = 600_000;
-const LOAD: Omit<LoadOptions, 'run'> = { workers: 4, objectsPerWorker: 3, pauseMs: 40 };
 const ROUNDS = Number(process.env.SWITCHYARD_CHAOS_ROUNDS ?? '1');
 
 const seed = chaosSeed();
@@ -107,7 +105,6 @@ beforeAll(async () => {
     pingInterval: 2_000,
   });
   jsm = await jetstreamManager(nc);
-  const audit = await auditLogFromNow(cluster.auditLog);
   await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: OBJECTS_NAMESPACE } } });
 
   await createInstance(admin, A, { default: true, replicas: 2, sharding: { enabled: true, weight: 1 } });
@@ -119,22 +116,16 @@ beforeAll(async () => {
     await createRenameConfig(admin, `cluster-${plural}`, `${plural}.${GROUP}`);
   }
   await waitRebalanced('the first apply of every target');
-  load = new ConversionLoad(loadTarget(admin, TARGET, 'Widget', OBJECTS_NAMESPACE), {
+  subject = await loadedSubject({
+    installed,
+    jsm,
     run: 'chaos-cluster',
-    ...LOAD,
-  });
-  await load.start();
-  subject = {
-    admin,
     config: CONFIG,
     target: TARGET,
+    namespace: OBJECTS_NAMESPACE,
     instances: [A, B],
-    load,
-    witness: installed.witness,
-    jsm,
-    audit: () => audit.all(),
-    handoverUser: HANDOVER_USER,
-  };
+  });
+  load = subject.load;
   cycle = new MoveCycle({ kc: admin, config: CONFIG, a: A, b: B, weights: WEIGHTS, poolOnly: true });
   await waitHealthy(admin, [A, B]);
   await sleep(TIMING.settleMs);

@@ -2,12 +2,19 @@
 // target at its non-storage version, a target B loses beside A at weight 1 and wins at some
 // weight, and the wait for a whole system before a case starts.
 import { AppsV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import { webhookServiceName } from '../../../src/api/constants.ts';
 import { SWITCHYARD_NAMESPACE } from '../../../src/local-cluster/install.ts';
 import { waitFor } from '../../../src/local-cluster/wait.ts';
-import type { LoadTarget } from '../../../src/scenario/conversion-load.ts';
+import { ConversionLoad, type LoadOptions, type LoadTarget } from '../../../src/scenario/conversion-load.ts';
 import { SERVED_FIELD } from '../../../src/scenario/fleet.ts';
+import type { InstalledCluster } from '../../e2e/support/installed-cluster.ts';
+import { auditLogFromNow } from '../../support/audit-log.ts';
+import type { Subject } from './chaos-case.ts';
 import { poolWeights } from './moves.ts';
+
+/** The load every chaos file runs on its target: four clients, twelve objects, 40 ms between requests. */
+export const CHAOS_LOAD: Omit<LoadOptions, 'run'> = { workers: 4, objectsPerWorker: 3, pauseMs: 40 };
 
 export const WORKER_KINDS = [
   'watchers',
@@ -74,4 +81,37 @@ export async function waitHealthy(admin: KubeConfig, instances: readonly string[
     { timeoutMs: 240_000, intervalMs: 500 },
   );
   return Date.now() - started;
+}
+
+/**
+ * What the cases move and watch, with the load on the target started: `config` serves `target`
+ * (a Widget CRD, objects in `namespace`) on one of `instances`. The audit log is read from now.
+ */
+export async function loadedSubject(opts: {
+  installed: InstalledCluster;
+  jsm: JetStreamManager;
+  run: string;
+  config: string;
+  target: string;
+  namespace: string;
+  instances: readonly string[];
+}): Promise<Subject> {
+  const { admin, cluster, witness } = opts.installed;
+  const audit = await auditLogFromNow(cluster.auditLog);
+  const load = new ConversionLoad(loadTarget(admin, opts.target, 'Widget', opts.namespace), {
+    run: opts.run,
+    ...CHAOS_LOAD,
+  });
+  await load.start();
+  return {
+    admin,
+    config: opts.config,
+    target: opts.target,
+    instances: opts.instances,
+    load,
+    witness,
+    jsm: opts.jsm,
+    audit: () => audit.all(),
+    handoverUser: HANDOVER_USER,
+  };
 }
