@@ -4,6 +4,7 @@ import { connect, type NatsConnection, usernamePasswordAuthenticator } from '@na
 import type { Logger } from 'pino';
 import { systemClock } from '../runtime/clock.ts';
 import { inboxPrefixOf } from './inbox.ts';
+import { describeError, isInfrastructureError } from './runtime/errors.ts';
 import {
   checkServerVersion,
   DEFAULT_TOPOLOGY,
@@ -127,7 +128,17 @@ async function waitForTopology(
 ): Promise<void> {
   for (;;) {
     signal?.throwIfAborted();
-    const { problems, warnings } = await verifyTopology(jsm, topology);
+    const verdict = await verifyTopology(jsm, topology).catch((err: unknown) => {
+      // A cluster electing a stream's leader, or a node restarting, answers nothing for a while.
+      if (!isInfrastructureError(err)) throw err;
+      log.warn({ err: describeError(err) }, 'cannot read the bus topology yet; trying again');
+      return undefined;
+    });
+    if (!verdict) {
+      await systemClock.sleep(VERIFY_RETRY_MS, signal);
+      continue;
+    }
+    const { problems, warnings } = verdict;
     if (problems.length === 0) {
       if (warnings.length > 0)
         log.warn(
