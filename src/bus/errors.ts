@@ -17,6 +17,11 @@ export const MORE_JETSTREAM_API_CODES = {
   ClusterNoPeers: 10005,
   /** Not enough resources in the cluster for the asset (503). */
   InsufficientResources: 10023,
+  /**
+   * A clustered stream's leader is still storing another publish with the same message id (two
+   * watcher replicas recording one change at once): a publish again gets the duplicate ack.
+   */
+  DuplicateMessageInProcess: 10158,
 } as const;
 
 /** The JetStream API code of a failure, or undefined when it is not a JetStream API error. */
@@ -33,6 +38,9 @@ export const isConsumerAlreadyExists = (err: unknown): boolean =>
 /** 10071: an `expect: { lastSubjectSequence }` publish lost to another writer (optimistic concurrency). */
 export const isWrongLastSequence = (err: unknown): boolean =>
   jetStreamApiCode(err) === JetStreamApiCodes.StreamWrongLastSequence;
+/** 10158: the same message id is being stored by another publish; retrying is answered as a duplicate. */
+export const isDuplicateInProcess = (err: unknown): boolean =>
+  jetStreamApiCode(err) === MORE_JETSTREAM_API_CODES.DuplicateMessageInProcess;
 /** More than one replica, asked of a single server. */
 export const isReplicasNotSupported = (err: unknown): boolean =>
   jetStreamApiCode(err) === MORE_JETSTREAM_API_CODES.StreamReplicasNotSupported;

@@ -1,5 +1,6 @@
 import type { JetStreamClient, JetStreamManager, StoredMsg } from '@nats-io/jetstream';
-import { isWrongLastSequence } from '../errors.ts';
+import { systemClock } from '../../runtime/clock.ts';
+import { isDuplicateInProcess, isWrongLastSequence } from '../errors.ts';
 import {
   decodeObjectEvent,
   encodeMessage,
@@ -37,6 +38,8 @@ export interface WriteResult {
 const HEADER_ALLOWANCE_BYTES = 1024;
 /** Lost races in a row before giving up: each means another writer stored in between. */
 const MAX_RACES = 8;
+/** A pause before asking again while another writer's copy of the same record is being stored. */
+const IN_PROCESS_PAUSE_MS = 50;
 
 export function summarize(event: ObjectEvent): RecordSummary {
   return {
@@ -66,7 +69,8 @@ function withoutContent(event: ObjectEvent, bytes: number): ObjectEvent {
  * Each publish carries `Nats-Expected-Last-Subject-Sequence`: the server stores
  * it only if the subject's last record is the one the writer compared against.
  * A writer that lost a race (10071) reads the record that won and decides
- * again. Tombstones carry a TTL, so K8S_LATEST drops them after the retention
+ * again; so does one whose twin publish (the same message id, from another
+ * watcher) is still being stored on a cluster (10158), after a pause. Tombstones carry a TTL, so K8S_LATEST drops them after the retention
  * period. An object whose record does not fit the server's max_payload even
  * compressed is recorded without its content (`omitted`), never dropped.
  */
@@ -108,6 +112,12 @@ export class RecordWriter {
           expect: { lastSubjectSequence: current.seq },
           ...(event.op === 'delete' ? { ttl: this.tombstoneTtl } : {}),
         });
+        // A clustered leader can ack a duplicate without the sequence it was stored at (0): the
+        // record is there, and reading it gives the caller its next expectation.
+        if (ack.duplicate && ack.seq === 0) {
+          current = undefined;
+          continue;
+        }
         const stored = { seq: ack.seq, summary: candidate };
         return {
           outcome: ack.duplicate ? 'duplicate' : 'stored',
@@ -115,7 +125,10 @@ export class RecordWriter {
           ...(omittedBytes ? { omittedBytes } : {}),
         };
       } catch (err) {
-        if (!isWrongLastSequence(err)) throw err;
+        // On a cluster, another watcher's publish of this very record may still be in the
+        // leader's proposal: once stored, reading it again finds this record already there.
+        if (isDuplicateInProcess(err)) await systemClock.sleep(IN_PROCESS_PAUSE_MS * (race + 1));
+        else if (!isWrongLastSequence(err)) throw err;
         current = undefined;
       }
     }

@@ -30,6 +30,10 @@ describe('classifyFailure', () => {
     expect(classifyFailure(apiError(10059, 404)), 'stream not found').toBe('infrastructure');
     expect(classifyFailure(apiError(10076, 503)), 'JetStream not enabled').toBe('infrastructure');
     expect(classifyFailure(apiError(10039, 503)), 'not enabled for the account').toBe('infrastructure');
+    expect(
+      classifyFailure(apiError(10158, 409)),
+      'the same message id still being stored by a clustered leader',
+    ).toBe('infrastructure');
     expect(classifyFailure(new jserrors.JetStreamNotEnabled('x'))).toBe('infrastructure');
     expect(classifyFailure(new TimeoutError())).toBe('infrastructure');
     expect(classifyFailure(new ClosedConnectionError())).toBe('infrastructure');

@@ -28,7 +28,7 @@ import {
   TimeoutError,
 } from '@nats-io/transport-node';
 import { isConflict } from '../../kube/errors.ts';
-import { isJetStreamUnavailable, isStreamNotFound } from '../errors.ts';
+import { isDuplicateInProcess, isJetStreamUnavailable, isStreamNotFound } from '../errors.ts';
 import { ViewBehindError } from '../view-lag.ts';
 
 export type FailureKind = 'conflict' | 'permanent' | 'infrastructure' | 'transient';
@@ -57,7 +57,7 @@ const INFRASTRUCTURE_CLASSES = [
 /** A failure of the bus, not of the message: the error or any error in its `cause` chain. */
 export function isInfrastructureError(err: unknown): boolean {
   for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if (isStreamNotFound(e) || isJetStreamUnavailable(e)) return true;
+    if (isStreamNotFound(e) || isJetStreamUnavailable(e) || isDuplicateInProcess(e)) return true;
     if (INFRASTRUCTURE_CLASSES.some((c) => e instanceof c)) return true;
   }
   return false;
