@@ -211,6 +211,7 @@ describe('a rebalance under load on a 3-node JetStream cluster survives losing a
           (ms) => ({ ok: true as const, ms }),
           (err: Error) => ({ ok: false as const, why: err.message }),
         );
+        if (!rebalance.ok) console.log(`[chaos-cluster] ${rebalance.why}`);
         // Under the load a follower is often one write behind for an instant: what counts is that
         // every stream is seen whole again, not one read that lands on such an instant.
         const after = await waitAllCurrent().catch(() => replicationOf(jsm));
@@ -281,6 +282,7 @@ async function resolver(): Promise<(target: string) => string | undefined> {
 async function waitRebalanced(what: string): Promise<number> {
   const started = Date.now();
   const targets = POOL_TARGETS.map((p) => ({ config: `cluster-${p}`, crd: `${p}.${GROUP}` }));
+  let waiting: string[] = [];
   await waitFor(
     what,
     async () => {
@@ -289,21 +291,28 @@ async function waitRebalanced(what: string): Promise<number> {
         configStatuses(admin),
         servingInstances(admin, [A, B]),
       ]);
-      const done = targets.every(({ config, crd }) => {
+      waiting = targets.flatMap(({ config, crd }) => {
         const want = resolved(crd);
         const status = statuses.get(config);
         const ready = handoverReady(status);
-        return (
+        const verified =
           status?.assignedWebhookServer === want &&
           ready?.status === 'True' &&
           (ready.reason === 'HandoverReady' || ready.reason === 'FirstApply') &&
-          serving.get(crd) === want
-        );
+          serving.get(crd) === want;
+        return verified
+          ? []
+          : [
+              `${config}: wants ${want}, assigned ${status?.assignedWebhookServer}, ` +
+                `HandoverReady ${ready?.status} ${ready?.reason}, the CRD names ${serving.get(crd)}`,
+            ];
       });
-      return done ? true : undefined;
+      return waiting.length === 0 ? true : undefined;
     },
     { timeoutMs: TIMING.moveTimeoutMs, intervalMs: 500 },
-  );
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; not there yet: ${waiting.join('; ')}`);
+  });
   return Date.now() - started;
 }
 
