@@ -15,7 +15,10 @@
 //     and the gate, without the wait for the newcomer's Pods to start;
 //   * the bus alone: JetStream publish → ack on a scratch stream declared as WORK is (a client
 //     on this machine, one publish at a time), with the client on the stream leader's server,
-//     and on R3 also on a follower's (what half the components' connections do).
+//     and on R3 also on a follower's (where two in three of the components' connections land);
+//   * beside them: CPU seconds of nats-server and of the whole stack until the moves are verified
+//     (R3's three servers share this machine's cores), the Pods that restarted a container (a
+//     disturbed run), and the watches dropped to relist (JetStream's 10158 on a replicated stream).
 // BENCH_ROUNDS (1) repeats R1, R3 alternately; BENCH_PUBLISHES (3,000) sizes the bus figure;
 // SWITCHYARD_KEEP_CLUSTER=1 keeps each stack's directory (every Pod's log).
 //
