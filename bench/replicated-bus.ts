@@ -36,7 +36,6 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { servedLeaseName, webhookServiceName } from '../src/api/constants.ts';
-import type { ConfigStatus } from '../src/api/conversion-config.ts';
 import { natsServerList } from '../src/bus/connect.ts';
 import { DEFAULT_TOPOLOGY, STREAMS, type StreamReplicas, streamConfigs } from '../src/bus/topology.ts';
 import { poolMember, rendezvousWinner } from '../src/core/assignment.ts';
@@ -52,6 +51,7 @@ import {
   createRenameConfig,
   createTwoVersionTarget,
   handoverReady,
+  isServedBy,
   request,
   servingInstances,
 } from '../src/scenario/fleet.ts';
@@ -271,20 +271,6 @@ async function rebalanceOntoNewcomer(cluster: LocalCluster): Promise<Rebalance> 
     assignToRepointMs: moves.map((m) => m.repointedAt - m.assignedAt),
     reportToRepointMs: moves.map((m) => m.repointedAt - reportedAt),
   };
-}
-
-/** The config says its move to `instance` is verified, and the target's conversion names that instance. */
-function isServedBy(
-  status: ConfigStatus | undefined,
-  serving: string | undefined,
-  instance: string | undefined,
-): boolean {
-  return (
-    instance !== undefined &&
-    serving === instance &&
-    status?.handoverDestination === instance &&
-    handoverReady(status)?.status === 'True'
-  );
 }
 
 // ---- reading the audit log (apiserver times of completed, successful writes) -----------------

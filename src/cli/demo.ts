@@ -26,6 +26,7 @@ import {
   createRenameConfig,
   createTwoVersionTarget,
   handoverReady,
+  isServedBy,
   request,
   SERVED_FIELD,
   servingInstances,
@@ -407,20 +408,6 @@ interface Moved {
   from: string | undefined;
   reason: string;
   ms: number;
-}
-
-/** The config says its move to `instance` is done and the target's conversion names that instance. */
-function isServedBy(
-  status: ConfigStatus | undefined,
-  serving: string | undefined,
-  instance: string | undefined,
-): boolean {
-  return (
-    instance !== undefined &&
-    serving === instance &&
-    status?.handoverDestination === instance &&
-    handoverReady(status)?.status === 'True'
-  );
 }
 
 /** Where a move to the newcomer stands: its HandoverReady reason once the handover is about it. */

@@ -218,3 +218,17 @@ export async function servingInstances(
 export function handoverReady(status: ConfigStatus | undefined) {
   return status?.conditions?.find((c) => c.type === 'HandoverReady');
 }
+
+/** The config says its move to `instance` is verified, and the target's conversion names that instance. */
+export function isServedBy(
+  status: ConfigStatus | undefined,
+  serving: string | undefined,
+  instance: string | undefined,
+): boolean {
+  return (
+    instance !== undefined &&
+    serving === instance &&
+    status?.handoverDestination === instance &&
+    handoverReady(status)?.status === 'True'
+  );
+}
