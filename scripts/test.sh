@@ -19,8 +19,9 @@ ensure_docker_engine
 echo "[test] image"
 ./scripts/check-image.sh
 echo "[test] bus suite, NATS through testcontainers"
-# A 3-node cluster runs as processes only (src/local-cluster/nats-cluster.ts): the main pass runs it.
-SWITCHYARD_NATS_BACKEND=testcontainers npx vitest run --project integration src/bus --exclude src/bus/replicas.itest.ts
+# A 3-node cluster runs as processes only (src/local-cluster/nats-cluster.ts): bus suites that start
+# one are named *.cluster.itest.ts and run in the main pass.
+SWITCHYARD_NATS_BACKEND=testcontainers npx vitest run --project integration src/bus --exclude '**/*.cluster.itest.ts'
 stop_docker_engine_if_started
 echo "[test] vitest"
 report="$SWITCHYARD_CACHE/vitest-report.json"
