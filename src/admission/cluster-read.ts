@@ -1,4 +1,5 @@
-// What the admission decision reads: the current instances, configs and target, straight from
+// What the admission decision reads: the current instances, configs and target (and the
+// namespace an instance would run in), straight from
 // the apiserver at admission time, on the informers client (reads only).
 //
 // Why the apiserver and not the bus view (src/bus/view.ts) or an informer cache: admission is
@@ -13,8 +14,9 @@
 // The cost is a list per reviewed write: instances are few, configs are listed both kinds at
 // once. Writes of these CRDs are operator actions, not a hot path; metadata-only writes never
 // reach the webhook (its matchConditions) and status writes are a subresource it does not see.
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { GROUP, VERSION } from '../api/constants.ts';
+import type { NamespaceRead } from '../core/instance-admission.ts';
 import { ignoreNotFound, isTooManyRequests, statusOf } from '../kube/errors.ts';
 import type { ClusterReads, ClusterState, TargetKind } from './review.ts';
 
@@ -58,6 +60,11 @@ const TARGETS: Record<TargetKind, Resource> = {
  */
 export function apiserverReader(kubeConfig: KubeConfig): ClusterReader {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const namespace = async (name: string): Promise<NamespaceRead> => {
+    const read = await ignoreNotFound(retryingTooManyRequests(() => core.readNamespace({ name })));
+    return read === undefined ? { exists: false } : { exists: true, labels: read.metadata?.labels ?? {} };
+  };
   const list = async (r: Resource): Promise<unknown[]> =>
     ((await retryingTooManyRequests(() => api.listClusterCustomObject(r))) as { items?: unknown[] }).items ??
     [];
@@ -66,13 +73,19 @@ export function apiserverReader(kubeConfig: KubeConfig): ClusterReader {
     ignoreNotFound(retryingTooManyRequests(() => api.getClusterCustomObject({ ...r, name })));
   return {
     async read(reads) {
-      const [instances, crdConfigs, xrdConfigs, target] = await Promise.all([
+      const [instances, crdConfigs, xrdConfigs, target, namespaceRead] = await Promise.all([
         reads.instances ? list(INSTANCES) : [],
         reads.configs ? list(CRD_CONFIGS) : [],
         reads.configs ? list(XRD_CONFIGS) : [],
         reads.target ? get(TARGETS[reads.target.kind], reads.target.name) : undefined,
+        reads.namespace === undefined ? undefined : namespace(reads.namespace),
       ]);
-      return { instances, configs: [...crdConfigs, ...xrdConfigs], target };
+      return {
+        instances,
+        configs: [...crdConfigs, ...xrdConfigs],
+        target,
+        ...(namespaceRead && { namespace: namespaceRead }),
+      };
     },
   };
 }

@@ -1,8 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { API_VERSION, GROUP } from '../api/constants.ts';
+import type { InstancePolicy } from '../core/instance-admission.ts';
 import type { TargetSchema } from '../engine/schema.ts';
 import { root, str } from '../engine/test-support.ts';
 import { type AdmissionRequest, type ClusterState, parseReview, readsFor, review } from './review.ts';
+
+const POLICY: InstancePolicy = {
+  operatorNamespace: 'switchyard-system',
+  allowedImageRepositories: ['registry.example/team/webhook'],
+  allowServiceAccountName: false,
+};
 
 type Kind = 'ConversionWebhookServer' | 'CRDConversionConfig' | 'XRDConversionConfig';
 
@@ -94,7 +101,7 @@ describe('admission of ConversionWebhookServers', () => {
       denied: /spec.sharding.weight of "a" must be a positive integer, got 0/,
     },
   ])('rejects $scenario, saying how to fix it', ({ fleet, req, denied }) => {
-    const response = review(req, state({ instances: fleet }));
+    const response = review(req, state({ instances: fleet }), POLICY);
     expect(response.allowed, 'a fleet that breaks the rule would be admitted').toBe(false);
     expect(response.uid).toBe('uid-1');
     expect(response.status?.code).toBe(422);
@@ -127,11 +134,11 @@ describe('admission of ConversionWebhookServers', () => {
       req: request('ConversionWebhookServer', cws('c', { replicas: 3 })),
     },
   ])('admits $scenario', ({ fleet, req }) => {
-    expect(review(req, state({ instances: fleet }))).toEqual({ uid: 'uid-1', allowed: true });
+    expect(review(req, state({ instances: fleet }), POLICY)).toEqual({ uid: 'uid-1', allowed: true });
   });
 
   it('reads only the instances to decide', () => {
-    expect(readsFor(request('ConversionWebhookServer', cws('a')))).toEqual({
+    expect(readsFor(request('ConversionWebhookServer', cws('a')), POLICY)).toEqual({
       instances: true,
       configs: false,
     });
@@ -143,6 +150,7 @@ describe('admission of conversion configs', () => {
     const response = review(
       request('XRDConversionConfig', xrdConfig('x', 'widgets.example.org')),
       state({ configs: [crdConfig('c', 'widgets.example.org')] }),
+      POLICY,
     );
     expect(response.allowed).toBe(false);
     expect(response.status?.message).toMatch(
@@ -154,6 +162,7 @@ describe('admission of conversion configs', () => {
     const response = review(
       request('CRDConversionConfig', crdConfig('c', 'widgets.example.org')),
       state({ target: target('widgets.example.org') }),
+      POLICY,
     );
     expect(response.allowed).toBe(false);
     expect(response.status?.message).toMatch(
@@ -165,7 +174,7 @@ describe('admission of conversion configs', () => {
     const bad = crdConfig('c', 't.example.org', {
       spokes: [{ version: 'v1', rules: [{ strategy: 'Rename', fieldRename: {} }] }],
     });
-    const response = review(request('CRDConversionConfig', bad), state());
+    const response = review(request('CRDConversionConfig', bad), state(), POLICY);
     expect(response.allowed).toBe(false);
     expect(response.status?.message).toMatch(
       /^spec\.spokes\[0\]\.rules\[0\]\.strategy: strategy "Rename" is not supported; the supported strategies are FieldRename/,
@@ -176,6 +185,7 @@ describe('admission of conversion configs', () => {
     const response = review(
       request('CRDConversionConfig', crdConfig('c', 'widgets.example.org', { spokes: goodSpokes })),
       state({ target: target('widgets.example.org'), configs: [crdConfig('c', 'widgets.example.org')] }),
+      POLICY,
     );
     expect(response).toEqual({ uid: 'uid-1', allowed: true });
   });
@@ -188,6 +198,7 @@ describe('admission of conversion configs', () => {
     const response = review(
       request('CRDConversionConfig', pinned),
       state({ target: target('widgets.example.org'), instances: [cws('main')] }),
+      POLICY,
     );
     expect(response.allowed).toBe(true);
     expect(response.warnings).toEqual([
@@ -205,12 +216,17 @@ describe('admission of conversion configs', () => {
     const response = review(
       request('CRDConversionConfig', pinned),
       state({ target: target('widgets.example.org'), instances: [cws('main')] }),
+      POLICY,
     );
     expect(response).toEqual({ uid: 'uid-1', allowed: true });
   });
 
   it('admits a config whose target does not exist yet, saying when it will be compiled', () => {
-    const response = review(request('XRDConversionConfig', xrdConfig('x', 'xwidgets.example.org')), state());
+    const response = review(
+      request('XRDConversionConfig', xrdConfig('x', 'xwidgets.example.org')),
+      state(),
+      POLICY,
+    );
     expect(response.allowed).toBe(true);
     expect(response.warnings).toEqual([
       expect.stringMatching(/^CompositeResourceDefinition "xwidgets.example.org" does not exist yet/),
@@ -222,6 +238,7 @@ describe('admission of conversion configs', () => {
     const response = review(
       request('CRDConversionConfig', crdConfig('c', 'widgets.example.org', { spokes: goodSpokes })),
       state({ target: withUnlisted }),
+      POLICY,
     );
     expect(response.allowed).toBe(true);
     expect(response.warnings).toEqual([expect.stringMatching(/^warning UnlistedServedVersion spokes\[v3\]/)]);
@@ -231,6 +248,7 @@ describe('admission of conversion configs', () => {
     const response = review(
       request('CRDConversionConfig', crdConfig('c', 'w.example.org', { webhookServerRef: { name: 'gone' } })),
       state({ configs: [xrdConfig('x', 'w.example.org')] }),
+      POLICY,
     );
     expect(response.allowed).toBe(false);
     expect(response.warnings).toHaveLength(2);
@@ -240,16 +258,16 @@ describe('admission of conversion configs', () => {
     const stored = crdConfig('c', 'widgets.example.org');
     const withFinalizer = { ...stored, metadata: { name: 'c', finalizers: ['switchyard.dev/revert'] } };
     const req = request('CRDConversionConfig', withFinalizer, stored);
-    expect(readsFor(req)).toEqual({ instances: false, configs: false });
+    expect(readsFor(req, POLICY)).toEqual({ instances: false, configs: false });
     // The target drifted so the stored rules no longer compile; the metadata write still passes.
-    expect(review(req, state({ target: target('widgets.example.org') }))).toEqual({
+    expect(review(req, state({ target: target('widgets.example.org') }), POLICY)).toEqual({
       uid: 'uid-1',
       allowed: true,
     });
   });
 
   it('reads the instances, both config kinds and the target of the right kind', () => {
-    expect(readsFor(request('XRDConversionConfig', xrdConfig('x', 'xw.example.org')))).toEqual({
+    expect(readsFor(request('XRDConversionConfig', xrdConfig('x', 'xw.example.org')), POLICY)).toEqual({
       instances: true,
       configs: true,
       target: { kind: 'CompositeResourceDefinition', name: 'xw.example.org' },
@@ -274,8 +292,8 @@ describe('requests the webhook does not review', () => {
       req: { ...request('CRDConversionConfig', {}), kind: { group: 'x.io', version: 'v1', kind: 'Other' } },
     },
   ])('passes $scenario without reading the cluster', ({ req }) => {
-    expect(readsFor(req)).toEqual({ instances: false, configs: false });
-    expect(review(req, state())).toEqual({ uid: 'uid-1', allowed: true });
+    expect(readsFor(req, POLICY)).toEqual({ instances: false, configs: false });
+    expect(review(req, state(), POLICY)).toEqual({ uid: 'uid-1', allowed: true });
   });
 });
 
@@ -301,5 +319,102 @@ describe('parseReview', () => {
       expect(parsed.error.uid).toBeUndefined();
       expect(parsed.error.message).toMatch(/^not an admission.k8s.io\/v1 AdmissionReview request/);
     }
+  });
+});
+
+describe('what an instance may ask Switchyard to run', () => {
+  const optedIn = { exists: true as const, labels: { 'switchyard.dev/instances': 'allowed' } };
+
+  it('reads the namespace an instance names, and not the operator’s own', () => {
+    expect(readsFor(request('ConversionWebhookServer', cws('a', { namespace: 'team-a' })), POLICY)).toEqual({
+      instances: true,
+      configs: false,
+      namespace: 'team-a',
+    });
+    expect(readsFor(request('ConversionWebhookServer', cws('a')), POLICY)).toEqual({
+      instances: true,
+      configs: false,
+    });
+  });
+
+  it('admits an instance in an opted-in namespace with the project image, its own account and known flags', () => {
+    const req = request(
+      'ConversionWebhookServer',
+      cws('a', { namespace: 'team-a', extraArgs: ['--log.level=debug', '--kubernetes.qps=20'] }),
+    );
+    expect(review(req, state({ namespace: optedIn }), POLICY)).toEqual({ uid: 'uid-1', allowed: true });
+  });
+
+  it.each([
+    [
+      'a namespace that did not opt in',
+      { namespace: 'kube-system' },
+      { exists: true as const, labels: {} },
+      /namespace "kube-system" does not run ConversionWebhookServers: .*switchyard.dev\/instances=allowed/,
+    ],
+    [
+      'a namespace that does not exist',
+      { namespace: 'nope' },
+      { exists: false as const },
+      /spec.namespace "nope" does not exist/,
+    ],
+    [
+      'an image not on the list',
+      { image: { repository: 'evil/miner' } },
+      undefined,
+      /spec.image.repository "evil\/miner" is not an allowed image \(allowed: registry.example\/team\/webhook\)/,
+    ],
+    [
+      'a ServiceAccount of the user’s choosing',
+      { serviceAccountName: 'cluster-admin-sa' },
+      undefined,
+      /spec.serviceAccountName is not allowed/,
+    ],
+    [
+      'a managed flag',
+      { extraArgs: ['--instance=other'] },
+      undefined,
+      /"--instance=other" is not a webhook-server setting a user may change/,
+    ],
+    ['another bus', { extraArgs: ['--nats.url=nats://evil:4222'] }, undefined, /--nats.url/],
+    ['a config file', { extraArgs: ['--config=/etc/passwd'] }, undefined, /--config/],
+    [
+      'a flag and its value as two entries',
+      { extraArgs: ['--log.level', 'debug'] },
+      undefined,
+      /"--log.level"/,
+    ],
+  ])('refuses %s, saying how to fix it', (_what, spec, namespace, message) => {
+    const req = request('ConversionWebhookServer', cws('a', spec));
+    const response = review(req, state(namespace ? { namespace } : {}), POLICY);
+    expect(response.allowed).toBe(false);
+    expect(response.status?.code).toBe(422);
+    expect(response.status?.message).toMatch(message);
+  });
+
+  it('admits an allowed image and, when the configuration allows it, a ServiceAccount', () => {
+    const req = request(
+      'ConversionWebhookServer',
+      cws('a', { image: { repository: 'registry.example/team/webhook' }, serviceAccountName: 'shared' }),
+    );
+    expect(review(req, state(), { ...POLICY, allowServiceAccountName: true })).toEqual({
+      uid: 'uid-1',
+      allowed: true,
+    });
+  });
+
+  it('lists every rule an instance breaks at once', () => {
+    const req = request(
+      'ConversionWebhookServer',
+      cws('a', {
+        namespace: 'x',
+        image: { repository: 'evil' },
+        serviceAccountName: 's',
+        extraArgs: ['--port=1'],
+      }),
+    );
+    const message =
+      review(req, state({ namespace: { exists: true, labels: {} } }), POLICY).status?.message ?? '';
+    expect(message.split('\n')).toHaveLength(4);
   });
 });

@@ -24,6 +24,13 @@ import type { InstanceLike } from '../core/assignment.ts';
 import { type ConfigIdentity, duplicateTargetViolation } from '../core/config-admission.ts';
 import { validateConfig } from '../core/config-validation.ts';
 import { violationsIntroduced } from '../core/fleet-admission.ts';
+import {
+  type InstancePolicy,
+  type InstanceRequestLike,
+  instanceNamespaceOf,
+  instancePolicyViolations,
+  type NamespaceRead,
+} from '../core/instance-admission.ts';
 import type { ConversionSpec } from '../engine/compile.ts';
 
 export const ADMISSION_REVIEW_API_VERSION = 'admission.k8s.io/v1';
@@ -136,6 +143,8 @@ export interface ClusterReads {
   instances: boolean;
   configs: boolean;
   target?: TargetRef;
+  /** The namespace an instance would run in: whether it exists and has opted in. */
+  namespace?: string;
 }
 
 /**
@@ -146,6 +155,7 @@ export interface ClusterState {
   instances: readonly unknown[];
   configs: readonly unknown[];
   target?: unknown;
+  namespace?: NamespaceRead;
 }
 
 const NOTHING: ClusterReads = { instances: false, configs: false };
@@ -173,10 +183,15 @@ function specOf(object: unknown): unknown {
   return (object as { spec?: unknown } | null | undefined)?.spec;
 }
 
-export function readsFor(request: AdmissionRequest): ClusterReads {
+export function readsFor(request: AdmissionRequest, policy: InstancePolicy): ClusterReads {
   const kind = reviewedKind(request);
   if (kind === undefined || specUnchanged(request)) return NOTHING;
-  if (kind === WEBHOOK_SERVER_KIND) return { instances: true, configs: false };
+  if (kind === WEBHOOK_SERVER_KIND) {
+    const candidate = instanceRequestOf(request.object);
+    const namespace = candidate ? instanceNamespaceOf(candidate, policy) : undefined;
+    const readsNamespace = namespace !== undefined && namespace !== policy.operatorNamespace;
+    return { instances: true, configs: false, ...(readsNamespace && { namespace }) };
+  }
   const identity = configIdentityOf(request.object);
   const reads: ClusterReads = { instances: true, configs: true };
   return identity ? { ...reads, target: targetRefOf(identity) } : reads;
@@ -189,10 +204,14 @@ function targetRefOf(config: ConfigIdentity): TargetRef {
 
 // --- the decision
 
-export function review(request: AdmissionRequest, cluster: ClusterState): AdmissionResponse {
+export function review(
+  request: AdmissionRequest,
+  cluster: ClusterState,
+  policy: InstancePolicy,
+): AdmissionResponse {
   const kind = reviewedKind(request);
   if (kind === undefined || specUnchanged(request)) return allow(request.uid);
-  if (kind === WEBHOOK_SERVER_KIND) return reviewInstance(request, cluster);
+  if (kind === WEBHOOK_SERVER_KIND) return reviewInstance(request, cluster, policy);
   return reviewConfig(request, kind, cluster);
 }
 
@@ -216,13 +235,37 @@ function storedFleet(cluster: ClusterState): InstanceLike[] {
   return cluster.instances.flatMap((o) => instanceLikeOf(o) ?? []);
 }
 
-function reviewInstance(request: AdmissionRequest, cluster: ClusterState): AdmissionResponse {
+const instanceRequestSchema = z.looseObject({
+  metadata: z.looseObject({ name: z.string().min(1) }),
+  spec: z.looseObject({
+    namespace: z.string().optional(),
+    image: z.looseObject({ repository: z.string().optional() }).optional(),
+    serviceAccountName: z.string().optional(),
+    extraArgs: z.array(z.string()).optional(),
+  }),
+});
+
+function instanceRequestOf(object: unknown): InstanceRequestLike | undefined {
+  const parsed = instanceRequestSchema.safeParse(object);
+  return parsed.success ? { name: parsed.data.metadata.name, spec: parsed.data.spec } : undefined;
+}
+
+function reviewInstance(
+  request: AdmissionRequest,
+  cluster: ClusterState,
+  policy: InstancePolicy,
+): AdmissionResponse {
   const candidate = instanceLikeOf(request.object);
-  if (!candidate)
+  const asked = instanceRequestOf(request.object);
+  if (!candidate || !asked)
     return deny(
       request.uid,
       badRequest('the ConversionWebhookServer has no readable metadata.name and spec'),
     );
+  // What the instance would run is checked on every spec change, not only what the change
+  // introduces: Switchyard renders the whole spec again with its own identity.
+  const refused = instancePolicyViolations(asked, policy, cluster.namespace ?? { exists: false });
+  if (refused.length > 0) return deny(request.uid, invalid(refused.join('\n')));
   const name = candidate.metadata.name;
   const others = storedFleet(cluster).filter((i) => i.metadata.name !== name);
   // The stored version of this instance comes from the request, not the list: it is the one

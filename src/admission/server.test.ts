@@ -49,6 +49,11 @@ async function start(
   server = new AdmissionServer({
     certificate: { cert: cert.certPem, key: cert.keyPem },
     reader,
+    policy: {
+      operatorNamespace: 'switchyard-system',
+      allowedImageRepositories: [],
+      allowServiceAccountName: false,
+    },
     log,
     ...options,
   });

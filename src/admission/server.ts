@@ -9,6 +9,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import type { InstancePolicy } from '../core/instance-admission.ts';
 import { readBody, sendJson, sendText } from '../runtime/http-body.ts';
 import { HttpsService } from '../runtime/https-service.ts';
 import type { CertificatePair } from '../runtime/serving-certificate.ts';
@@ -47,6 +48,8 @@ const REQUEST_TIMEOUT_MS = 10_000;
 export interface AdmissionServerOptions {
   certificate: CertificatePair;
   reader: ClusterReader;
+  /** What instances may ask for (config `instances.*`, the operator's namespace). */
+  policy: InstancePolicy;
   log: Logger;
   maxReviewBytes?: number;
   readDeadlineMs?: number;
@@ -54,6 +57,7 @@ export interface AdmissionServerOptions {
 
 export class AdmissionServer extends HttpsService {
   private readonly reader: ClusterReader;
+  private readonly policy: InstancePolicy;
   private readonly log: Logger;
   private readonly maxReviewBytes: number;
   private readonly readDeadlineMs: number;
@@ -61,6 +65,7 @@ export class AdmissionServer extends HttpsService {
   constructor(options: AdmissionServerOptions) {
     super(options.certificate, REQUEST_TIMEOUT_MS);
     this.reader = options.reader;
+    this.policy = options.policy;
     this.log = options.log;
     this.maxReviewBytes = options.maxReviewBytes ?? MAX_REVIEW_BYTES;
     this.readDeadlineMs = options.readDeadlineMs ?? READ_DEADLINE_MS;
@@ -109,8 +114,11 @@ export class AdmissionServer extends HttpsService {
 
   private async decide(request: AdmissionRequest): Promise<AdmissionResponse> {
     try {
-      const cluster = await withDeadline(this.reader.read(readsFor(request)), this.readDeadlineMs);
-      return review(request, cluster);
+      const cluster = await withDeadline(
+        this.reader.read(readsFor(request, this.policy)),
+        this.readDeadlineMs,
+      );
+      return review(request, cluster, this.policy);
     } catch (err) {
       this.log.warn({ err, uid: request.uid }, 'could not read the cluster to decide');
       return deny(
