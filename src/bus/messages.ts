@@ -152,6 +152,16 @@ function isGzip(data: Uint8Array): boolean {
 export type Decoded<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 /**
+ * A payload's JSON value, inflated first when gzip-compressed; throws when it is not strict
+ * UTF-8 JSON (a lenient decoder would turn a corrupted key into U+FFFD and pass it on).
+ */
+export function parsePayload(data: Uint8Array): unknown {
+  // JSON never starts with 0x1f, so the gzip magic alone tells a compressed payload.
+  const text = isGzip(data) ? gunzipSync(data, { maxOutputLength: MAX_INFLATED_BYTES }) : data;
+  return JSON.parse(UTF8.decode(text));
+}
+
+/**
  * Parses and validates a payload; never throws. `accepts`, when given, is a faster check of
  * what the schema accepts unchanged; the schema then reads only what it refuses.
  */
@@ -162,9 +172,7 @@ export function decodeMessage<T>(
 ): Decoded<T> {
   let json: unknown;
   try {
-    // JSON never starts with 0x1f, so the gzip magic alone tells a compressed payload.
-    const text = isGzip(data) ? gunzipSync(data, { maxOutputLength: MAX_INFLATED_BYTES }) : data;
-    json = JSON.parse(UTF8.decode(text));
+    json = parsePayload(data);
   } catch (err) {
     return { ok: false, reason: `not JSON (or not inflatable): ${(err as Error).message}` };
   }

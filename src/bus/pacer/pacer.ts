@@ -65,15 +65,43 @@ export const PACER_BUCKET_OPTIONS: Partial<KvOptions> = {
   description: 'switchyard pacer time-slot tokens',
 };
 
+// An item is checked for everything its release needs, so one the pacer cannot release is
+// dead-lettered at once with what is wrong, not retried to max_deliver (a slot claimed each time)
+// and dead-lettered with a stack overflow or a header error (found by payload.fuzz.test.ts).
+const PUBLISHABLE_SUBJECT = /^[^\s.*>]+(\.[^\s.*>]+)*$/;
+/** What nats.js accepts as a header name: printable ASCII but the colon. */
+const HEADER_NAME = /^[!-9;-~]+$/;
+const ONE_LINE = /^[^\r\n]*$/;
+
+function isWritableJson(value: unknown): boolean {
+  try {
+    return typeof JSON.stringify(value) === 'string';
+  } catch {
+    return false;
+  }
+}
+
 export const pacedItemSchema = z.object({
   /** The work subject the payload is released to. */
-  subject: z.string().min(1),
+  subject: z
+    .string()
+    .regex(
+      PUBLISHABLE_SUBJECT,
+      'must be a subject to publish to: dot-separated tokens, no spaces or wildcards',
+    ),
   /** The work item, published as JSON. Validated by the work handler's own schema. */
-  payload: z.unknown(),
+  payload: z
+    .unknown()
+    .refine(isWritableJson, 'must be a value the pacer can write as JSON (present, and not nested too deep)'),
   /** Message id of the released message; default `paced:<fan-out stream>:<seq>`. */
-  msgId: z.string().min(1).optional(),
+  msgId: z.string().min(1).regex(ONE_LINE, 'must be one line (it is a header value)').optional(),
   /** Extra headers of the released message. */
-  headers: z.record(z.string(), z.string()).optional(),
+  headers: z
+    .record(
+      z.string().regex(HEADER_NAME, 'a header name is printable ASCII without spaces or colons'),
+      z.string().regex(ONE_LINE, 'a header value must be one line'),
+    )
+    .optional(),
 });
 export type PacedItem = z.infer<typeof pacedItemSchema>;
 

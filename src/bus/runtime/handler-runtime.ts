@@ -80,7 +80,7 @@ import {
 } from '@nats-io/jetstream';
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { type ZodType, z } from 'zod';
+import type { ZodType } from 'zod';
 import { BucketCounts } from '../../metrics/bucket-counts.ts';
 import { observeHandlerRuntime } from '../../metrics/worker-metrics.ts';
 import {
@@ -109,6 +109,7 @@ import { classifyFailure, describeError, type FailureKind } from './errors.ts';
 import { type LeaseTimings, leaseTimings, pullExpiryMs } from './lease.ts';
 import { done, type Outcome } from './outcome.ts';
 import { keyOfPartitionedSubject } from './partition.ts';
+import { admitPayload } from './payload.ts';
 import { recheckDueOf, scheduleRecheck } from './recheck.ts';
 import { originOf, republishHeaders, republishMsgId } from './republish.ts';
 import {
@@ -171,7 +172,7 @@ export interface HandlerRuntimeOptions<T> {
   drainTimeoutMs?: number;
   /** Handler deadline (ms); see {@link DEFAULT_HANDLER_TIMEOUT_MS}. */
   handlerTimeoutMs?: number;
-  /** Payload decoder; default JSON. Throwing means the message is invalid. */
+  /** Payload decoder; default the bus's (`parsePayload`: JSON, gzip-compressed or not). Throwing means the message is invalid. */
   decode?: (m: JsMsg) => unknown;
   /** Create/update the consumers at start (default true). Set false when the topology owns them. */
   ensureConsumersAtStart?: boolean;
@@ -547,14 +548,8 @@ class Runtime<T> implements HandlerRuntime {
   }
 
   private decode(m: JsMsg): { value: T } | { invalid: string } {
-    try {
-      const raw = (this.opts.decode ?? ((msg: JsMsg) => msg.json()))(m);
-      const parsed = this.opts.schema.safeParse(raw);
-      if (parsed.success) return { value: parsed.data };
-      return { invalid: `schema validation failed: ${z.prettifyError(parsed.error)}` };
-    } catch (err) {
-      return { invalid: `undecodable payload: ${describeError(err)}` };
-    }
+    const admitted = admitPayload(m, this.opts.schema, this.opts.decode);
+    return admitted.ok ? { value: admitted.value } : { invalid: admitted.reason };
   }
 
   /**
