@@ -39,6 +39,7 @@ import { waitFor } from '../src/local-cluster/wait.ts';
 import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd, gizmoCrd, renameConfigSpec } from './support/crds.ts';
+import { optInInstanceNamespace } from './support/identities.ts';
 import { startInstancesHandler } from './support/instances-handler.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import {
@@ -201,6 +202,7 @@ beforeAll(async () => {
   bus = await startOwnBus();
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
   namespace = await createNamespace(admin, 'conversion');
+  await optInInstanceNamespace(admin, namespace);
   for (const target of [TARGET, UNHELD]) await ensureCrd(admin, gizmoCrd(target));
   stoppers.push(await startRecordingAndRouting(bus, { kubeConfig: admin, log, partitions: PARTITIONS }));
   stoppers.push(

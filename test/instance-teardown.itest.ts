@@ -37,6 +37,7 @@ import { waitFor } from '../src/local-cluster/wait.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd, gizmoCrd, renameConfigSpec } from './support/crds.ts';
 import { untilInstancesAreCollected } from './support/garbage-collector.ts';
+import { optInInstanceNamespace } from './support/identities.ts';
 import { startInstancesHandler } from './support/instances-handler.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import {
@@ -228,6 +229,7 @@ beforeAll(async () => {
   bus = await startOwnBus();
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
   namespace = await createNamespace(admin, 'teardown');
+  await optInInstanceNamespace(admin, namespace);
   // Else a fresh cluster's collector may leave the children for minutes after the instance went.
   await untilInstancesAreCollected(admin, namespace);
   stoppers.push(await startRecordingAndRouting(bus, { kubeConfig: admin, log, partitions: PARTITIONS }));

@@ -43,7 +43,12 @@ import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
-import { componentIdentity, componentUser, HANDOVER_ACCOUNT } from './support/identities.ts';
+import {
+  componentIdentity,
+  componentUser,
+  HANDOVER_ACCOUNT,
+  optInInstanceNamespace,
+} from './support/identities.ts';
 import { startInstancesHandler } from './support/instances-handler.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
 import { startRecordingAndRouting } from './support/watchers.ts';
@@ -115,6 +120,7 @@ beforeAll(async () => {
   bus = await startOwnBus();
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
   namespace = await createNamespace(admin, 'instances-handler');
+  await optInInstanceNamespace(admin, namespace);
   stoppers.push(await startRecordingAndRouting(bus, { kubeConfig: admin, log, partitions: PARTITIONS }));
   stoppers.push(
     await startInstancesHandler(cluster.info, admin, bus, {

@@ -7,7 +7,10 @@ import {
   type KubernetesObject,
   KubernetesObjectApi,
   loadAllYaml,
+  PatchStrategy,
+  setHeaderOptions,
 } from '@kubernetes/client-node';
+import { instanceNamespaceBinding, OPTED_IN_LABELS } from '../../src/access/instance-namespace.ts';
 import { GROUP, VERSION } from '../../src/api/constants.ts';
 import { webhookServerSchema } from '../../src/api/webhook-server.ts';
 import {
@@ -83,6 +86,23 @@ export async function componentIdentityFile(
   });
   await writeKubeConfig(path, cluster.endpoint, componentUser(component), token.status?.token ?? '');
   return path;
+}
+
+/**
+ * `namespace` opted in to instances as a platform team does it (docs/security.md): labelled, and
+ * the instances handler's namespace role bound there.
+ */
+export async function optInInstanceNamespace(admin: KubeConfig, namespace: string): Promise<void> {
+  await admin
+    .makeApiClient(CoreV1Api)
+    .patchNamespace(
+      { name: namespace, body: { metadata: { labels: OPTED_IN_LABELS } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  await admin
+    .makeApiClient(KubernetesObjectApi)
+    .create(instanceNamespaceBinding(namespace, RBAC_NAMESPACE) as KubernetesObject)
+    .catch(ignoreExists);
 }
 
 function ignoreExists(err: unknown): void {
