@@ -19,6 +19,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import { API_VERSION, IN_USE_FINALIZER } from '../api/constants.ts';
 import { WEBHOOK_SERVER_KIND, type WebhookServer } from '../api/webhook-server.ts';
 import { encodeMessage, handoverWorkSchema, type WorkItem } from '../bus/messages.ts';
+import { describeError } from '../bus/runtime/errors.ts';
 import {
   done,
   type Handler,
@@ -39,7 +40,7 @@ import type { CertificateIssuer } from '../core/instances/serving-cert.ts';
 import { instanceStatus } from '../core/instances/status.ts';
 import { decideStop, stoppingCondition, wasStopped } from '../core/instances/teardown.ts';
 import { conversionServiceOf, liveConversionOf } from '../core/target-conversion.ts';
-import { isNamespaceNotFound } from '../kube/errors.ts';
+import { isForbidden, isNamespaceNotFound } from '../kube/errors.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { readInstance } from '../views/view-reads.ts';
@@ -154,14 +155,27 @@ async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: Hand
   try {
     if (!fresh) await applyAccess(deps, r, ctx.signal);
   } catch (err) {
-    if (!isNamespaceNotFound(err)) throw err;
-    // Namespaces are not recorded on the bus, so no event says when it appears: look again later
-    // rather than retry at once, which would hold the partition and starve other instances.
-    ctx.log.warn(
-      { namespace: r.names.namespace },
-      'the instance’s namespace does not exist; looking again later',
-    );
-    return recheckAfter(NAMESPACE_RECHECK_MS, `namespace ${r.names.namespace} does not exist`);
+    // Namespaces are not recorded on the bus, so no event says when one appears or opts in: look
+    // again later rather than retry at once, which would hold the partition and starve others.
+    if (isNamespaceNotFound(err)) {
+      ctx.log.warn(
+        { namespace: r.names.namespace },
+        'the instance’s namespace does not exist; looking again later',
+      );
+      return recheckAfter(NAMESPACE_RECHECK_MS, `namespace ${r.names.namespace} does not exist`);
+    }
+    if (isForbidden(err)) {
+      ctx.log.warn(
+        { namespace: r.names.namespace, err: describeError(err) },
+        'the instance’s namespace has not opted in to instances (label switchyard.dev/instances=allowed and the ' +
+          'switchyard:instances RoleBinding, docs/security.md); looking again later',
+      );
+      return recheckAfter(
+        NAMESPACE_RECHECK_MS,
+        `namespace ${r.names.namespace} refuses the instances identity`,
+      );
+    }
+    throw err;
   }
   const { recheckAtMs, bundlePem } = await ensureCertificates(
     { secrets: deps.secrets, writer: deps.writer, issuer: deps.issuer },
