@@ -5,8 +5,8 @@
 import { createHash } from 'node:crypto';
 import { deflateRawSync } from 'node:zlib';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
-import { fuzz } from '../../test/support/fuzz.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { FUZZ_TEST_TIMEOUT_MS, fuzz } from '../../test/support/fuzz.ts';
 import {
   type DecodedServedSet,
   decodeServedSet,
@@ -15,6 +15,8 @@ import {
   expectedSetOf,
   viewBehindMarker,
 } from './served-set-codec.ts';
+
+vi.setConfig({ testTimeout: FUZZ_TEST_TIMEOUT_MS });
 
 /** A reason says what is wrong in a line; it never echoes a hostile value back at length. */
 const MAX_REASON_CHARS = 200;

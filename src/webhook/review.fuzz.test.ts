@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { Agent, fetch } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fuzz, fuzzTimeoutMs } from '../../test/support/fuzz.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { FUZZ_TEST_TIMEOUT_MS, fuzz, fuzzTimeoutMs } from '../../test/support/fuzz.ts';
 import { conversionConfigSchema } from '../api/conversion-config.ts';
 import { createCertificateAuthority, issueCertificate } from '../local-cluster/pki.ts';
 import { WebhookMetrics } from './metrics.ts';
@@ -20,6 +20,8 @@ import { HeldPlans, type PlanLookup } from './plans.ts';
 import { answerConversionReview, type ConversionReviewOut, parseConversionReview } from './review.ts';
 import { ConversionWebhookServer, type PlanSource } from './server.ts';
 import { gizmoTarget, renameConfig } from './test-support.ts';
+
+vi.setConfig({ testTimeout: FUZZ_TEST_TIMEOUT_MS });
 
 // The gizmo target: v2's spec.size is v1's spec.replicas (test/support/crds.ts).
 const TARGET = 'gizmos.x.io';

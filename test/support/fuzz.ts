@@ -42,3 +42,10 @@ export function fuzz<T>(share = 1): fc.Parameters<T> {
 export function fuzzTimeoutMs(msPerCase: number, share = 1): number {
   return Math.max(30_000, Math.ceil(FUZZ_RUNS * share * msPerCase * 3));
 }
+
+/**
+ * The default timeout of a fuzz suite's tests (`vi.setConfig({ testTimeout: FUZZ_TEST_TIMEOUT_MS })`):
+ * a property of the full run count at 5 ms a case, so a larger SWITCHYARD_FUZZ_RUNS is not cut
+ * short by vitest's 5 s default. A dearer property passes its own.
+ */
+export const FUZZ_TEST_TIMEOUT_MS = fuzzTimeoutMs(5);

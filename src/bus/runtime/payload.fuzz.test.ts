@@ -8,9 +8,9 @@
 import { gzipSync } from 'node:zlib';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ZodType } from 'zod';
-import { fuzz } from '../../../test/support/fuzz.ts';
+import { FUZZ_TEST_TIMEOUT_MS, fuzz } from '../../../test/support/fuzz.ts';
 import { INSPECT_ONLY, workConcerns } from '../../cli/dlq.ts';
 import { defaultConfig } from '../../config/schema.ts';
 import {
@@ -28,6 +28,8 @@ import {
 import { pacedItemSchema } from '../pacer/pacer.ts';
 import { deadLetterHeaders, readDeadLetter } from './dead-letter.ts';
 import { admitPayload } from './payload.ts';
+
+vi.setConfig({ testTimeout: FUZZ_TEST_TIMEOUT_MS });
 
 const text = (s: string) => new TextEncoder().encode(s);
 
