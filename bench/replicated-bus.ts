@@ -126,7 +126,6 @@ async function measureOn(bus: Bus): Promise<StackRun> {
       natsUrl: cluster.natsUrl,
       natsCredentialsDir: cluster.natsCredentialsDir,
       streamReplicas: replicas,
-      dir: cluster.dir,
       log,
     });
     const installMs = performance.now() - t;

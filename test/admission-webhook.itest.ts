@@ -1,11 +1,14 @@
-// The admission webhook as a user deploys it: deploy/admission/ applied to the local cluster,
-// two replicas running as pods under their own ServiceAccount, the
-// ValidatingWebhookConfiguration registered with the CA that signed their certificate. Every
-// write below goes through the real kube-apiserver, which calls the webhook through its
-// Service: a bad write is refused with the webhook's message, a good one admitted, a pin to a
-// missing instance admitted with a warning. Then: the identity can write nothing, and with no
-// replica running (fail closed) a spec change is refused while a metadata write still passes.
-import { mkdir, readFile } from 'node:fs/promises';
+// The admission webhook as a user deploys it: deploy/admission/ applied to the local cluster as
+// it ships, with no certificate step: two replicas running as pods under their own
+// ServiceAccount issue their serving certificate and patch the ValidatingWebhookConfiguration's
+// caBundle themselves. Every write below goes through the real kube-apiserver, which calls the
+// webhook through its Service: a bad write is refused with the webhook's message, a good one
+// admitted, a pin to a missing instance admitted with a warning. Then: the certificate was
+// issued and published by the admission identity and is re-issued when its Secret is lost; the
+// identity writes nothing but its two Secrets and that caBundle; and with no replica running
+// (fail closed) a spec change is refused while a metadata write still passes.
+import { X509Certificate } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   AppsV1Api,
@@ -24,7 +27,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, GROUP, VERSION } from '../src/api/constants.ts';
 import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
 import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';
-import { createCertificateAuthority, issueCertificate } from '../src/local-cluster/pki.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { auditLogFromNow } from './support/audit-log.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
@@ -150,22 +152,38 @@ async function manifests(file: string): Promise<KubernetesObject[]> {
   ) as KubernetesObject[];
 }
 
-/** The manifests as an install renders them here: certificate files on the host (the node agent mounts no volumes). */
-function withCertificateFiles(o: KubernetesObject, files: { cert: string; key: string }): KubernetesObject {
-  if (o.kind !== 'Deployment') return o;
-  for (const c of (o as V1Deployment).spec?.template.spec?.containers ?? []) {
-    for (const e of c.env ?? []) {
-      if (e.name === 'SWITCHYARD_ADMISSION_TLS_CERT_FILE') e.value = files.cert;
-      if (e.name === 'SWITCHYARD_ADMISSION_TLS_KEY_FILE') e.value = files.key;
-    }
-  }
-  return o;
+const CA_SECRET = 'switchyard-admission-ca';
+const SERVING_SECRET = 'switchyard-admission-tls';
+
+/** A Secret's data, decoded; undefined when it does not exist. */
+async function secretData(name: string): Promise<Record<string, string> | undefined> {
+  const secret = await core.readNamespacedSecret({ name, namespace: NAMESPACE }).catch((err) => {
+    if ((err as { code?: number }).code === 404) return undefined;
+    throw err;
+  });
+  if (secret === undefined) return undefined;
+  return Object.fromEntries(
+    Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+  );
 }
 
-function withCaBundle(o: KubernetesObject, caPem: string): KubernetesObject {
-  const webhooks = (o as { webhooks?: { clientConfig: { caBundle?: string } }[] }).webhooks ?? [];
-  for (const w of webhooks) w.clientConfig.caBundle = Buffer.from(caPem).toString('base64');
-  return o;
+/** Each webhook's caBundle, decoded. */
+async function publishedCaBundles(): Promise<string[]> {
+  const config = (await objects.read({
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingWebhookConfiguration',
+    metadata: { name: WEBHOOK },
+  })) as { webhooks?: { clientConfig: { caBundle?: string } }[] };
+  return (config.webhooks ?? []).map((w) =>
+    Buffer.from(w.clientConfig.caBundle ?? '', 'base64').toString('utf8'),
+  );
+}
+
+/** A review the webhook must refuse: a second default instance. */
+async function webhookRefusesSecondDefault(): Promise<boolean> {
+  const probe = await createInstance('adm-probe', { default: true });
+  if (probe.status === 201) await objects.delete(instanceRef('adm-probe'));
+  return probe.message.startsWith(DENIED);
 }
 
 async function readyReplicas(n: number): Promise<void> {
@@ -185,39 +203,28 @@ beforeAll(async () => {
   await core.createNamespace({ body: { metadata: { name: NAMESPACE } } }).catch((err) => {
     if ((err as { code?: number }).code !== 409) throw err;
   });
-  const dir = join(cluster.info.dir, 'admission-tls');
-  await mkdir(dir, { recursive: true });
-  const ca = await createCertificateAuthority(dir, 'admission-ca');
-  const cert = await issueCertificate(ca, dir, 'tls', {
-    commonName: 'switchyard-admission',
-    dnsNames: [`switchyard-admission.${NAMESPACE}.svc`],
-  });
-  await core.createNamespacedSecret({
-    namespace: NAMESPACE,
-    body: {
-      metadata: { name: 'switchyard-admission-tls' },
-      type: 'kubernetes.io/tls',
-      stringData: { 'tls.crt': cert.certPem, 'tls.key': cert.keyPem },
-    },
-  });
+  // A fresh install: no certificate Secret left by anything before.
+  for (const name of [CA_SECRET, SERVING_SECRET])
+    await core.deleteNamespacedSecret({ name, namespace: NAMESPACE }).catch((err) => {
+      if ((err as { code?: number }).code !== 404) throw err;
+    });
+  // The manifests exactly as they ship: no certificate, no caBundle.
   for (const o of await manifests('rbac.yaml')) await objects.create(o);
-  for (const o of await manifests('deployment.yaml'))
-    await objects.create(withCertificateFiles(o, { cert: cert.certFile, key: cert.keyFile }));
+  for (const o of await manifests('deployment.yaml')) await objects.create(o);
+  for (const o of await manifests('webhook.yaml')) await objects.create(o);
   await readyReplicas(2);
-  for (const o of await manifests('webhook.yaml')) await objects.create(withCaBundle(o, ca.certPem));
 
-  // The apiserver picks a new webhook configuration and its endpoints up asynchronously (a call
-  // it cannot route yet fails, 500): probe until the webhook itself answers.
+  // The apiserver picks a new webhook configuration and its endpoints up asynchronously, and
+  // the caBundle is patched in by a replica within seconds (until then a call fails, 500):
+  // probe until the webhook itself answers.
   await waitFor(
     'the webhook to answer',
     async () => {
       const main = await createInstance('adm-main', { default: true });
       if (main.status !== 201 && main.status !== 409) return undefined;
-      const probe = await createInstance('adm-probe', { default: true });
-      if (probe.status === 201) await objects.delete(instanceRef('adm-probe'));
-      return probe.message.startsWith(DENIED) ? true : undefined;
+      return (await webhookRefusesSecondDefault()) ? true : undefined;
     },
-    { timeoutMs: 30_000, intervalMs: 250 },
+    { timeoutMs: 60_000, intervalMs: 250 },
   );
 }, 180_000);
 
@@ -246,6 +253,8 @@ afterAll(async () => {
       });
   }
   await apps.deleteNamespacedDeployment({ name: 'switchyard-admission', namespace: NAMESPACE });
+  for (const name of [CA_SECRET, SERVING_SECRET])
+    await core.deleteNamespacedSecret({ name, namespace: NAMESPACE }).catch(() => undefined);
 });
 
 describe('admission webhook deployed from deploy/admission', () => {
@@ -319,17 +328,90 @@ describe('admission webhook deployed from deploy/admission', () => {
     ]);
   });
 
-  it('runs on its manifest’s grants alone, with reads only', async () => {
+  it('issued its own certificate: its CA signed what it serves, and it published that CA as every caBundle', async () => {
+    const ca = await secretData(CA_SECRET);
+    const serving = await secretData(SERVING_SECRET);
+    expect(ca?.['tls.key'], 'the CA Secret holds no key').toContain('PRIVATE KEY');
+    const caCert = new X509Certificate(ca?.['tls.crt'] ?? '');
+    const leaf = new X509Certificate(serving?.['tls.crt'] ?? '');
+    expect(caCert.ca).toBe(true);
+    expect(
+      leaf.checkIssued(caCert) && leaf.verify(caCert.publicKey),
+      'the served certificate is not the CA’s',
+    ).toBe(true);
+    expect(leaf.subjectAltName).toBe(`DNS:switchyard-admission.${NAMESPACE}.svc`);
+    expect(serving?.['ca.crt']?.trim(), 'the trust bundle is not the CA').toBe(ca?.['tls.crt']?.trim());
+    const bundles = await publishedCaBundles();
+    expect(bundles.length).toBeGreaterThan(0);
+    for (const bundle of bundles) expect(bundle).toBe(serving?.['ca.crt']);
+
+    const patches = await audit.waitFor('the caBundle patched by the admission identity', (events) =>
+      events.filter(
+        (e) =>
+          e.user.username === USER &&
+          e.verb === 'patch' &&
+          e.objectRef?.resource === 'validatingwebhookconfigurations' &&
+          e.objectRef.name === WEBHOOK &&
+          e.responseStatus?.code === 200,
+      ),
+    );
+    expect(patches[0]?.userAgent).toBe('switchyard/admission/writes');
+    const created = await audit.waitFor(
+      'both Secrets created by the admission identity',
+      (events) =>
+        events.filter(
+          (e) => e.user.username === USER && e.verb === 'create' && e.responseStatus?.code === 201,
+        ),
+      2,
+    );
+    expect(new Set(created.map((e) => e.objectRef?.name))).toEqual(new Set([CA_SECRET, SERVING_SECRET]));
+  });
+
+  it('re-issues a deleted serving Secret from the same CA while the webhook keeps answering', async () => {
+    const before = await secretData(SERVING_SECRET);
+    const bundlesBefore = await publishedCaBundles();
+    await core.deleteNamespacedSecret({ name: SERVING_SECRET, namespace: NAMESPACE });
+    let unanswered = 0;
+    const after = await waitFor(
+      'the serving Secret re-issued',
+      async () => {
+        // Served all along: the replicas keep the pair they have.
+        if (!(await webhookRefusesSecondDefault())) unanswered++;
+        const now = await secretData(SERVING_SECRET);
+        return now?.['tls.crt'] ? now : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 1_000 },
+    );
+    expect(unanswered, 'reviews the webhook did not answer while its Secret was gone').toBe(0);
+    expect(after['tls.crt']).not.toBe(before?.['tls.crt']);
+    expect(after['ca.crt'], 'a lost serving Secret must not replace the CA').toBe(before?.['ca.crt']);
+    expect(await publishedCaBundles()).toEqual(bundlesBefore);
+    // Both replicas serve the new pair within a pass (30 s); either way the apiserver verifies it.
+    expect(await webhookRefusesSecondDefault()).toBe(true);
+  });
+
+  it('runs on its manifest’s grants alone: reads for reviews, writes only for its certificate', async () => {
     const theirs = (await audit.all()).filter(
       (e) => e.user.username === USER && e.userAgent?.startsWith('switchyard/admission/'),
     );
     expect(theirs.length).toBeGreaterThan(0);
-    expect(new Set(theirs.map((e) => e.verb))).toEqual(new Set(['list', 'get']));
-    expect(new Set(theirs.map((e) => e.userAgent))).toEqual(new Set(['switchyard/admission/informers']));
+    const reads = theirs.filter((e) => e.userAgent === 'switchyard/admission/informers');
+    expect(new Set(reads.map((e) => e.verb))).toEqual(new Set(['list', 'get']));
+    const certificate = theirs.filter((e) => e.userAgent === 'switchyard/admission/writes');
+    expect(certificate.length + reads.length, 'a request on a third client').toBe(theirs.length);
+    for (const e of certificate) {
+      const what = `${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name ?? ''}`;
+      expect(
+        ['get', 'create', 'patch'].includes(e.verb) &&
+          ((e.objectRef?.resource === 'secrets' && e.objectRef.namespace === NAMESPACE) ||
+            (e.objectRef?.resource === 'validatingwebhookconfigurations' && e.objectRef.name === WEBHOOK)),
+        what,
+      ).toBe(true);
+    }
     expect(theirs.filter((e) => e.responseStatus?.code === 403).map((e) => e.requestURI)).toEqual([]);
   });
 
-  it('cannot write anything, nor read beyond what a review needs', async () => {
+  it('cannot write anything but its certificate, nor read beyond what a review and its certificate need', async () => {
     const token = await core.createNamespacedServiceAccountToken({
       name: SERVICE_ACCOUNT,
       namespace: NAMESPACE,
@@ -377,6 +459,61 @@ describe('admission webhook deployed from deploy/admission', () => {
     await expect(asAdmission.core.listNamespacedSecret({ namespace: NAMESPACE })).rejects.toMatchObject({
       code: 403,
     });
+    // Its own two Secrets by name, and no other: not a neighbour's in its namespace, none elsewhere.
+    await core.createNamespacedSecret({
+      namespace: NAMESPACE,
+      body: { metadata: { name: 'adm-neighbour' }, stringData: { password: 'x' } },
+    });
+    try {
+      await expect(
+        asAdmission.core.readNamespacedSecret({ name: 'adm-neighbour', namespace: NAMESPACE }),
+      ).rejects.toMatchObject({ code: 403 });
+      expect(
+        (await send('PATCH', `/api/v1/namespaces/${NAMESPACE}/secrets/adm-neighbour`, { data: {} }, kc))
+          .status,
+      ).toBe(403);
+    } finally {
+      await core.deleteNamespacedSecret({ name: 'adm-neighbour', namespace: NAMESPACE });
+    }
+    await expect(
+      asAdmission.core.readNamespacedSecret({ name: SERVING_SECRET, namespace: NAMESPACE }),
+    ).resolves.toBeDefined();
+    const kubeSystemSecret = (await core.listNamespacedSecret({ namespace: 'kube-system' })).items[0]
+      ?.metadata?.name;
+    await expect(
+      asAdmission.core.readNamespacedSecret({
+        name: kubeSystemSecret ?? SERVING_SECRET,
+        namespace: 'kube-system',
+      }),
+    ).rejects.toMatchObject({ code: 403 });
+    await expect(
+      asAdmission.core.createNamespacedSecret({
+        namespace: 'kube-system',
+        body: { metadata: { name: 'adm-x' } },
+      }),
+    ).rejects.toMatchObject({ code: 403 });
+    // The caBundle of its own webhook configuration, of no other.
+    const other = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: 'adm-other' },
+      webhooks: [],
+    };
+    await objects.create(other);
+    try {
+      expect(
+        (
+          await send(
+            'PATCH',
+            '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/adm-other',
+            { metadata: { labels: { x: 'y' } } },
+            kc,
+          )
+        ).status,
+      ).toBe(403);
+    } finally {
+      await objects.delete(other);
+    }
     // Only what a review reads: list the project's kinds, get one target by name.
     await expect(asAdmission.custom.getClusterCustomObject({ ...cws, name: 'adm-b' })).rejects.toMatchObject({
       code: 403,

@@ -156,7 +156,6 @@ class Demo {
       natsUrl: cluster.natsUrl,
       natsCredentialsDir: cluster.natsCredentialsDir,
       ...(this.natsCluster ? { streamReplicas: 3 as const } : {}),
-      dir: cluster.dir,
       log: this.log,
     });
     done(t, `${deployments.length} Deployments ready in ${SWITCHYARD_NAMESPACE}`);

@@ -184,20 +184,14 @@ const log = z
 
 const admission = z
   .object({
-    tlsCertFile: z
-      .string()
-      .min(1)
-      .default('/etc/switchyard/admission-tls/tls.crt')
+    issueCertificate: flag(z.boolean())
+      .default(true)
       .describe(
-        'Serving certificate (PEM) of `switchyard admission`, from the mounted Secret. Re-read every few seconds: a ' +
-          'rotated Secret is served without a restart; a pair that does not form a valid TLS context is ignored.',
-      ),
-    tlsKeyFile: z
-      .string()
-      .min(1)
-      .default('/etc/switchyard/admission-tls/tls.key')
-      .describe(
-        'Private key (PEM) of the admission serving certificate; re-read with admission.tlsCertFile.',
+        'Whether `switchyard admission` issues its own serving certificate: a CA in the Secret ' +
+          'switchyard-admission-ca, the certificate in switchyard-admission-tls, both renewed well before expiry, and ' +
+          'the CA bundle patched into the ValidatingWebhookConfiguration switchyard-admission (docs/admission.md). ' +
+          'Off: another issuer (cert-manager) writes switchyard-admission-tls and the caBundle; the process only ' +
+          'reads the Secret. Either way it serves the Secret’s pair, re-read every 30 s, and is ready once it is valid.',
       ),
   })
   .strict();

@@ -30,6 +30,8 @@ export interface CertificateDeps {
 
 export interface CertificateRequest {
   instance: string;
+  /** The CA's common name; `<instance> webhook-server CA` by default. */
+  caCommonName?: string;
   namespace: string;
   service: string;
   caSecret: V1Secret;
@@ -59,6 +61,8 @@ export interface CertificatesEnsured {
   recheckAtMs: number | undefined;
   /** The serving Secret's `ca.crt` (PEM) as it stands now: what targets must trust. */
   bundlePem: string | undefined;
+  /** The serving Secret's certificate and key as they stand now. */
+  serving: KeyPair | undefined;
 }
 
 /** Ensures both Secrets. */
@@ -70,7 +74,7 @@ export async function ensureCertificates(
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const decision = decide(state, req);
     if (!(await actOn(decision, state, deps, req)))
-      return { recheckAtMs: decision.recheckAtMs, bundlePem: state.writtenBundle };
+      return { recheckAtMs: decision.recheckAtMs, bundlePem: state.writtenBundle, serving: state.leaf };
   }
   throw new Error(`certificates of ${req.instance} did not settle in ${MAX_ROUNDS} rounds`);
 }
@@ -111,7 +115,7 @@ async function actOn(
 ): Promise<boolean> {
   if (decision.ca.action === 'create') {
     state.ca = await deps.issuer.createCa({
-      commonName: `${req.instance} webhook-server CA`,
+      commonName: req.caCommonName ?? `${req.instance} webhook-server CA`,
       ...caValidity(req.nowMs),
     });
     state.bundle = decision.bundle;

@@ -1,15 +1,14 @@
 // Switchyard installed on the local cluster the way a user installs it with a NATS of their
 // own: deploy/external-nats rendered by kustomize and applied, its NATS address set to the local
-// server's (what a user writes in the overlay's nats-address.yaml), and the admission webhook's
-// serving certificate made and its caBundle filled in, as docs/admission.md tells a user to.
+// server's (what a user writes in the overlay's nats-address.yaml). The admission webhook
+// issues its own serving certificate and fills in its caBundle, as on a user's cluster.
 // The kube-controller-manager creates the Pods and the node agent runs them; nothing of
 // Switchyard runs in the caller's process.
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   AppsV1Api,
   BatchV1Api,
-  CoreV1Api,
   type KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
@@ -22,16 +21,12 @@ import { NATS_CREDENTIALS_SECRET } from '../access/nats-credentials-secret.ts';
 import { NATS_IDENTITIES } from '../access/nats-permissions.ts';
 import { GROUP, VERSION } from '../api/constants.ts';
 import { CRD_CONFIG_KIND } from '../api/conversion-config.ts';
-import { isNotFound } from '../kube/errors.ts';
 import { PROJECT_ROOT } from './cluster.ts';
 import { runKubectl } from './kubectl.ts';
-import { createCertificateAuthority, issueCertificate } from './pki.ts';
 import { waitFor } from './wait.ts';
 
 export const SWITCHYARD_NAMESPACE = 'switchyard-system';
 const FIELD_MANAGER = 'switchyard-local-install';
-const ADMISSION_SECRET = 'switchyard-admission-tls';
-const ADMISSION_SERVICE = 'switchyard-admission';
 
 export interface InstallOptions {
   admin: KubeConfig;
@@ -44,8 +39,6 @@ export interface InstallOptions {
    * bus (`startLocalCluster({ natsCluster: true })`). Unset: the configuration's default, 1.
    */
   streamReplicas?: 1 | 3;
-  /** Where the admission webhook's CA and certificate files are written. */
-  dir: string;
   log: Logger;
   timeoutMs?: number;
 }
@@ -112,7 +105,6 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
   log.info({ crds: crds.length }, 'CRDs established');
 
   for (const o of phase(PHASES.access)) await apply(o);
-  const caPem = await createAdmissionCertificate(admin, opts.dir);
   await apply(await natsCredentialsSecret(opts.natsCredentialsDir));
   const workloads = phase(PHASES.workloads);
   for (const o of workloads) await apply(o);
@@ -121,7 +113,7 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
   await waitForJob(admin, 'switchyard-bus-setup', timeoutMs);
   await waitForDeployments(admin, deployments, log, timeoutMs);
 
-  for (const o of phase(PHASES.admission)) await apply(withCaBundle(o, caPem));
+  for (const o of phase(PHASES.admission)) await apply(o);
   await waitForAdmission(admin, timeoutMs);
   log.info({ deployments }, 'Switchyard is installed and ready');
   return { deployments };
@@ -161,12 +153,6 @@ export function forThisCluster(
   return o;
 }
 
-function withCaBundle(o: KubernetesObject, caPem: string): KubernetesObject {
-  const webhooks = (o as { webhooks?: { clientConfig: { caBundle?: string } }[] }).webhooks ?? [];
-  for (const w of webhooks) w.clientConfig.caBundle = Buffer.from(caPem).toString('base64');
-  return o;
-}
-
 async function waitForEstablished(admin: KubeConfig, crds: KubernetesObject[], timeoutMs: number) {
   const objects = admin.makeApiClient(KubernetesObjectApi);
   for (const crd of crds) {
@@ -185,33 +171,6 @@ async function waitForEstablished(admin: KubeConfig, crds: KubernetesObject[], t
       { timeoutMs },
     );
   }
-}
-
-/** The admission webhook's CA and serving certificate, as docs/admission.md has a user make them. */
-async function createAdmissionCertificate(admin: KubeConfig, dir: string): Promise<string> {
-  const pki = join(dir, 'admission-tls');
-  await mkdir(pki, { recursive: true });
-  const ca = await createCertificateAuthority(pki, 'admission-ca');
-  const cert = await issueCertificate(ca, pki, 'tls', {
-    commonName: ADMISSION_SERVICE,
-    dnsNames: [`${ADMISSION_SERVICE}.${SWITCHYARD_NAMESPACE}.svc`],
-  });
-  const core = admin.makeApiClient(CoreV1Api);
-  // A reinstall issues a new pair: the old Secret goes first (absent on a first install).
-  await core
-    .deleteNamespacedSecret({ name: ADMISSION_SECRET, namespace: SWITCHYARD_NAMESPACE })
-    .catch((err: unknown) => {
-      if (!isNotFound(err)) throw err;
-    });
-  await core.createNamespacedSecret({
-    namespace: SWITCHYARD_NAMESPACE,
-    body: {
-      metadata: { name: ADMISSION_SECRET },
-      type: 'kubernetes.io/tls',
-      stringData: { 'tls.crt': cert.certPem, 'tls.key': cert.keyPem },
-    },
-  });
-  return ca.certPem;
 }
 
 async function waitForJob(admin: KubeConfig, name: string, timeoutMs: number): Promise<void> {
@@ -249,9 +208,10 @@ async function waitForDeployments(admin: KubeConfig, names: string[], log: Logge
 
 /**
  * The apiserver learns a new webhook configuration and its endpoints asynchronously, and admits
- * unchecked until it has: probe with a dry-run config the CRD's schema admits and only the
- * webhook refuses (a spoke version its target, one of the project's own CRDs, does not serve)
- * until the webhook itself answers.
+ * unchecked until it has; until the admission process has patched in its CA bundle (seconds
+ * after the configuration's creation) a call fails, unverified. Probe with a dry-run config the
+ * CRD's schema admits and only the webhook refuses (a spoke version its target, one of the
+ * project's own CRDs, does not serve) until the webhook itself answers.
  */
 async function waitForAdmission(admin: KubeConfig, timeoutMs: number): Promise<void> {
   const objects = admin.makeApiClient(KubernetesObjectApi);

@@ -322,4 +322,30 @@ describe('fuzz: ConversionReview bodies, through the HTTPS server', () => {
     },
     fuzzTimeoutMs(60, 0.05),
   );
+
+  it(
+    'answers a review path naming any target, percent-encoded or not, with a review or a 4xx that says why',
+    async () => {
+      const target = fc.oneof(
+        fc.string({ maxLength: 30 }).map(encodeURIComponent),
+        fc.stringMatching(/^[a-z.%0-9A-F]{0,20}$/),
+        // Found by this property: a malformed escape was a 500 "internal error", logged as a failure of the server.
+        fc.constantFrom('%', '%E0%A4%A', '%ZZ', '%C3', TARGET),
+      );
+      await fc.assert(
+        fc.asyncProperty(target, validReview, async (t, r) => {
+          const { status, text } = await post(JSON.stringify(r), `/convert/${t}`);
+          expect(status, `POST /convert/${t}`).toBeLessThan(500);
+          expect(text.trim().length).toBeGreaterThan(0);
+          if (status === 200)
+            expectWellFormed(JSON.stringify(r), {
+              review: JSON.parse(text),
+              parsedUid: r.request.uid as string,
+            });
+        }),
+        fuzz(0.05),
+      );
+    },
+    fuzzTimeoutMs(20, 0.05),
+  );
 });

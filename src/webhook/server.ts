@@ -71,7 +71,14 @@ export class ConversionWebhookServer extends HttpsService {
       if (!path.startsWith(CONVERT_PREFIX))
         return sendText(res, 404, `no such path ${path}; reviews go to ${CONVERT_PREFIX}<target>`);
       if (req.method !== 'POST') return sendText(res, 405, `${path} takes POST`);
-      await this.convert(req, res, decodeURIComponent(path.slice(CONVERT_PREFIX.length)));
+      const target = decodedTarget(path.slice(CONVERT_PREFIX.length));
+      if (target === undefined)
+        return sendText(
+          res,
+          400,
+          `the target in ${path} is not percent-encoded UTF-8: ${CONVERT_PREFIX}<target>`,
+        );
+      await this.convert(req, res, target);
     } catch (err) {
       this.log.error({ err, path }, 'request failed');
       if (!res.headersSent) sendText(res, 500, 'internal error');
@@ -127,6 +134,16 @@ export class ConversionWebhookServer extends HttpsService {
         'conversion failed',
       );
     sendJson(res, answer);
+  }
+}
+
+// A malformed escape (`%`, `%E0%A4%A`) is the client's mistake: a 400, not a 500 logged as the
+// server's failure (found by review.fuzz.test.ts).
+function decodedTarget(encoded: string): string | undefined {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return undefined;
   }
 }
 

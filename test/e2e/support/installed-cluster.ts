@@ -77,7 +77,6 @@ export function useInstalledCluster(
         natsUrl: cluster.natsUrl,
         natsCredentialsDir: cluster.natsCredentialsDir,
         ...(opts.natsCluster ? { streamReplicas: 3 as const } : {}),
-        dir: cluster.dir,
         log: opts.log,
       });
       // Reconnects for as long as it takes: the chaos suite kills and freezes nats-server.
