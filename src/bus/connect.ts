@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { systemClock } from '../runtime/clock.ts';
 import { inboxPrefixOf } from './inbox.ts';
 import { describeError, isInfrastructureError } from './runtime/errors.ts';
+import { checkTlsFilesReadable, explainTlsFailure, type NatsTlsFiles, natsClientTls } from './tls.ts';
 import {
   checkServerVersion,
   DEFAULT_TOPOLOGY,
@@ -49,6 +50,8 @@ export async function connectBus(opts: {
   servers: string;
   /** Who it connects as (`nats.user`, `nats.passwordFile`); none when the user is empty. */
   credentials?: NatsCredentials | undefined;
+  /** `nats.tls`: the CA the server's certificate must chain to, a client certificate (src/bus/tls.ts). */
+  tls?: NatsTlsFiles | undefined;
   name: string;
   log: Logger;
   topology?: TopologyOptions;
@@ -57,14 +60,20 @@ export async function connectBus(opts: {
   buckets?: readonly string[];
   signal?: AbortSignal;
 }): Promise<Bus> {
+  const servers = natsServerList(opts.servers);
+  const tls = natsClientTls(opts.tls, servers);
+  checkTlsFilesReadable(tls);
   const nc = await connect({
-    servers: natsServerList(opts.servers),
+    servers,
     name: opts.name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,
     pingInterval: PING_INTERVAL_MS,
     maxPingOut: MAX_PINGS_OUT,
+    ...(tls ? { tls } : {}),
     ...credentialOptions(opts.credentials),
+  }).catch((err: unknown) => {
+    throw explainTlsFailure(err, tls);
   });
   try {
     checkServerVersion(nc.info?.version ?? '0.0.0', nc.info?.jetstream === true);

@@ -125,6 +125,7 @@ export async function runBus(argv: string[]): Promise<void> {
     bus = await connectBus({
       servers: config.nats.url,
       credentials: config.nats,
+      tls: config.nats.tls,
       name: 'bus-setup',
       log,
       topology: topologyOptions(config.bus),

@@ -15,6 +15,7 @@ export async function connectOperatorBus(
     const bus = await connectBus({
       servers: config.nats.url,
       credentials: config.nats,
+      tls: config.nats.tls,
       name,
       log,
       topology: topologyOptions(config.bus),

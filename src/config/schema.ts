@@ -91,6 +91,28 @@ const nats = z
           'into a Secret in each instance’s namespace for the replicas. Read at start. Empty: the replicas ' +
           'connect without credentials.',
       ),
+    tls: z
+      .object({
+        caFile: z
+          .string()
+          .default('')
+          .describe(
+            'CA bundle (PEM) the NATS server’s certificate must chain to; the server’s host name (or IP) must be ' +
+              'in its SANs. Set: TLS is required, and a server without TLS is refused. Read at every connect and ' +
+              'reconnect, so a rotated bundle is used without a restart. Empty: the system’s CAs, and TLS only ' +
+              'when a URL says `tls://` or the server requires it (docs/bus.md, “TLS to NATS”).',
+          ),
+        certFile: z
+          .string()
+          .default('')
+          .describe(
+            'Client certificate (PEM) presented to a NATS server that verifies clients (`verify: true`); with ' +
+              'nats.tls.keyFile. Empty: none (the user and password authenticate).',
+          ),
+        keyFile: z.string().default('').describe('Private key (PEM) of nats.tls.certFile.'),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict();
 

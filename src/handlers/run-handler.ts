@@ -68,6 +68,7 @@ export async function startWorker(
   const bus = await connectBus({
     servers: config.nats.url,
     credentials: config.nats,
+    tls: config.nats.tls,
     name,
     log,
     topology: topologyOptions(config.bus),

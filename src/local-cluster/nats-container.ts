@@ -96,6 +96,14 @@ export class NatsContainer {
     logs.pipe(createWriteStream(this.opts.logFile, { flags: 'a' }));
   }
 
+  /** Sends the server a signal (SIGHUP: reload its configuration) through the container runtime. */
+  async signal(signal: NodeJS.Signals): Promise<void> {
+    if (!this.started) return;
+    const { getContainerRuntimeClient } = await import('testcontainers');
+    const client = await getContainerRuntimeClient();
+    await client.container.getById(this.started.getId()).kill({ signal });
+  }
+
   /** SIGTERM and 5 s to stop (`kill`: at once), then the container is removed; the directory stays. */
   async stop(opts: { kill?: boolean } = {}): Promise<void> {
     const started = this.started;

@@ -5,6 +5,7 @@ import { childEnv } from './control-plane.ts';
 import { freePort } from './free-port.ts';
 import { ManagedProcess } from './managed-process.ts';
 import type { NatsContainer } from './nats-container.ts';
+import { LocalNatsTls, natsTlsConfig } from './nats-tls.ts';
 import { waitFor } from './wait.ts';
 
 /**
@@ -12,6 +13,8 @@ import { waitFor } from './wait.ts';
  * monitoring port on. The binary is the one scripts/lib/bootstrap.sh builds
  * from the pinned module in tools/nats-server (`SWITCHYARD_BIN_NATS`).
  * `extraConfig` is appended to the generated configuration (accounts, users).
+ * With `tls: true` it requires TLS of its clients, with a certificate of its own CA
+ * (`nats-tls.ts`, `tls`), rotated by `rotateCertificate()` without a restart.
  *
  * The ports and the store are fixed at creation, so `restart()` brings the
  * same server back with its streams: what fault tests need to prove that
@@ -25,6 +28,8 @@ export class NatsServer {
   readonly name: string;
   readonly url: string;
   readonly monitorUrl: string;
+  /** Its CA and certificate files when it requires TLS; a client trusts `tls.paths.caFile`. */
+  readonly tls: LocalNatsTls | undefined;
   private current: ManagedProcess | NatsContainer | undefined;
   private readonly configFile: string;
   private readonly logFile: string;
@@ -40,6 +45,7 @@ export class NatsServer {
     configFile: string;
     logFile: string;
     log: Logger;
+    tls: LocalNatsTls | undefined;
   }) {
     this.name = opts.name;
     this.url = `nats://127.0.0.1:${opts.port}`;
@@ -48,6 +54,7 @@ export class NatsServer {
     this.configFile = opts.configFile;
     this.logFile = opts.logFile;
     this.log = opts.log;
+    this.tls = opts.tls;
   }
 
   static async start(
@@ -61,6 +68,7 @@ export class NatsServer {
     const storeDir = join(dir, 'jetstream');
     await mkdir(storeDir, { recursive: true });
     await mkdir(join(dir, 'logs'), { recursive: true });
+    const tls = node.tls ? await LocalNatsTls.create(join(dir, 'tls'), Date.now()) : undefined;
     const configFile = join(dir, 'nats.conf');
     await writeFile(
       configFile,
@@ -70,6 +78,7 @@ export class NatsServer {
         `server_name: "${node.serverName ?? 'switchyard-local'}"`,
         `jetstream { store_dir: "${storeDir}", max_memory_store: 256MB, max_file_store: 2GB }`,
         node.cluster ? clusterConfig(node.cluster) : '',
+        tls ? natsTlsConfig(tls.paths) : '',
         extraConfig,
       ].join('\n'),
     );
@@ -81,6 +90,7 @@ export class NatsServer {
       configFile,
       logFile: join(dir, 'logs', 'nats-server.log'),
       log,
+      tls,
     });
     await server.launch();
     return server;
@@ -135,6 +145,27 @@ export class NatsServer {
   /** SIGCONT: a frozen server resumes where it stopped; its clients' connections may have given up meanwhile. */
   thaw(): void {
     this.signal('SIGCONT');
+  }
+
+  /**
+   * Reloads the configuration (SIGHUP, as `nats-server --signal reload` sends): the server
+   * re-reads its files, the TLS certificate included, and keeps every connection.
+   */
+  async reload(): Promise<void> {
+    const current = this.current;
+    if (current instanceof ManagedProcess) current.kill('SIGHUP');
+    else await current?.signal('SIGHUP');
+  }
+
+  /**
+   * A new serving certificate from the same CA, then a reload: new connections get it, existing
+   * ones stay up on the old one. Returns the new certificate (PEM).
+   */
+  async rotateCertificate(): Promise<string> {
+    if (!this.tls) throw new Error('nats-server rotateCertificate: it was started without tls');
+    const certPem = await this.tls.issue(Date.now());
+    await this.reload();
+    return certPem;
   }
 
   private signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
@@ -198,13 +229,15 @@ export class NatsServer {
   }
 }
 
-/** What makes one server a node of a cluster (`nats-cluster.ts`); nothing for a lone server. */
+/** What makes one server a node of a cluster (`nats-cluster.ts`), and whether it requires TLS. */
 export interface NatsNodeOptions {
   /** The client port, when the caller had to know it before the server starts (a cluster's seed list). */
   port?: number;
   /** Unique per node: JetStream places stream replicas by server name. */
   serverName?: string;
   cluster?: NatsRoutes;
+  /** Clients must use TLS (a `tls {}` block, certificates from `nats-tls.ts`); off by default for now. */
+  tls?: boolean;
 }
 
 export interface NatsRoutes {

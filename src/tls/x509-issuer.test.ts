@@ -90,4 +90,29 @@ describe('x509Issuer', () => {
       server.close();
     }
   });
+
+  it('an IP address in the request is served as an IP SAN, which a client dialling that address verifies', async () => {
+    const ca = await issuer.createCa({ commonName: 'switchyard nats CA', ...caValidity(NOW) });
+    const caFacts = readCa(ca.certPem, ca.keyPem);
+    if (caFacts === undefined) throw new Error('the CA does not parse');
+    const leaf = await issuer.issueServing({
+      ca,
+      dnsNames: ['localhost'],
+      ipAddresses: ['127.0.0.1'],
+      ...leafValidity(caFacts.cert, NOW),
+    });
+    const server = createServer({ cert: leaf.certPem, key: leaf.keyPem }, (_req, res) => res.end('ok'));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      // No servername: Node checks the address dialled against the certificate's IP SANs.
+      const socket = connect({ host: '127.0.0.1', port, ca: ca.certPem });
+      await once(socket, 'secureConnect');
+      expect(socket.authorized).toBe(true);
+      socket.destroy();
+    } finally {
+      server.close();
+    }
+  });
 });

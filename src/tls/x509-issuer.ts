@@ -47,6 +47,7 @@ async function createCa(request: {
 async function issueServing(request: {
   ca: KeyPair;
   dnsNames: readonly string[];
+  ipAddresses?: readonly string[];
   notBeforeMs: number;
   notAfterMs: number;
 }): Promise<KeyPair> {
@@ -75,7 +76,10 @@ async function issueServing(request: {
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
         new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth], false),
         new x509.SubjectAlternativeNameExtension(
-          request.dnsNames.map((value) => ({ type: 'dns' as const, value })),
+          [
+            ...request.dnsNames.map((value) => ({ type: 'dns' as const, value })),
+            ...(request.ipAddresses ?? []).map((value) => ({ type: 'ip' as const, value })),
+          ],
           false,
         ),
         await x509.AuthorityKeyIdentifierExtension.create(ca, false, crypto),

@@ -33,6 +33,7 @@ export async function runWatchers(argv: string[]): Promise<void> {
   const bus = await connectBus({
     servers: config.nats.url,
     credentials: config.nats,
+    tls: config.nats.tls,
     name: COMPONENT,
     log,
     topology,

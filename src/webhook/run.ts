@@ -86,6 +86,7 @@ export async function runWebhookServer(argv: string[]): Promise<void> {
   const bus = await connectBus({
     servers: config.nats.url,
     credentials: config.nats,
+    tls: config.nats.tls,
     name: `${COMPONENT}-${id.pod.name}`,
     log,
     mode: 'verify',

@@ -240,6 +240,8 @@ export interface CertificateIssuer {
   issueServing(request: {
     ca: KeyPair;
     dnsNames: readonly string[];
+    /** IP addresses the certificate also serves (the local stack's NATS on 127.0.0.1); none by default. */
+    ipAddresses?: readonly string[];
     notBeforeMs: number;
     notAfterMs: number;
   }): Promise<KeyPair>;
