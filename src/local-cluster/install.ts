@@ -69,7 +69,7 @@ const PHASES = {
     'PriorityLevelConfiguration',
     'FlowSchema',
   ],
-  workloads: ['ConfigMap', 'Service', 'PodDisruptionBudget', 'Job', 'Deployment'],
+  workloads: ['ConfigMap', 'Service', 'NetworkPolicy', 'PodDisruptionBudget', 'Job', 'Deployment'],
   admission: ['ValidatingWebhookConfiguration'],
 } as const;
 
