@@ -98,7 +98,8 @@ const wrongValue = fc.oneof(
 
 /** A valid object with one field, anywhere below its spec, made wrong. */
 const brokenObject = validObject.chain((object) => {
-  const paths = pathsOf(object.spec, ['spec']);
+  // The spec itself too: an empty spec has no field below it.
+  const paths = [['spec'], ...pathsOf(object.spec, ['spec'])];
   return fc
     .tuple(fc.constant(object), fc.constantFrom(...paths), wrongValue)
     .map(([o, p, v]) => mutate(o, p, v));
