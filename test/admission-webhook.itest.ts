@@ -19,11 +19,14 @@ import {
   type KubernetesObject,
   KubernetesObjectApi,
   loadAllYaml,
+  PatchStrategy,
   RequestContext,
+  setHeaderOptions,
   type V1Deployment,
 } from '@kubernetes/client-node';
 import { fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { instancePolicyConfigMap } from '../src/api/admission-policies.ts';
 import { API_VERSION, GROUP, VERSION } from '../src/api/constants.ts';
 import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
 import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';
@@ -212,6 +215,11 @@ beforeAll(async () => {
   for (const o of await manifests('rbac.yaml')) await objects.create(o);
   for (const o of await manifests('deployment.yaml')) await objects.create(o);
   for (const o of await manifests('webhook.yaml')) await objects.create(o);
+  // What instances may ask for, as deploy/policies ships it (the policies themselves are
+  // cluster-wide and tried in test/privilege.itest.ts, on a cluster of their own).
+  await objects.create(instancePolicyConfigMap() as KubernetesObject).catch((err) => {
+    if ((err as { code?: number }).code !== 409) throw err;
+  });
   await readyReplicas(2);
 
   // The apiserver picks a new webhook configuration and its endpoints up asynchronously, and
@@ -258,6 +266,36 @@ afterAll(async () => {
 });
 
 describe('admission webhook deployed from deploy/admission', () => {
+  it('rejects an instance in a namespace that did not opt in, or of another image, saying how to fix it', async () => {
+    const elsewhere = await createInstance('adm-elsewhere', { namespace: 'kube-system' });
+    expect(elsewhere.status).toBe(422);
+    expect(elsewhere.message).toContain(
+      `${DENIED}namespace "kube-system" does not run ConversionWebhookServers: a platform team opts it in with the label switchyard.dev/instances=allowed`,
+    );
+    const image = await createInstance('adm-image', { image: { repository: 'attacker/miner' } });
+    expect(image.status).toBe(422);
+    expect(image.message).toContain('spec.image.repository "attacker/miner" is not an allowed image');
+    await core.patchNamespace(
+      { name: 'default', body: { metadata: { labels: { 'switchyard.dev/instances': 'allowed' } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    try {
+      // A dry run: reviewed, never stored, so no instances handler of another file renders it.
+      const optedIn = await send('POST', `${collection('cws')}?dryRun=All`, {
+        apiVersion: API_VERSION,
+        kind: 'ConversionWebhookServer',
+        metadata: { name: 'adm-opted-in' },
+        spec: { namespace: 'default', replicas: 0 },
+      });
+      expect(optedIn.status).toBe(201);
+    } finally {
+      await core.patchNamespace(
+        { name: 'default', body: { metadata: { labels: { 'switchyard.dev/instances': null } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    }
+  });
+
   it('rejects a second default instance, naming both', async () => {
     const res = await createInstance('adm-second', { default: true });
     expect(res.status).toBe(422);

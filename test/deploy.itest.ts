@@ -624,6 +624,10 @@ const ACCESS: Record<string, { allow: Access[]; deny: Access[] }> = {
     deny: [
       ['delete', 'apps', 'deployments', 'switchyard-system'],
       ['list', '', 'secrets', 'switchyard-system'],
+      // Namespaces that did not opt in (docs/security.md): nothing at all.
+      ['get', '', 'secrets', 'kube-system'],
+      ['patch', '', 'services', 'default'],
+      ['create', 'apps', 'deployments', 'default'],
       ['bind', 'rbac.authorization.k8s.io', 'roles', 'switchyard-system'],
       ['escalate', 'rbac.authorization.k8s.io', 'roles', 'switchyard-system'],
       ['patch', 'apiextensions.k8s.io', 'customresourcedefinitions'],
@@ -648,6 +652,10 @@ const ACCESS: Record<string, { allow: Access[]; deny: Access[] }> = {
     allow: [
       ['list', 'switchyard.dev', 'crdconversionconfigs'],
       ['get', 'apiextensions.k8s.io', 'customresourcedefinitions'],
+      // Whether the namespace an instance names opted in, and what instances may ask for.
+      ['get', '', 'namespaces'],
+      // kustomize's namePrefix renames the ConfigMap and the Role's reference to it alike.
+      ['get', '', 'configmaps', 'switchyard-system', `${prefix}switchyard-instance-policy`],
       // Its own certificate: its two Secrets by name, create in its namespace, its caBundle.
       ['get', '', 'secrets', 'switchyard-system', 'switchyard-admission-ca'],
       ['patch', '', 'secrets', 'switchyard-system', 'switchyard-admission-ca'],
@@ -664,6 +672,9 @@ const ACCESS: Record<string, { allow: Access[]; deny: Access[] }> = {
       ],
     ],
     deny: [
+      ['get', '', 'configmaps', 'switchyard-system', 'switchyard-nats-address'],
+      ['list', '', 'namespaces'],
+      ['patch', '', 'namespaces'],
       ['watch', 'switchyard.dev', 'crdconversionconfigs'],
       ['create', 'switchyard.dev', 'crdconversionconfigs'],
       ['list', 'apiextensions.k8s.io', 'customresourcedefinitions'],

@@ -15,8 +15,9 @@ import {
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INSTANCE_POLICY_CONFIGMAP, POLICY_NAMESPACE } from '../src/api/admission-policies.ts';
+import { POLICY_NAMESPACE } from '../src/api/admission-policies.ts';
 import { API_VERSION, HANDOVER_VERDICT_ANNOTATION, servedLeaseName } from '../src/api/constants.ts';
+import { INSTANCE_POLICY_CONFIGMAP } from '../src/core/instance-admission.ts';
 import { isConflict, statusOf } from '../src/kube/errors.ts';
 import { type LocalCluster, PROJECT_ROOT, startLocalCluster } from '../src/local-cluster/cluster.ts';
 import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';

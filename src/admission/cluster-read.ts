@@ -16,7 +16,7 @@
 // reach the webhook (its matchConditions) and status writes are a subresource it does not see.
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { GROUP, VERSION } from '../api/constants.ts';
-import type { NamespaceRead } from '../core/instance-admission.ts';
+import { INSTANCE_POLICY_CONFIGMAP, type NamespaceRead } from '../core/instance-admission.ts';
 import { ignoreNotFound, isTooManyRequests, statusOf } from '../kube/errors.ts';
 import type { ClusterReads, ClusterState, TargetKind } from './review.ts';
 
@@ -61,6 +61,14 @@ const TARGETS: Record<TargetKind, Resource> = {
 export function apiserverReader(kubeConfig: KubeConfig): ClusterReader {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
   const core = kubeConfig.makeApiClient(CoreV1Api);
+  const allowances = async (namespace: string): Promise<Record<string, string> | undefined> => {
+    const read = await ignoreNotFound(
+      retryingTooManyRequests(() =>
+        core.readNamespacedConfigMap({ name: INSTANCE_POLICY_CONFIGMAP, namespace }),
+      ),
+    );
+    return read === undefined ? undefined : (read.data ?? {});
+  };
   const namespace = async (name: string): Promise<NamespaceRead> => {
     const read = await ignoreNotFound(retryingTooManyRequests(() => core.readNamespace({ name })));
     return read === undefined ? { exists: false } : { exists: true, labels: read.metadata?.labels ?? {} };
@@ -73,18 +81,20 @@ export function apiserverReader(kubeConfig: KubeConfig): ClusterReader {
     ignoreNotFound(retryingTooManyRequests(() => api.getClusterCustomObject({ ...r, name })));
   return {
     async read(reads) {
-      const [instances, crdConfigs, xrdConfigs, target, namespaceRead] = await Promise.all([
+      const [instances, crdConfigs, xrdConfigs, target, namespaceRead, allowancesRead] = await Promise.all([
         reads.instances ? list(INSTANCES) : [],
         reads.configs ? list(CRD_CONFIGS) : [],
         reads.configs ? list(XRD_CONFIGS) : [],
         reads.target ? get(TARGETS[reads.target.kind], reads.target.name) : undefined,
         reads.namespace === undefined ? undefined : namespace(reads.namespace),
+        reads.allowancesIn === undefined ? undefined : allowances(reads.allowancesIn),
       ]);
       return {
         instances,
         configs: [...crdConfigs, ...xrdConfigs],
         target,
         ...(namespaceRead && { namespace: namespaceRead }),
+        ...(allowancesRead && { allowances: allowancesRead }),
       };
     },
   };

@@ -9,7 +9,6 @@ import { FUZZ_TEST_TIMEOUT_MS, fuzz, fuzzTimeoutMs } from '../../test/support/fu
 import { API_VERSION, GROUP } from '../api/constants.ts';
 import { crdConfigSpecSchema, xrdConfigSpecSchema } from '../api/conversion-config.ts';
 import { webhookServerSpecSchema } from '../api/webhook-server.ts';
-import type { InstancePolicy } from '../core/instance-admission.ts';
 import {
   type AdmissionRequest,
   type AdmissionResponse,
@@ -21,11 +20,7 @@ import {
 
 vi.setConfig({ testTimeout: FUZZ_TEST_TIMEOUT_MS });
 
-const POLICY: InstancePolicy = {
-  operatorNamespace: 'switchyard-system',
-  allowedImageRepositories: ['registry.example/team/webhook'],
-  allowServiceAccountName: false,
-};
+const OPERATOR_NAMESPACE = 'switchyard-system';
 const TARGET = 'gizmos.x.io';
 
 type Kind = 'ConversionWebhookServer' | 'CRDConversionConfig' | 'XRDConversionConfig';
@@ -127,13 +122,14 @@ const cluster = (instances: unknown[] = [], configs: unknown[] = []): ClusterSta
   configs,
   target: gizmoCrd(TARGET),
   namespace: { exists: true, labels: {} },
+  allowances: { allowedImageRepositories: 'registry.example/team/webhook' },
 });
 
 function decided(request: AdmissionRequest, state: ClusterState): AdmissionResponse {
   let response: AdmissionResponse | undefined;
-  expect(() => readsFor(request, POLICY), 'readsFor threw').not.toThrow();
+  expect(() => readsFor(request, OPERATOR_NAMESPACE), 'readsFor threw').not.toThrow();
   expect(() => {
-    response = review(request, state, POLICY);
+    response = review(request, state, OPERATOR_NAMESPACE);
   }, 'review threw').not.toThrow();
   const answer = response as AdmissionResponse;
   expect(answer.uid).toBe(request.uid);

@@ -1,15 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { API_VERSION, GROUP } from '../api/constants.ts';
-import type { InstancePolicy } from '../core/instance-admission.ts';
 import type { TargetSchema } from '../engine/schema.ts';
 import { root, str } from '../engine/test-support.ts';
 import { type AdmissionRequest, type ClusterState, parseReview, readsFor, review } from './review.ts';
 
-const POLICY: InstancePolicy = {
-  operatorNamespace: 'switchyard-system',
-  allowedImageRepositories: ['registry.example/team/webhook'],
-  allowServiceAccountName: false,
-};
+const POLICY = 'switchyard-system';
+const ALLOWANCES = { allowedImageRepositories: 'registry.example/team/webhook' };
 
 type Kind = 'ConversionWebhookServer' | 'CRDConversionConfig' | 'XRDConversionConfig';
 
@@ -78,7 +74,12 @@ const renameRule = {
 };
 const goodSpokes = [{ version: 'v1', rules: [renameRule] }];
 
-const state = (s: Partial<ClusterState> = {}): ClusterState => ({ instances: [], configs: [], ...s });
+const state = (s: Partial<ClusterState> = {}): ClusterState => ({
+  instances: [],
+  configs: [],
+  allowances: ALLOWANCES,
+  ...s,
+});
 
 describe('admission of ConversionWebhookServers', () => {
   it.each([
@@ -137,10 +138,11 @@ describe('admission of ConversionWebhookServers', () => {
     expect(review(req, state({ instances: fleet }), POLICY)).toEqual({ uid: 'uid-1', allowed: true });
   });
 
-  it('reads only the instances to decide', () => {
+  it('reads only the instances and their allowances to decide', () => {
     expect(readsFor(request('ConversionWebhookServer', cws('a')), POLICY)).toEqual({
       instances: true,
       configs: false,
+      allowancesIn: 'switchyard-system',
     });
   });
 });
@@ -329,11 +331,13 @@ describe('what an instance may ask Switchyard to run', () => {
     expect(readsFor(request('ConversionWebhookServer', cws('a', { namespace: 'team-a' })), POLICY)).toEqual({
       instances: true,
       configs: false,
+      allowancesIn: 'switchyard-system',
       namespace: 'team-a',
     });
     expect(readsFor(request('ConversionWebhookServer', cws('a')), POLICY)).toEqual({
       instances: true,
       configs: false,
+      allowancesIn: 'switchyard-system',
     });
   });
 
@@ -397,10 +401,23 @@ describe('what an instance may ask Switchyard to run', () => {
       'ConversionWebhookServer',
       cws('a', { image: { repository: 'registry.example/team/webhook' }, serviceAccountName: 'shared' }),
     );
-    expect(review(req, state(), { ...POLICY, allowServiceAccountName: true })).toEqual({
+    const allowances = { ...ALLOWANCES, allowServiceAccountName: 'true' };
+    expect(review(req, state({ allowances }), POLICY)).toEqual({
       uid: 'uid-1',
       allowed: true,
     });
+  });
+
+  it('admits no instance while the ConfigMap of allowances is missing, and says how to fix it', () => {
+    const response = review(
+      request('ConversionWebhookServer', cws('a')),
+      { instances: [], configs: [] },
+      POLICY,
+    );
+    expect(response.allowed).toBe(false);
+    expect(response.status?.message).toMatch(
+      /ConfigMap switchyard-system\/switchyard-instance-policy, which says what instances may ask for, is missing: restore it/,
+    );
   });
 
   it('lists every rule an instance breaks at once', () => {

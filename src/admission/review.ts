@@ -25,9 +25,9 @@ import { type ConfigIdentity, duplicateTargetViolation } from '../core/config-ad
 import { validateConfig } from '../core/config-validation.ts';
 import { violationsIntroduced } from '../core/fleet-admission.ts';
 import {
-  type InstancePolicy,
+  allowancesOf,
+  INSTANCE_POLICY_CONFIGMAP,
   type InstanceRequestLike,
-  instanceNamespaceOf,
   instancePolicyViolations,
   type NamespaceRead,
 } from '../core/instance-admission.ts';
@@ -145,6 +145,8 @@ export interface ClusterReads {
   target?: TargetRef;
   /** The namespace an instance would run in: whether it exists and has opted in. */
   namespace?: string;
+  /** The namespace of the ConfigMap of what instances may ask for (an instance review reads it). */
+  allowancesIn?: string;
 }
 
 /**
@@ -156,6 +158,8 @@ export interface ClusterState {
   configs: readonly unknown[];
   target?: unknown;
   namespace?: NamespaceRead;
+  /** The ConfigMap's data; absent when it does not exist (every instance write is then refused). */
+  allowances?: Readonly<Record<string, string>>;
 }
 
 const NOTHING: ClusterReads = { instances: false, configs: false };
@@ -191,14 +195,19 @@ function specOf(object: unknown): unknown {
   return (object as { spec?: unknown } | null | undefined)?.spec;
 }
 
-export function readsFor(request: AdmissionRequest, policy: InstancePolicy): ClusterReads {
+export function readsFor(request: AdmissionRequest, operatorNamespace: string): ClusterReads {
   const kind = reviewedKind(request);
   if (kind === undefined || specUnchanged(request)) return NOTHING;
   if (kind === WEBHOOK_SERVER_KIND) {
     const candidate = instanceRequestOf(request.object);
-    const namespace = candidate ? instanceNamespaceOf(candidate, policy) : undefined;
-    const readsNamespace = namespace !== undefined && namespace !== policy.operatorNamespace;
-    return { instances: true, configs: false, ...(readsNamespace && { namespace }) };
+    const namespace = candidate?.spec.namespace ?? operatorNamespace;
+    const readsNamespace = namespace !== operatorNamespace;
+    return {
+      instances: true,
+      configs: false,
+      allowancesIn: operatorNamespace,
+      ...(readsNamespace && { namespace }),
+    };
   }
   const identity = configIdentityOf(request.object);
   const reads: ClusterReads = { instances: true, configs: true };
@@ -215,11 +224,11 @@ function targetRefOf(config: ConfigIdentity): TargetRef {
 export function review(
   request: AdmissionRequest,
   cluster: ClusterState,
-  policy: InstancePolicy,
+  operatorNamespace: string,
 ): AdmissionResponse {
   const kind = reviewedKind(request);
   if (kind === undefined || specUnchanged(request)) return allow(request.uid);
-  if (kind === WEBHOOK_SERVER_KIND) return reviewInstance(request, cluster, policy);
+  if (kind === WEBHOOK_SERVER_KIND) return reviewInstance(request, cluster, operatorNamespace);
   return reviewConfig(request, kind, cluster);
 }
 
@@ -261,7 +270,7 @@ function instanceRequestOf(object: unknown): InstanceRequestLike | undefined {
 function reviewInstance(
   request: AdmissionRequest,
   cluster: ClusterState,
-  policy: InstancePolicy,
+  operatorNamespace: string,
 ): AdmissionResponse {
   const candidate = instanceLikeOf(request.object);
   const asked = instanceRequestOf(request.object);
@@ -270,6 +279,14 @@ function reviewInstance(
       request.uid,
       badRequest('the ConversionWebhookServer has no readable metadata.name and spec'),
     );
+  if (cluster.allowances === undefined)
+    return deny(
+      request.uid,
+      invalid(
+        `ConfigMap ${operatorNamespace}/${INSTANCE_POLICY_CONFIGMAP}, which says what instances may ask for, is missing: restore it from deploy/policies (docs/security.md); until then no instance is admitted`,
+      ),
+    );
+  const policy = { operatorNamespace, ...allowancesOf(cluster.allowances) };
   // What the instance would run is checked on every spec change, not only what the change
   // introduces: Switchyard renders the whole spec again with its own identity.
   const refused = instancePolicyViolations(asked, policy, cluster.namespace ?? { exists: false });

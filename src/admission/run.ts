@@ -62,6 +62,7 @@ export async function runAdmission(argv: string[]): Promise<void> {
     server = new AdmissionServer({
       certificate,
       reader: apiserverReader(clients.informers.kubeConfig),
+      operatorNamespace: operatorNamespace(),
       log,
     });
     const port = await server.listen(listenPort(CONTAINER_PORT));

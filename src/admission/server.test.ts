@@ -49,11 +49,7 @@ async function start(
   server = new AdmissionServer({
     certificate: { cert: cert.certPem, key: cert.keyPem },
     reader,
-    policy: {
-      operatorNamespace: 'switchyard-system',
-      allowedImageRepositories: [],
-      allowServiceAccountName: false,
-    },
+    operatorNamespace: 'switchyard-system',
     log,
     ...options,
   });
@@ -93,7 +89,11 @@ describe('admission server', () => {
     const base = await start({
       read: async (reads) => {
         asked.push(reads);
-        return { ...emptyCluster, instances: [{ metadata: { name: 'a' }, spec: { default: true } }] };
+        return {
+          ...emptyCluster,
+          instances: [{ metadata: { name: 'a' }, spec: { default: true } }],
+          allowances: {},
+        };
       },
     });
     const res = await post(base, JSON.stringify(secondDefault));
@@ -103,7 +103,7 @@ describe('admission server', () => {
       kind: 'AdmissionReview',
       response: { uid: 'u-1', allowed: false, status: { code: 422 } },
     });
-    expect(asked).toEqual([{ instances: true, configs: false }]);
+    expect(asked).toEqual([{ instances: true, configs: false, allowancesIn: 'switchyard-system' }]);
   });
 
   it('answers a body that is not JSON with a 400 that says so', async () => {

@@ -9,7 +9,6 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { InstancePolicy } from '../core/instance-admission.ts';
 import { readBody, sendJson, sendText } from '../runtime/http-body.ts';
 import { HttpsService } from '../runtime/https-service.ts';
 import type { CertificatePair } from '../runtime/serving-certificate.ts';
@@ -48,8 +47,8 @@ const REQUEST_TIMEOUT_MS = 10_000;
 export interface AdmissionServerOptions {
   certificate: CertificatePair;
   reader: ClusterReader;
-  /** What instances may ask for (config `instances.*`, the operator's namespace). */
-  policy: InstancePolicy;
+  /** Switchyard's own namespace: where instances run by default, and where their allowances live. */
+  operatorNamespace: string;
   log: Logger;
   maxReviewBytes?: number;
   readDeadlineMs?: number;
@@ -57,7 +56,7 @@ export interface AdmissionServerOptions {
 
 export class AdmissionServer extends HttpsService {
   private readonly reader: ClusterReader;
-  private readonly policy: InstancePolicy;
+  private readonly operatorNamespace: string;
   private readonly log: Logger;
   private readonly maxReviewBytes: number;
   private readonly readDeadlineMs: number;
@@ -65,7 +64,7 @@ export class AdmissionServer extends HttpsService {
   constructor(options: AdmissionServerOptions) {
     super(options.certificate, REQUEST_TIMEOUT_MS);
     this.reader = options.reader;
-    this.policy = options.policy;
+    this.operatorNamespace = options.operatorNamespace;
     this.log = options.log;
     this.maxReviewBytes = options.maxReviewBytes ?? MAX_REVIEW_BYTES;
     this.readDeadlineMs = options.readDeadlineMs ?? READ_DEADLINE_MS;
@@ -115,10 +114,10 @@ export class AdmissionServer extends HttpsService {
   private async decide(request: AdmissionRequest): Promise<AdmissionResponse> {
     try {
       const cluster = await withDeadline(
-        this.reader.read(readsFor(request, this.policy)),
+        this.reader.read(readsFor(request, this.operatorNamespace)),
         this.readDeadlineMs,
       );
-      return review(request, cluster, this.policy);
+      return review(request, cluster, this.operatorNamespace);
     } catch (err) {
       this.log.warn({ err, uid: request.uid }, 'could not read the cluster to decide');
       return deny(

@@ -9,6 +9,7 @@ import {
   EXTRA_ARG_PATTERN,
   INSTANCE_NAMESPACE_LABEL,
   INSTANCE_NAMESPACE_OPTED_IN,
+  INSTANCE_POLICY_CONFIGMAP,
 } from '../core/instance-admission.ts';
 import {
   GROUP,
@@ -20,8 +21,6 @@ import {
 } from './constants.ts';
 
 export const POLICY_NAMESPACE = 'switchyard-system';
-/** The ConfigMap both the admission webhook and the instance policy read their lists from. */
-export const INSTANCE_POLICY_CONFIGMAP = 'switchyard-instance-policy';
 
 const serviceAccountUser = (name: string) => `system:serviceaccount:${POLICY_NAMESPACE}:${name}`;
 export const INSTANCES_USER = serviceAccountUser('switchyard-instances');

@@ -33,11 +33,35 @@ export const EXTRA_ARG_KEYS = [
 export const EXTRA_ARG_PATTERN = `^--(${EXTRA_ARG_KEYS.map((k) => k.replaceAll('.', '\\.')).join('|')})=[^\\s]+$`;
 const extraArgPattern = new RegExp(EXTRA_ARG_PATTERN);
 
-export interface InstancePolicy {
-  /** Where an instance without spec.namespace runs: Switchyard's own, always allowed. */
-  operatorNamespace: string;
+/**
+ * What a platform team allows beyond the defaults, in one ConfigMap of the operator's namespace:
+ * the admission webhook reads it at every instance review, and the policy switchyard-instance-spec
+ * takes it as its parameter, so both enforce the same lists the moment it changes.
+ */
+export const INSTANCE_POLICY_CONFIGMAP = 'switchyard-instance-policy';
+
+export interface InstanceAllowances {
   allowedImageRepositories: readonly string[];
   allowServiceAccountName: boolean;
+}
+
+export interface InstancePolicy extends InstanceAllowances {
+  /** Where an instance without spec.namespace runs: Switchyard's own, always allowed. */
+  operatorNamespace: string;
+}
+
+/**
+ * The ConfigMap's data read as the policy's CEL reads it: `allowedImageRepositories` split on
+ * commas, each entry trimmed, empty ones dropped; `allowServiceAccountName` only when "true".
+ */
+export function allowancesOf(data: Readonly<Record<string, string>> | undefined): InstanceAllowances {
+  return {
+    allowedImageRepositories: (data?.allowedImageRepositories ?? '')
+      .split(',')
+      .map((r) => r.trim())
+      .filter((r) => r !== ''),
+    allowServiceAccountName: data?.allowServiceAccountName === 'true',
+  };
 }
 
 /** The part of an instance's spec the rules read; the CRD schema has typed it already. */
@@ -93,12 +117,12 @@ function imageViolation(instance: InstanceRequestLike, policy: InstancePolicy): 
     policy.allowedImageRepositories.length === 0
       ? 'none is allowed besides the project’s own'
       : `allowed: ${policy.allowedImageRepositories.join(', ')}`;
-  return `spec.image.repository "${repository}" is not an allowed image (${allowed}): leave it unset to run Switchyard's own image, or have a platform team add it to instances.allowedImageRepositories`;
+  return `spec.image.repository "${repository}" is not an allowed image (${allowed}): leave it unset to run Switchyard's own image, or have a platform team add it to allowedImageRepositories in ConfigMap ${policy.operatorNamespace}/${INSTANCE_POLICY_CONFIGMAP}`;
 }
 
 function serviceAccountViolation(instance: InstanceRequestLike, policy: InstancePolicy): string | undefined {
   if (instance.spec.serviceAccountName === undefined || policy.allowServiceAccountName) return undefined;
-  return `spec.serviceAccountName is not allowed: the replicas run as the ServiceAccount Switchyard renders for "${instance.name}"; remove the field, or have a platform team set instances.allowServiceAccountName`;
+  return `spec.serviceAccountName is not allowed: the replicas run as the ServiceAccount Switchyard renders for "${instance.name}"; remove the field, or have a platform team set allowServiceAccountName: "true" in ConfigMap ${policy.operatorNamespace}/${INSTANCE_POLICY_CONFIGMAP}`;
 }
 
 function extraArgViolations(instance: InstanceRequestLike): string[] {

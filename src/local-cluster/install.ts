@@ -68,6 +68,8 @@ const PHASES = {
     'RoleBinding',
     'PriorityLevelConfiguration',
     'FlowSchema',
+    'ValidatingAdmissionPolicy',
+    'ValidatingAdmissionPolicyBinding',
   ],
   workloads: ['ConfigMap', 'Service', 'NetworkPolicy', 'PodDisruptionBudget', 'Job', 'Deployment'],
   admission: ['ValidatingWebhookConfiguration'],

@@ -3,6 +3,10 @@
 // ObjectView applies records in stream order), so at the record that names the new Service it
 // sees exactly the Leases and EndpointSlices recorded before it: the state the gate must have
 // passed on. It decides nothing; the test reads `repoints`.
+//
+// A replica whose view falls behind the bus publishes "cannot tell" (viewBehind) and keeps every
+// plan it holds (docs/reliability.md), so a Pod whose last readable report listed the target
+// still holds its plan while it says "cannot tell": the witness counts it as reported, and says so.
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { webhookServiceName } from '../../../src/api/constants.ts';
@@ -32,11 +36,15 @@ export class HandoverWitness {
   readonly repoints: Repoint[] = [];
   private readonly view: ObjectView;
   private readonly services = new Map<string, string | undefined>();
+  /** Per Pod, the targets of its last readable report, as recorded. */
+  private readonly lastReadable = new Map<string, ReadonlySet<string>>();
   private readonly namespace: string;
+  private readonly instances: readonly string[];
   private readonly instanceOfService: (service: string) => string | undefined;
 
   constructor(opts: { namespace: string; instances: readonly string[]; log: Logger }) {
     this.namespace = opts.namespace;
+    this.instances = opts.instances;
     const byService = new Map(opts.instances.map((i) => [webhookServiceName(i), i]));
     this.instanceOfService = (service) => byService.get(service);
     this.view = new ObjectView([...REPLICA_VIEW_KINDS, 'lease', 'endpointslice'], opts.log);
@@ -46,6 +54,7 @@ export class HandoverWitness {
     await this.view.start(js);
     for (const crd of this.view.list('crd')) this.services.set(crd.metadata.name, conversionServiceOf(crd));
     this.view.onChange((kind) => {
+      if (kind === 'lease') this.onLeases();
       if (kind === 'crd') this.onTargets();
     });
   }
@@ -73,6 +82,17 @@ export class HandoverWitness {
     }
   }
 
+  private onLeases(): void {
+    for (const instance of this.instances) {
+      const expected = readExpectedSets(this.view)(instance);
+      for (const lease of readInstanceLeases(this.view, instance, this.namespace)) {
+        if (lease.servedSet === undefined || lease.holder === undefined) continue;
+        const decoded = decodeServedSet(lease.servedSet, expected);
+        if (decoded.kind === 'set') this.lastReadable.set(lease.holder, decoded.served);
+      }
+    }
+  }
+
   private reportsOf(instance: string, target: string): PodAtRepoint[] {
     const expected = readExpectedSets(this.view)(instance);
     const leases = readInstanceLeases(this.view, instance, this.namespace);
@@ -80,6 +100,12 @@ export class HandoverWitness {
       const lease = leases.find((l) => l.holder === pod);
       if (lease?.servedSet === undefined) return { pod, reported: false, why: 'no served-set Lease' };
       const decoded = decodeServedSet(lease.servedSet, expected);
+      if (decoded.kind === 'viewBehind' && this.lastReadable.get(pod)?.has(target))
+        return {
+          pod,
+          reported: true,
+          why: 'its report is viewBehind; its last readable one listed the target',
+        };
       if (decoded.kind !== 'set') return { pod, reported: false, why: `its report is ${decoded.kind}` };
       return decoded.served.has(target)
         ? { pod, reported: true }
