@@ -451,13 +451,16 @@ describe('whoever writes Switchyard resources', () => {
     expect(refused.message).toMatch(message);
   });
 
-  it('runs an image the platform team allowed, once the ConfigMap lists it', async () => {
+  it('runs an image and a flag the platform team allowed, once the ConfigMap lists them', async () => {
     await objectsAs(admin).patch(
       {
         apiVersion: 'v1',
         kind: 'ConfigMap',
         metadata: { name: INSTANCE_POLICY_CONFIGMAP, namespace: POLICY_NAMESPACE },
-        data: { allowedImageRepositories: 'registry.example/webhook' },
+        data: {
+          allowedImageRepositories: 'registry.example/webhook',
+          allowedExtraArgKeys: 'webhook.drainSeconds,webhook.unsafeDropPlanOnReassign',
+        },
       } as KubernetesObject,
       undefined,
       undefined,
@@ -465,20 +468,28 @@ describe('whoever writes Switchyard resources', () => {
       undefined,
       PatchStrategy.MergePatch,
     );
+    const allowed = webhookServer('allowed', {
+      image: { repository: 'registry.example/webhook' },
+      extraArgs: ['--webhook.unsafeDropPlanOnReassign=true'],
+    });
     await waitFor(
-      'the allowed image to be admitted',
+      'the allowed image and flag to be admitted',
       () =>
         objectsAs(writer)
-          .create(
-            webhookServer('allowed-image', { image: { repository: 'registry.example/webhook' } }),
-            undefined,
-            'All',
-          )
+          .create(allowed, undefined, 'All')
           .then(
             () => true,
             () => undefined,
           ),
       { timeoutMs: 20_000 },
     );
+    const stillRefused = await refusal(
+      objectsAs(writer).create(
+        webhookServer('x', { extraArgs: ['--nats.url=nats://attacker:4222'] }),
+        undefined,
+        'All',
+      ),
+    );
+    expect(stillRefused.code).toBe(403);
   });
 });

@@ -70,6 +70,9 @@ const cel = (text: string) => `'${text.replaceAll('\\', '\\\\').replaceAll("'", 
 const hasEntry = (map: string, key: string, value: string) =>
   `(has(${map}) && ${cel(key)} in ${map} && ${map}[${cel(key)}] == ${cel(value)})`;
 const orEmpty = (map: string, field: string) => `${map}.?${field}.orValue({})`;
+/** CEL: a comma-separated list of the parameter ConfigMap, as core/instance-admission.ts's allowancesOf reads it. */
+const paramList = (key: string) =>
+  `params.data.?${key}.orValue('').split(',').map(r, r.trim()).filter(r, r != '')`;
 const SPEC_CHANGED = {
   name: 'spec-changed',
   expression: "request.operation == 'CREATE' || object.spec != oldObject.spec",
@@ -83,11 +86,8 @@ function instanceSpec(): PolicyParts {
     rules: [rule(GROUP, ['conversionwebhookservers'])],
     matchConditions: [SPEC_CHANGED],
     variables: [
-      {
-        name: 'allowedImages',
-        expression:
-          "params.data.?allowedImageRepositories.orValue('').split(',').map(r, r.trim()).filter(r, r != '')",
-      },
+      { name: 'allowedImages', expression: paramList('allowedImageRepositories') },
+      { name: 'allowedExtraArgKeys', expression: paramList('allowedExtraArgKeys') },
     ],
     validations: [
       {
@@ -102,9 +102,10 @@ function instanceSpec(): PolicyParts {
         reason: 'Forbidden',
       },
       {
-        expression: `!has(object.spec.extraArgs) || object.spec.extraArgs.all(a, a.matches(${cel(EXTRA_ARG_PATTERN)}))`,
-        message:
-          'spec.extraArgs: every entry must be --<key>=<value> with a webhook-server tuning key (docs/security.md lists them)',
+        expression:
+          `!has(object.spec.extraArgs) || object.spec.extraArgs.all(a, a.matches(${cel(EXTRA_ARG_PATTERN)}) || ` +
+          "variables.allowedExtraArgKeys.exists(k, a.startsWith('--' + k + '=') && a.size() > k.size() + 3))",
+        message: `spec.extraArgs: every entry must be --<key>=<value> with a webhook-server tuning key (docs/security.md lists them) or a key of allowedExtraArgKeys in ConfigMap ${POLICY_NAMESPACE}/${INSTANCE_POLICY_CONFIGMAP}`,
         reason: 'Forbidden',
       },
       {
@@ -290,7 +291,7 @@ export function instancePolicyConfigMap(): PolicyObject {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name: INSTANCE_POLICY_CONFIGMAP, namespace: POLICY_NAMESPACE, labels: LABELS },
-    data: { allowedImageRepositories: '', allowServiceAccountName: 'false' },
+    data: { allowedImageRepositories: '', allowServiceAccountName: 'false', allowedExtraArgKeys: '' },
   };
 }
 

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { configKeys } from '../config/keys.ts';
 import {
+  allowancesOf,
   EXTRA_ARG_KEYS,
   EXTRA_ARG_PATTERN,
   type InstancePolicy,
@@ -12,6 +13,7 @@ const POLICY: InstancePolicy = {
   operatorNamespace: 'switchyard-system',
   allowedImageRepositories: [],
   allowServiceAccountName: false,
+  allowedExtraArgKeys: [],
 };
 const argsRefused = (extraArgs: string[]) =>
   instancePolicyViolations({ name: 'a', spec: { extraArgs } }, POLICY, { exists: false });
@@ -49,6 +51,37 @@ describe('the flags a user may pass a webhook-server', () => {
   it('is anchored for RE2 as for JavaScript', () => {
     expect(EXTRA_ARG_PATTERN.startsWith('^')).toBe(true);
     expect(EXTRA_ARG_PATTERN.endsWith('$')).toBe(true);
+  });
+});
+
+describe('what a platform team allows', () => {
+  it('reads the ConfigMap as the policy does: lists split on commas and trimmed, true only as "true"', () => {
+    expect(
+      allowancesOf({
+        allowedImageRepositories: ' a/b , ,c ',
+        allowServiceAccountName: 'True',
+        allowedExtraArgKeys: 'webhook.unsafeDropPlanOnReassign',
+      }),
+    ).toEqual({
+      allowedImageRepositories: ['a/b', 'c'],
+      allowServiceAccountName: false,
+      allowedExtraArgKeys: ['webhook.unsafeDropPlanOnReassign'],
+    });
+    expect(allowancesOf(undefined)).toEqual({
+      allowedImageRepositories: [],
+      allowServiceAccountName: false,
+      allowedExtraArgKeys: [],
+    });
+  });
+
+  it('admits a flag whose key it allows, with a value, and still no other', () => {
+    const policy = { ...POLICY, allowedExtraArgKeys: ['webhook.unsafeDropPlanOnReassign'] };
+    const refused = (arg: string) =>
+      instancePolicyViolations({ name: 'a', spec: { extraArgs: [arg] } }, policy, { exists: false });
+    expect(refused('--webhook.unsafeDropPlanOnReassign=true')).toEqual([]);
+    expect(refused('--webhook.unsafeDropPlanOnReassign=')).toHaveLength(1);
+    expect(refused('--webhook.unsafeDropPlanOnReassign')).toHaveLength(1);
+    expect(refused('--nats.url=x')).toHaveLength(1);
   });
 });
 

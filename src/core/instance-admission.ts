@@ -43,6 +43,8 @@ export const INSTANCE_POLICY_CONFIGMAP = 'switchyard-instance-policy';
 export interface InstanceAllowances {
   allowedImageRepositories: readonly string[];
   allowServiceAccountName: boolean;
+  /** Configuration keys spec.extraArgs may set beyond EXTRA_ARG_KEYS. */
+  allowedExtraArgKeys: readonly string[];
 }
 
 export interface InstancePolicy extends InstanceAllowances {
@@ -51,17 +53,25 @@ export interface InstancePolicy extends InstanceAllowances {
 }
 
 /**
- * The ConfigMap's data read as the policy's CEL reads it: `allowedImageRepositories` split on
- * commas, each entry trimmed, empty ones dropped; `allowServiceAccountName` only when "true".
+ * The ConfigMap's data read as the policy's CEL reads it: the lists split on commas, each entry
+ * trimmed, empty ones dropped; `allowServiceAccountName` only when "true".
  */
 export function allowancesOf(data: Readonly<Record<string, string>> | undefined): InstanceAllowances {
-  return {
-    allowedImageRepositories: (data?.allowedImageRepositories ?? '')
+  const list = (text: string | undefined) =>
+    (text ?? '')
       .split(',')
       .map((r) => r.trim())
-      .filter((r) => r !== ''),
+      .filter((r) => r !== '');
+  return {
+    allowedImageRepositories: list(data?.allowedImageRepositories),
     allowServiceAccountName: data?.allowServiceAccountName === 'true',
+    allowedExtraArgKeys: list(data?.allowedExtraArgKeys),
   };
+}
+
+/** `--<key>=<value>` for one of `keys`, as the policy's CEL tests it (startsWith, then a value). */
+function setsOneOf(arg: string, keys: readonly string[]): boolean {
+  return keys.some((key) => arg.startsWith(`--${key}=`) && arg.length > key.length + 3);
 }
 
 /** The part of an instance's spec the rules read; the CRD schema has typed it already. */
@@ -92,7 +102,7 @@ export function instancePolicyViolations(
     namespaceViolation(instance, policy, namespace),
     imageViolation(instance, policy),
     serviceAccountViolation(instance, policy),
-    ...extraArgViolations(instance),
+    ...extraArgViolations(instance, policy),
   ].filter((v): v is string => v !== undefined);
 }
 
@@ -125,11 +135,11 @@ function serviceAccountViolation(instance: InstanceRequestLike, policy: Instance
   return `spec.serviceAccountName is not allowed: the replicas run as the ServiceAccount Switchyard renders for "${instance.name}"; remove the field, or have a platform team set allowServiceAccountName: "true" in ConfigMap ${policy.operatorNamespace}/${INSTANCE_POLICY_CONFIGMAP}`;
 }
 
-function extraArgViolations(instance: InstanceRequestLike): string[] {
+function extraArgViolations(instance: InstanceRequestLike, policy: InstancePolicy): string[] {
   return (instance.spec.extraArgs ?? [])
-    .filter((arg) => !extraArgPattern.test(arg))
+    .filter((arg) => !extraArgPattern.test(arg) && !setsOneOf(arg, policy.allowedExtraArgKeys))
     .map(
       (arg) =>
-        `spec.extraArgs: ${JSON.stringify(arg)} is not a webhook-server setting a user may change; each entry is --<key>=<value>, key one of ${EXTRA_ARG_KEYS.join(', ')}`,
+        `spec.extraArgs: ${JSON.stringify(arg)} is not a webhook-server setting a user may change; each entry is --<key>=<value>, key one of ${[...EXTRA_ARG_KEYS, ...policy.allowedExtraArgKeys].join(', ')} (a platform team adds keys with allowedExtraArgKeys in ConfigMap ${policy.operatorNamespace}/${INSTANCE_POLICY_CONFIGMAP})`,
     );
 }

@@ -4,6 +4,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, VERSION, webhookServiceName } from '../api/constants.ts';
 import type { ConfigStatus } from '../api/conversion-config.ts';
+import { INSTANCE_POLICY_CONFIGMAP } from '../core/instance-admission.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
 import { apiUrl, HttpMethod, send } from '../kube/request.ts';
 import { waitFor } from '../local-cluster/wait.ts';
@@ -84,6 +85,38 @@ export async function createInstance(
 ): Promise<void> {
   const body = { apiVersion: API_VERSION, kind: 'ConversionWebhookServer', metadata: { name }, spec };
   expectStatus(`creating instance ${name}`, await request(kc, HttpMethod.POST, INSTANCES, body), 201);
+}
+
+/**
+ * As a platform team allows it (docs/security.md): spec.extraArgs may set `keys` beyond the
+ * tuning keys. Resolves once an instance asking for them is admitted (a dry run): the admission
+ * webhook reads the ConfigMap at each review, the policy from a cache that follows it.
+ */
+export async function allowExtraArgKeys(
+  kc: KubeConfig,
+  namespace: string,
+  keys: readonly string[],
+): Promise<void> {
+  const policy = `/api/v1/namespaces/${namespace}/configmaps/${INSTANCE_POLICY_CONFIGMAP}`;
+  expectStatus(
+    `allowing ${keys.join(', ')}`,
+    await request(kc, HttpMethod.PATCH, policy, { data: { allowedExtraArgKeys: keys.join(',') } }),
+    200,
+  );
+  const probe = {
+    apiVersion: API_VERSION,
+    kind: 'ConversionWebhookServer',
+    metadata: { name: 'allow-extra-args-probe' },
+    spec: { replicas: 0, extraArgs: keys.map((k) => `--${k}=true`) },
+  };
+  await waitFor(
+    `extraArgs ${keys.join(', ')} to be admitted`,
+    async () =>
+      (await request(kc, HttpMethod.POST, `${INSTANCES}?dryRun=All`, probe)).status === 201
+        ? true
+        : undefined,
+    { timeoutMs: 30_000, intervalMs: 250 },
+  );
 }
 
 /** A merge patch of an instance's spec; the answer as is (admission may refuse it). */

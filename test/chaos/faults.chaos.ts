@@ -31,6 +31,7 @@ import { killPods, type PodRef, podsMatching, signalPods } from '../../src/local
 import { waitFor } from '../../src/local-cluster/wait.ts';
 import { ConversionLoad } from '../../src/scenario/conversion-load.ts';
 import {
+  allowExtraArgKeys,
   configStatus,
   createInstance,
   createRenameConfig,
@@ -376,6 +377,7 @@ describe('negative control: the same checker over replicas that drop a plan on r
     'sees the failures (handover killed as the move starts, so the source stops serving long before the repoint)',
     async () => {
       const unsafe = ['--webhook.unsafeDropPlanOnReassign=true'];
+      await allowExtraArgKeys(admin, SWITCHYARD_NAMESPACE, ['webhook.unsafeDropPlanOnReassign']);
       await createInstance(admin, NC_A, { replicas: 1, extraArgs: unsafe });
       await createInstance(admin, NC_B, { replicas: 1, extraArgs: unsafe });
       await createTwoVersionTarget(admin, NC_TARGET, 'Gadget');

@@ -5,11 +5,13 @@ import { NATS_IDENTITIES, NATS_OPERATOR_IDENTITIES } from '../../src/access/nats
 import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
 import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
 import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
+import { SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 import { metricReferences, monitoringQueries } from '../../src/metrics/monitoring-queries.ts';
 import { apiserverConversions, type Conversions, totalOf } from '../../src/scenario/apiserver-conversions.ts';
 import { ConversionLoad, type LoadSummary } from '../../src/scenario/conversion-load.ts';
 import {
+  allowExtraArgKeys,
   configStatus,
   createInstance,
   createRenameConfig,
@@ -190,6 +192,7 @@ describe('metrics', () => {
 describe('negative control: the same move with replicas that drop a plan at once', () => {
   it('sees failed conversions', async () => {
     const unsafe = ['--webhook.unsafeDropPlanOnReassign=true'];
+    await allowExtraArgKeys(admin, SWITCHYARD_NAMESPACE, ['webhook.unsafeDropPlanOnReassign']);
     await createInstance(admin, NC_A, { replicas: 1, extraArgs: unsafe });
     await createTwoVersionTarget(admin, NC_TARGET, 'Gadget');
     await createRenameConfig(admin, NC_CONFIG, NC_TARGET, NC_A);
