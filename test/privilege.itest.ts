@@ -22,7 +22,7 @@ import { isConflict, statusOf } from '../src/kube/errors.ts';
 import { type LocalCluster, PROJECT_ROOT, startLocalCluster } from '../src/local-cluster/cluster.ts';
 import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
-import { committedCrds, ensureCrd } from './support/crds.ts';
+import { committedCrds, crdWithSpec, ensureCrd } from './support/crds.ts';
 import { componentIdentity, optInInstanceNamespace } from './support/identities.ts';
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'privilege-itest' });
@@ -103,32 +103,6 @@ async function tokenOf(
   );
 }
 
-function crd(name: string): KubernetesObject {
-  const [plural = '', ...group] = name.split('.');
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name },
-    spec: {
-      group: group.join('.'),
-      scope: 'Namespaced',
-      names: {
-        plural,
-        singular: plural.slice(0, -1),
-        kind: `${plural[0]?.toUpperCase()}${plural.slice(1, -1)}`,
-      },
-      versions: [
-        {
-          name: 'v1',
-          served: true,
-          storage: true,
-          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-        },
-      ],
-    },
-  } as KubernetesObject;
-}
-
 const conversionTo = (service: string) => ({
   strategy: 'Webhook',
   webhook: {
@@ -171,7 +145,10 @@ beforeAll(async () => {
     'replica-leases',
   ])
     await applyFile(join(PROJECT_ROOT, 'deploy', 'policies', `${file}.yaml`));
-  for (const name of [TARGET, OTHER_TARGET]) await objectsAs(admin).create(crd(name));
+  for (const name of [TARGET, OTHER_TARGET]) {
+    const [plural = '', ...group] = name.split('.');
+    await ensureCrd(admin, crdWithSpec(plural, group.join('.'), {}));
+  }
   // A policy is enforced once the apiserver has compiled it: wait until one refuses.
   await waitFor(
     'the admission policies to be enforced',
@@ -312,7 +289,12 @@ describe('the handover identity', () => {
               name: 'v1',
               served: true,
               storage: true,
-              schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object' } } } },
+              schema: {
+                openAPIV3Schema: {
+                  type: 'object',
+                  properties: { spec: { type: 'object', properties: { injected: { type: 'string' } } } },
+                },
+              },
             },
           ],
         },
