@@ -181,6 +181,10 @@ describe('the handler runtime under fuzzed poison, on a real JetStream', () => {
       await waitFor('work after the storm processed', () =>
         processed.get(1_000_000) === 1 ? true : undefined,
       );
+      // The runtime counts a message once its ack is sent, a moment after the handler returned.
+      await waitFor('the runtime to count the last ack', () =>
+        runtime.counters().processed === valid.length + 1 ? true : undefined,
+      );
       expect(runtime.counters()).toMatchObject({
         processed: valid.length + 1,
         deadLettered: poisonSeqs.size,
