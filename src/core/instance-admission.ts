@@ -3,7 +3,7 @@
 // any image, as any ServiceAccount, with any flags, in any namespace: more than they could do
 // themselves. The admission webhook applies them with messages that say how to fix each; the
 // shipped ValidatingAdmissionPolicy (api/admission-policies.ts) applies the same rules when the
-// webhook is down, from the same lists below.
+// webhook is down, from the same key list and the same ConfigMap of allowances.
 
 /** The label a platform team sets on a namespace to let instances run in it. */
 export const INSTANCE_NAMESPACE_LABEL = 'switchyard.dev/instances';
@@ -88,7 +88,7 @@ export interface InstanceRequestLike {
 /** The instance's namespace as read: absent when it does not exist. */
 export type NamespaceRead = { exists: false } | { exists: true; labels: Readonly<Record<string, string>> };
 
-export function instanceNamespaceOf(instance: InstanceRequestLike, policy: InstancePolicy): string {
+function instanceNamespaceOf(instance: InstanceRequestLike, policy: InstancePolicy): string {
   return instance.spec.namespace ?? policy.operatorNamespace;
 }
 

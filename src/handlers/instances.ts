@@ -32,6 +32,7 @@ import { workSubject } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { type ConditionState, findCondition, sameCondition, setCondition } from '../core/conditions.ts';
+import { INSTANCE_NAMESPACE_LABEL, INSTANCE_NAMESPACE_OPTED_IN } from '../core/instance-admission.ts';
 import { readCertificates } from '../core/instances/certificate-facts.ts';
 import { childNames } from '../core/instances/children.ts';
 import { DELETION_BLOCKED, decideDeletion } from '../core/instances/deletion.ts';
@@ -167,7 +168,7 @@ async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: Hand
     if (isForbidden(err)) {
       ctx.log.warn(
         { namespace: r.names.namespace, err: describeError(err) },
-        'the instance’s namespace has not opted in to instances (label switchyard.dev/instances=allowed and the ' +
+        `the instance’s namespace has not opted in to instances (label ${INSTANCE_NAMESPACE_LABEL}=${INSTANCE_NAMESPACE_OPTED_IN} and the ` +
           'switchyard:instances RoleBinding, docs/security.md); looking again later',
       );
       return recheckAfter(
