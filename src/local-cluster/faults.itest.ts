@@ -131,7 +131,10 @@ describe('Pod faults', () => {
 
     const killed = await killPods(cluster.nodeAgent, admin, [pod]);
     expect(killed).toEqual([pid]);
-    expect(isProcessAlive(pid as number)).toBe(false);
+    // Dead at once, but a zombie until the node agent reaps it on its next turn of the event loop.
+    await waitFor('the killed process reaped', () => (isProcessAlive(pid as number) ? undefined : true), {
+      timeoutMs: 10_000,
+    });
     // Gone from the apiserver without the 30 s grace, and its ReplicaSet made another.
     const replacement = await waitFor(
       'a replacement Pod',
