@@ -50,6 +50,7 @@ import { createKubeClients } from '../src/kube/clients.ts';
 import { fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
 import { type LocalCluster, startLocalCluster } from '../src/local-cluster/cluster.ts';
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
+import { natsTlsOf } from '../src/local-cluster/nats-client.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type AuditEvent, auditLogFromNow } from '../test/support/audit-log.ts';
 import { committedCrds, ensureCrd, gizmoCrd, renameConfigSpec } from '../test/support/crds.ts';
@@ -95,7 +96,13 @@ class PathTrace {
   }
 
   static async start(lease: string, instanceName: string): Promise<PathTrace> {
-    const bus = await connectBus({ servers: cluster.natsUrl, name: 'bench-trace', log, mode: 'none' });
+    const bus = await connectBus({
+      servers: cluster.natsUrl,
+      tls: natsTlsOf(cluster),
+      name: 'bench-trace',
+      log,
+      mode: 'none',
+    });
     const trace = new PathTrace(bus);
     bus.nc.subscribe(objectSubject({ kind: 'lease', namespace: NS, name: lease }), {
       callback: () => {
@@ -149,7 +156,15 @@ const publishers: ServedLeasePublisher[] = [];
 let failed = false;
 
 try {
-  await (await connectBus({ servers: cluster.natsUrl, name: 'bench-setup', log, mode: 'apply' })).close();
+  await (
+    await connectBus({
+      servers: cluster.natsUrl,
+      tls: natsTlsOf(cluster),
+      name: 'bench-setup',
+      log,
+      mode: 'apply',
+    })
+  ).close();
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
   await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NS } } });
 
@@ -300,6 +315,7 @@ function startWorkers(replicas: number, extra: string[]): void {
           name: `${worker}-${r}`,
           args: [...args, ...extra],
           natsUrl: cluster.natsUrl,
+          natsCaFile: cluster.natsCaFile,
           natsCredentialsDir: cluster.natsCredentialsDir,
           kubeconfig: cluster.kubeConfigs.admin,
           logFile: join(cluster.dir, 'logs', `bench-${worker}-${r}.log`),
@@ -315,6 +331,7 @@ function startWatchers(): void {
       name: 'watchers',
       args: ['watch'],
       natsUrl: cluster.natsUrl,
+      natsCaFile: cluster.natsCaFile,
       natsCredentialsDir: cluster.natsCredentialsDir,
       kubeconfig: cluster.kubeConfigs.admin,
       logFile: join(cluster.dir, 'logs', 'bench-watchers.log'),

@@ -36,7 +36,6 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { servedLeaseName, webhookServiceName } from '../src/api/constants.ts';
-import { natsServerList } from '../src/bus/connect.ts';
 import { DEFAULT_TOPOLOGY, STREAMS, type StreamReplicas, streamConfigs } from '../src/bus/topology.ts';
 import { poolMember, rendezvousWinner } from '../src/core/assignment.ts';
 import { HttpMethod } from '../src/kube/request.ts';
@@ -44,6 +43,7 @@ import { type LocalCluster, startLocalCluster } from '../src/local-cluster/clust
 import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../src/local-cluster/install.ts';
 import { runKubectl } from '../src/local-cluster/kubectl.ts';
 import type { NatsServer } from '../src/local-cluster/nats.ts';
+import { natsConnectOptions } from '../src/local-cluster/nats-client.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import {
   configStatuses,
@@ -124,6 +124,7 @@ async function measureOn(bus: Bus): Promise<StackRun> {
     await installSwitchyard({
       admin,
       natsUrl: cluster.natsUrl,
+      natsCaFile: cluster.natsCaFile,
       natsCredentialsDir: cluster.natsCredentialsDir,
       streamReplicas: replicas,
       log,
@@ -374,7 +375,7 @@ async function publishLatency(
   cluster: LocalCluster,
   replicas: StreamReplicas,
 ): Promise<Pick<StackRun, 'publishOnLeaderMs' | 'publishOnFollowerMs'>> {
-  const nc = await connect({ servers: natsServerList(cluster.natsUrl), name: 'bench-publish-setup' });
+  const nc = await connect({ ...natsConnectOptions(cluster), name: 'bench-publish-setup' });
   const jsm = await jetstreamManager(nc);
   const work = streamConfigs({ ...DEFAULT_TOPOLOGY, streamReplicas: replicas }).find(
     (s) => s.name === STREAMS.work,
@@ -396,7 +397,10 @@ async function publishLatency(
 }
 
 async function timedPublishes(server: NatsServer, label: string): Promise<number[]> {
-  const nc = await connect({ servers: server.url, name: `bench-publish-${label}` });
+  const nc = await connect({
+    ...natsConnectOptions({ natsUrl: server.url, natsCaFile: server.tls?.paths.caFile }),
+    name: `bench-publish-${label}`,
+  });
   const js = jetstream(nc);
   const publish = (i: number) =>
     js.publish(`bench.publish.${i % 64}`, PAYLOAD, { msgID: `${label}-${i}`, timeout: 5_000 });

@@ -27,6 +27,7 @@ import { isNotFound } from '../src/kube/errors.ts';
 import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
 import { kubeConfigFromToken, writeKubeConfig } from '../src/local-cluster/kubeconfig.ts';
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
+import { natsConnectOptions } from '../src/local-cluster/nats-client.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
@@ -62,6 +63,7 @@ function start(name: string, args: string[], kubeconfig?: string): ManagedProces
     name,
     args,
     natsUrl: cluster.info.natsUrl,
+    natsCaFile: cluster.info.natsCaFile,
     natsCredentialsDir: cluster.info.natsCredentialsDir,
     kubeconfig,
     logFile: join(cluster.info.dir, 'logs', `${name}.log`),
@@ -177,7 +179,7 @@ beforeAll(async () => {
   const assignKubeconfig = join(cluster.info.dir, `assign-${run}.kubeconfig`);
   await writeKubeConfig(assignKubeconfig, cluster.info.endpoint, ASSIGN_USER, token.status?.token ?? '');
 
-  nc = await connect({ servers: cluster.info.natsUrl });
+  nc = await connect(natsConnectOptions(cluster.info));
   const jsm = await jetstreamManager(nc);
   await jsm.consumers.add(STREAMS.work, {
     durable_name: 'test-handover',

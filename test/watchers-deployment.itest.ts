@@ -18,7 +18,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GROUP, VERSION } from '../src/api/constants.ts';
 import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
-import { natsCredentialsSecret } from '../src/local-cluster/install.ts';
+import { forThisCluster, natsCaSecret, natsCredentialsSecret } from '../src/local-cluster/install.ts';
 import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { auditLogFromNow } from './support/audit-log.ts';
@@ -39,12 +39,10 @@ async function manifests(file: string): Promise<KubernetesObject[]> {
   return loadAllYaml(await readFile(join(PROJECT_ROOT, 'deploy', file), 'utf8')) as KubernetesObject[];
 }
 
-/** The Deployment as an overlay would render it for this cluster: its NATS URL. */
+/** The Deployment as an overlay would render it for this cluster: its NATS URL, and CA with TLS. */
 function forLocalNats(deployment: V1Deployment): V1Deployment {
-  for (const c of deployment.spec?.template.spec?.containers ?? []) {
-    for (const e of c.env ?? []) if (e.name === 'SWITCHYARD_NATS_URL') e.value = cluster.info.natsUrl;
-  }
-  return deployment;
+  const { natsUrl, natsCaFile } = cluster.info;
+  return forThisCluster(deployment, natsUrl, undefined, natsCaFile !== undefined) as V1Deployment;
 }
 
 beforeAll(async () => {
@@ -59,6 +57,10 @@ beforeAll(async () => {
   await objects
     .create(await natsCredentialsSecret(cluster.info.natsCredentialsDir))
     .catch((err: { code?: number }) => {
+      if (err.code !== 409) throw err;
+    });
+  if (cluster.info.natsCaFile !== undefined)
+    await objects.create(await natsCaSecret(cluster.info.natsCaFile)).catch((err: { code?: number }) => {
       if (err.code !== 409) throw err;
     });
   const [deployment] = (await manifests('workers/watchers.yaml')) as V1Deployment[];
@@ -92,7 +94,7 @@ describe('watchers deployed from deploy/', () => {
   it('record a change once, with two replicas running', async () => {
     await createWebhookServer(admin, 'deployed-e2e');
     // Both replicas have seen it within a second, well inside the dedup window: one record either way.
-    const { stored } = await awaitRecord(cluster.info.natsUrl, 'k8s.webhookserver._.deployed-e2e', 1_000);
+    const { stored } = await awaitRecord(cluster.info, 'k8s.webhookserver._.deployed-e2e', 1_000);
     expect(stored).toBe(1);
   });
 

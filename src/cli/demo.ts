@@ -18,6 +18,7 @@ import { poolMember, rendezvousWinner } from '../core/assignment.ts';
 import { HttpMethod } from '../kube/request.ts';
 import { kubectlPath, type LocalCluster, startLocalCluster } from '../local-cluster/cluster.ts';
 import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../local-cluster/install.ts';
+import { natsFlags } from '../local-cluster/nats-client.ts';
 import { apiserverConversions, totalOf } from '../scenario/apiserver-conversions.ts';
 import { ConversionLoad, type LoadSummary } from '../scenario/conversion-load.ts';
 import {
@@ -148,12 +149,13 @@ class Demo {
     const cluster = this.requireCluster();
     const replicated = this.natsCluster ? ', every stream kept on all 3 nodes (bus.streamReplicas=3)' : '';
     this.heading(
-      `Installing Switchyard as a user would: deploy/external-nats rendered by kustomize, pointed at the local NATS with a NATS user per component${replicated}: namespace, CRDs, RBAC, API priority, the credentials and bus-setup Jobs, 7 workers × 2 replicas, the admission webhook`,
+      `Installing Switchyard as a user would: deploy/external-nats rendered by kustomize, pointed at the local NATS (TLS, its CA in the Secret switchyard-nats-ca) with a NATS user per component${replicated}: namespace, CRDs, RBAC, API priority, the credentials and bus-setup Jobs, 7 workers × 2 replicas, the admission webhook`,
     );
     const t = performance.now();
     const { deployments } = await installSwitchyard({
       admin,
       natsUrl: cluster.natsUrl,
+      natsCaFile: cluster.natsCaFile,
       natsCredentialsDir: cluster.natsCredentialsDir,
       ...(this.natsCluster ? { streamReplicas: 3 as const } : {}),
       log: this.log,
@@ -247,7 +249,7 @@ class Demo {
     say(
       `  kubectl get leases -n ${SWITCHYARD_NAMESPACE} -l app.kubernetes.io/managed-by=switchyard   # each replica's served set`,
     );
-    say(`  node src/cli/main.ts bus stats --nats.url=${cluster.natsUrl}   # streams, consumers, backlog`);
+    say(`  node src/cli/main.ts bus stats ${natsFlags(cluster).join(' ')}   # streams, consumers, backlog`);
     say(`  curl -s '${cluster.natsMonitorUrl}/jsz?streams=true'`);
   }
 

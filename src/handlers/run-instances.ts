@@ -36,11 +36,20 @@ export function runInstances(argv: string[]): Promise<void> {
           env: { SWITCHYARD_NATS_URL: config.nats.url },
           handoverServiceAccount: handoverServiceAccount(),
           natsPassword: readPasswordFile(config.nats.webhookServerPasswordFile),
+          natsCaPem: readCaFile(config.nats.tls.caFile),
         },
       }),
     resync: INSTANCES_RESYNC,
     running: 'reconciling instances',
   });
+}
+
+/**
+ * The CA this handler trusts for NATS (`nats.tls.caFile`), carried to the replicas; read at start,
+ * so a new CA reaches them when the handler restarts (docs/security.md, "TLS to NATS").
+ */
+function readCaFile(file: string): string | undefined {
+  return file === '' ? undefined : readFileSync(file, 'utf8');
 }
 
 /** The replicas' NATS password, when the bus has users; a configured file that cannot be read stops the start. */

@@ -44,6 +44,12 @@ export interface LocalClusterOptions {
    * `natsUrl` then names all three, comma-separated, as `nats.url` takes it.
    */
   natsCluster?: boolean;
+  /**
+   * nats-server requires TLS of its clients, with a certificate of a CA of the stack's own
+   * (`nats-tls.ts`; one for every node of a cluster): `natsCaFile` is what a client trusts.
+   * On by default, as deploy/'s NATS; `false` for a test of a server in clear.
+   */
+  natsTls?: boolean;
   log?: Logger;
 }
 
@@ -57,6 +63,11 @@ export interface LocalClusterInfo {
   /** etcd's client URL, for tests that compact history to force 410 Gone. */
   etcdUrl: string;
   natsUrl: string;
+  /**
+   * The CA nats-server's certificate chains to (`nats.tls.caFile`), when it requires TLS; connect
+   * with `natsConnectOptions` (`nats-client.ts`), which takes both.
+   */
+  natsCaFile?: string | undefined;
   natsMonitorUrl: string;
   /** One password file per component's NATS user (`nats-credentials.ts`); connecting without one is admin. */
   natsCredentialsDir: string;
@@ -197,11 +208,14 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
     };
     await writeTokenAuthFile(files.tokenAuthFile, identities);
 
+    const natsTls = opts.natsTls ?? true;
     const natsUsers = await makeLocalNatsCredentials(dir);
     const natsConfig = [natsUsers.authorization, opts.natsConfig ?? ''].join('\n');
     const [etcd, bus] = await Promise.all([
       startEtcd(files, log),
-      opts.natsCluster ? NatsCluster.start(dir, log, natsConfig) : NatsServer.start(dir, log, natsConfig),
+      opts.natsCluster
+        ? NatsCluster.start(dir, log, natsConfig, { tls: natsTls })
+        : NatsServer.start(dir, log, natsConfig, { tls: natsTls }),
     ]);
     const natsCluster = bus instanceof NatsCluster ? bus : undefined;
     const nats = bus instanceof NatsCluster ? (bus.nodes[0] as NatsServer) : bus;
@@ -261,6 +275,7 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
       auditLog: api.auditLog,
       etcdUrl: etcd.url,
       natsUrl: natsCluster?.url ?? nats.url,
+      natsCaFile: nats.tls?.paths.caFile,
       natsMonitorUrl: nats.monitorUrl,
       natsCredentialsDir: natsUsers.dir,
       identities,

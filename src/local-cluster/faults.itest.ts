@@ -10,6 +10,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalCluster, startLocalCluster } from './cluster.ts';
 import { isProcessAlive } from './managed-process.ts';
+import { natsConnectOptions } from './nats-client.ts';
 import { forceDeletePod, killPods, podsMatching, signalPods } from './pod-faults.ts';
 import { waitFor } from './wait.ts';
 
@@ -34,7 +35,11 @@ function processState(pid: number): string {
 }
 
 async function withNats<T>(use: (nc: NatsConnection) => Promise<T>): Promise<T> {
-  const nc = await connect({ servers: cluster.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
+  const nc = await connect({
+    ...natsConnectOptions(cluster),
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 200,
+  });
   try {
     return await use(nc);
   } finally {

@@ -14,6 +14,7 @@ import {
   KubernetesObjectApi,
   loadAllYaml,
   PatchStrategy,
+  type V1Container,
   type V1PodTemplateSpec,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -32,6 +33,11 @@ export interface InstallOptions {
   admin: KubeConfig;
   /** The bus every component and every rendered webhook-server replica connects to. */
   natsUrl: string;
+  /**
+   * The CA its certificate chains to, when it requires TLS (`LocalCluster.natsCaFile`): put in the
+   * Secret `switchyard-nats-ca` and mounted in every component that connects to NATS.
+   */
+  natsCaFile?: string | undefined;
   /** Its users' passwords, one file per user (`LocalCluster.natsCredentialsDir`). */
   natsCredentialsDir: string;
   /**
@@ -89,7 +95,7 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
   const apply = (o: KubernetesObject) =>
     objects.patch(o, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
   const rendered = (await renderDeploy('external-nats')).map((o) =>
-    forThisCluster(o, opts.natsUrl, opts.streamReplicas),
+    forThisCluster(o, opts.natsUrl, opts.streamReplicas, opts.natsCaFile !== undefined),
   );
   const phase = (kinds: readonly string[]) => rendered.filter((o) => kinds.includes(o.kind ?? ''));
   const unplaced = rendered.filter(
@@ -108,6 +114,7 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
 
   for (const o of phase(PHASES.access)) await apply(o);
   await apply(await natsCredentialsSecret(opts.natsCredentialsDir));
+  if (opts.natsCaFile !== undefined) await apply(await natsCaSecret(opts.natsCaFile));
   const workloads = phase(PHASES.workloads);
   for (const o of workloads) await apply(o);
   const deployments = workloads.filter((o) => o.kind === 'Deployment').map((o) => o.metadata?.name ?? '');
@@ -138,11 +145,31 @@ export async function natsCredentialsSecret(credentialsDir: string): Promise<Kub
   } as KubernetesObject;
 }
 
-/** The overlay a user writes for their cluster: where NATS is, and how many replicas its streams keep. */
+/** The Secret of the CA a NATS that requires TLS chains to (docs/security.md, "TLS to NATS"). */
+export const NATS_CA_SECRET = 'switchyard-nats-ca';
+const NATS_CA_VOLUME = 'nats-ca';
+const NATS_CA_DIR = '/etc/switchyard/nats-ca';
+
+/** The CA Secret as a user of the external-nats overlay makes it from their NATS server's CA. */
+export async function natsCaSecret(caFile: string): Promise<KubernetesObject> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: NATS_CA_SECRET, namespace: SWITCHYARD_NAMESPACE },
+    type: 'Opaque',
+    data: { 'ca.crt': (await readFile(caFile)).toString('base64') },
+  } as KubernetesObject;
+}
+
+/**
+ * The overlay a user writes for their cluster: where NATS is, how many replicas its streams keep,
+ * and, when it requires TLS, its CA mounted in every container that connects to it.
+ */
 export function forThisCluster(
   o: KubernetesObject,
   natsUrl: string,
   streamReplicas?: 1 | 3,
+  natsTls = false,
 ): KubernetesObject {
   const template = (o as { spec?: { template?: V1PodTemplateSpec } }).spec?.template;
   for (const c of template?.spec?.containers ?? []) {
@@ -151,8 +178,19 @@ export function forThisCluster(
     env.value = natsUrl;
     if (streamReplicas !== undefined)
       c.env?.push({ name: 'SWITCHYARD_BUS_STREAM_REPLICAS', value: String(streamReplicas) });
+    if (natsTls && template?.spec) mountNatsCa(template.spec, c);
   }
   return o;
+}
+
+function mountNatsCa(pod: NonNullable<V1PodTemplateSpec['spec']>, c: V1Container): void {
+  c.env?.push({ name: 'SWITCHYARD_NATS_TLS_CA_FILE', value: `${NATS_CA_DIR}/ca.crt` });
+  c.volumeMounts = [
+    ...(c.volumeMounts ?? []),
+    { name: NATS_CA_VOLUME, mountPath: NATS_CA_DIR, readOnly: true },
+  ];
+  if (!pod.volumes?.some((v) => v.name === NATS_CA_VOLUME))
+    pod.volumes = [...(pod.volumes ?? []), { name: NATS_CA_VOLUME, secret: { secretName: NATS_CA_SECRET } }];
 }
 
 async function waitForEstablished(admin: KubeConfig, crds: KubernetesObject[], timeoutMs: number) {

@@ -21,6 +21,7 @@ import { ensureCrd } from '../../test/support/crds.ts';
 import { createNamespace, useLocalCluster } from '../../test/support/local-cluster.ts';
 import { isNotFound } from '../kube/errors.ts';
 import { isProcessAlive } from './managed-process.ts';
+import { natsConnectOptions } from './nats-client.ts';
 import { createCertificateAuthority, issueCertificate } from './pki.ts';
 import { waitFor } from './wait.ts';
 
@@ -339,7 +340,7 @@ describe('local cluster', () => {
   });
 
   it('stores, delivers and acknowledges through JetStream', async () => {
-    const nc = await connect({ servers: cluster.info.natsUrl });
+    const nc = await connect(natsConnectOptions(cluster.info));
     try {
       const jsm = await jetstreamManager(nc);
       await jsm.streams.add({ name: 'SMOKE', subjects: ['smoke.>'] });
@@ -358,6 +359,26 @@ describe('local cluster', () => {
       expect(info.num_ack_pending).toBe(0);
       expect(info.delivered.stream_seq).toBe(3);
       await jsm.streams.delete('SMOKE');
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it('requires TLS of NATS clients, verified against the stack’s own CA', async () => {
+    const { natsCaFile } = cluster.info;
+    expect(natsCaFile, 'the local stack started NATS without TLS').toBeDefined();
+    // Upgraded because the server asks for it, then verified against the system's CAs: refused.
+    const untrusting = await connect({ servers: cluster.info.natsUrl, reconnect: false }).then(
+      async (nc) => {
+        await nc.close();
+        return 'connected';
+      },
+      (err: unknown) => String(err),
+    );
+    expect(untrusting, 'a client that does not trust the stack’s CA was let in').not.toBe('connected');
+    const nc = await connect(natsConnectOptions(cluster.info));
+    try {
+      expect(nc.info?.tls_required, 'the server does not require TLS').toBe(true);
     } finally {
       await nc.close();
     }

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { freePort } from './free-port.ts';
 import { NatsServer, natsBackend } from './nats.ts';
+import { LocalNatsTls } from './nats-tls.ts';
 import { waitFor } from './wait.ts';
 
 export const NATS_CLUSTER_NAME = 'switchyard-local';
@@ -31,7 +32,13 @@ export class NatsCluster {
     this.nodes = nodes;
   }
 
-  static async start(dir: string, log: Logger, extraConfig = '', size = 3): Promise<NatsCluster> {
+  static async start(
+    dir: string,
+    log: Logger,
+    extraConfig = '',
+    opts: { size?: number; tls?: boolean } = {},
+  ): Promise<NatsCluster> {
+    const size = opts.size ?? 3;
     if (natsBackend() !== 'process')
       throw new Error('a local NATS cluster runs as processes only (SWITCHYARD_NATS_BACKEND=process)');
     const clientPorts: number[] = [];
@@ -40,11 +47,16 @@ export class NatsCluster {
       clientPorts.push(await freePort());
       routePorts.push(await freePort());
     }
+    // One CA and one certificate for every node: they all listen on 127.0.0.1, and a client
+    // trusts one CA for the whole cluster. The routes stay in clear, on loopback: the project's
+    // issuer makes server certificates only, and a route's TLS verifies both ends.
+    const tls = opts.tls ? await LocalNatsTls.create(join(dir, 'nats-tls'), Date.now()) : undefined;
     const nodes = await Promise.all(
       clientPorts.map((port, i) =>
         NatsServer.start(join(dir, `nats-${i}`), log, extraConfig, {
           port,
           serverName: nodeName(i),
+          ...(tls ? { tls } : {}),
           cluster: {
             name: NATS_CLUSTER_NAME,
             port: routePorts[i] as number,

@@ -68,7 +68,12 @@ export class NatsServer {
     const storeDir = join(dir, 'jetstream');
     await mkdir(storeDir, { recursive: true });
     await mkdir(join(dir, 'logs'), { recursive: true });
-    const tls = node.tls ? await LocalNatsTls.create(join(dir, 'tls'), Date.now()) : undefined;
+    const tls =
+      node.tls instanceof LocalNatsTls
+        ? node.tls
+        : node.tls
+          ? await LocalNatsTls.create(join(dir, 'tls'), Date.now())
+          : undefined;
     const configFile = join(dir, 'nats.conf');
     await writeFile(
       configFile,
@@ -236,8 +241,11 @@ export interface NatsNodeOptions {
   /** Unique per node: JetStream places stream replicas by server name. */
   serverName?: string;
   cluster?: NatsRoutes;
-  /** Clients must use TLS (a `tls {}` block, certificates from `nats-tls.ts`); off by default for now. */
-  tls?: boolean;
+  /**
+   * Clients must use TLS (a `tls {}` block, certificates from `nats-tls.ts`): `true` for a CA of
+   * the server's own, or the files a cluster's nodes share (one CA a client trusts for all of them).
+   */
+  tls?: boolean | LocalNatsTls;
 }
 
 export interface NatsRoutes {

@@ -25,6 +25,7 @@ import { decodeMessage, encodeMessage, objectEventSchema } from '../bus/messages
 import { objectSubject } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
 import { ObjectView } from '../bus/view.ts';
+import { natsConnectOptions } from '../local-cluster/nats-client.ts';
 import { waitFor } from '../local-cluster/wait.ts';
 import { leaseContentDigest, type WatchedResource } from './resources.ts';
 
@@ -40,7 +41,7 @@ let namespace = '';
 const running: { stop(): void }[] = [];
 
 beforeAll(async () => {
-  nc = await connect({ servers: cluster.info.natsUrl });
+  nc = await connect(natsConnectOptions(cluster.info));
   js = jetstream(nc);
   jsm = await jetstreamManager(nc);
   namespace = await createNamespace(admin, 'watch');

@@ -15,6 +15,7 @@ import { escapeToken } from '../bus/subjects.ts';
 import { DEFAULT_TOPOLOGY } from '../bus/topology.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
 import { ManagedProcess } from '../local-cluster/managed-process.ts';
+import { natsFlags } from '../local-cluster/nats-client.ts';
 import { hostPortVariable } from '../local-cluster/node-agent/pod-env.ts';
 import { waitFor } from '../local-cluster/wait.ts';
 import { HEALTH_PORT } from '../runtime/health-server.ts';
@@ -29,7 +30,7 @@ beforeAll(async () => {
     {
       name: 'watchers',
       command: process.execPath,
-      args: [join(PROJECT_ROOT, 'src/cli/main.ts'), 'watch', `--nats.url=${cluster.info.natsUrl}`],
+      args: [join(PROJECT_ROOT, 'src/cli/main.ts'), 'watch', ...natsFlags(cluster.info)],
       env: {
         ...process.env,
         KUBECONFIG: cluster.info.kubeConfigs.admin,
@@ -54,7 +55,7 @@ afterAll(async () => {
 describe('switchyard watch', () => {
   it('records a ConversionWebhookServer on the record stream', async () => {
     await createWebhookServer(admin, 'recorded-by-process');
-    const { last } = await awaitRecord(cluster.info.natsUrl, 'k8s.webhookserver._.recorded-by-process');
+    const { last } = await awaitRecord(cluster.info, 'k8s.webhookserver._.recorded-by-process');
     expect(last.json<{ op: string; object: { metadata: { name: string } } }>()).toMatchObject({
       op: 'upsert',
       object: { metadata: { name: 'recorded-by-process' } },
@@ -118,7 +119,7 @@ describe('switchyard watch', () => {
         action: 'Record',
         reportingController: expect.stringContaining('switchyard'),
       });
-      const { last } = await awaitRecord(bus.server.url, `k8s.crd._.${escapeToken(name)}`);
+      const { last } = await awaitRecord({ natsUrl: bus.server.url }, `k8s.crd._.${escapeToken(name)}`);
       expect(last.json<{ omitted?: { reason: string } }>().omitted?.reason).toBe('too-large');
     } finally {
       await small.stop();

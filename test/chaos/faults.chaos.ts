@@ -27,6 +27,7 @@ import { API_VERSION, WEBHOOK_SERVER_LABEL, webhookServiceName } from '../../src
 import { HttpMethod } from '../../src/kube/request.ts';
 import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
 import { SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
+import { natsConnectOptions } from '../../src/local-cluster/nats-client.ts';
 import { killPods, type PodRef, podsMatching, signalPods } from '../../src/local-cluster/pod-faults.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 import { ConversionLoad } from '../../src/scenario/conversion-load.ts';
@@ -108,7 +109,7 @@ beforeAll(async () => {
   process.stderr.write(`[chaos] seed ${seed} (SWITCHYARD_CHAOS_SEED=${seed} replays this run's choices)\n`);
   const installed = await chaos.start();
   ({ admin, cluster } = installed);
-  nc = await connect({ servers: cluster.natsUrl, name: 'chaos-checks', maxReconnectAttempts: -1 });
+  nc = await connect({ ...natsConnectOptions(cluster), name: 'chaos-checks', maxReconnectAttempts: -1 });
   jsm = await jetstreamManager(nc);
   await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: OBJECTS_NAMESPACE } } });
 

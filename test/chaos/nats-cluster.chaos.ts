@@ -25,13 +25,13 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION } from '../../src/api/constants.ts';
-import { natsServerList } from '../../src/bus/connect.ts';
 import type { StreamStats } from '../../src/bus/stats.ts';
 import { STREAMS } from '../../src/bus/topology.ts';
 import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
 import { HttpMethod } from '../../src/kube/request.ts';
 import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
 import { SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
+import { natsConnectOptions } from '../../src/local-cluster/nats-client.ts';
 import type { NatsCluster } from '../../src/local-cluster/nats-cluster.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 import type { ConversionLoad } from '../../src/scenario/conversion-load.ts';
@@ -99,7 +99,7 @@ beforeAll(async () => {
   if (!cluster.natsCluster) throw new Error('the local stack started one nats-server, not a cluster');
   nats = cluster.natsCluster;
   nc = await connect({
-    servers: natsServerList(cluster.natsUrl),
+    ...natsConnectOptions(cluster),
     name: 'chaos-cluster-checks',
     maxReconnectAttempts: -1,
     pingInterval: 2_000,

@@ -42,6 +42,7 @@ import { DELETION_BLOCKED } from '../../src/core/instances/deletion.ts';
 import { conversionServiceOf, liveConversionOf } from '../../src/core/target-conversion.ts';
 import { HttpMethod } from '../../src/kube/request.ts';
 import { SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
+import { natsConnectOptions } from '../../src/local-cluster/nats-client.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 import {
   type Answer,
@@ -126,7 +127,7 @@ const reportedClaims = new Set<string>();
 beforeAll(async () => {
   const { cluster } = await installed.start();
   admin = cluster.kubeConfigFor('admin');
-  nc = await connect({ servers: cluster.natsUrl, name: 'lifecycle-checks' });
+  nc = await connect({ ...natsConnectOptions(cluster), name: 'lifecycle-checks' });
   jsm = await jetstreamManager(nc);
   await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: OBJECTS_NAMESPACE } } });
   await createTwoVersionTarget(admin, SENTINEL_CRD, 'Sentinel');

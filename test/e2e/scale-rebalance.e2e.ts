@@ -14,6 +14,7 @@ import { conversionServiceOf, liveConversionOf } from '../../src/core/target-con
 import { HttpMethod } from '../../src/kube/request.ts';
 import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
 import { SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
+import { natsConnectOptions } from '../../src/local-cluster/nats-client.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 import {
   configStatuses,
@@ -113,7 +114,7 @@ describe(`${TARGETS} targets over four instances, a fifth joins`, () => {
       .filter((t) => rendezvousWinner(pool, t.crd)?.name === NEWCOMER)
       .map((t) => t.crd);
     const audit = await auditLogFromNow(cluster.auditLog);
-    const nc = await connect({ servers: cluster.natsUrl, name: 'scale-e2e-backlog' });
+    const nc = await connect({ ...natsConnectOptions(cluster), name: 'scale-e2e-backlog' });
     const backlog = sampleBacklog(await jetstreamManager(nc));
     const startedAt = Date.now();
     await createInstance(admin, NEWCOMER, { replicas: 2, sharding: { enabled: true, weight: 1 } });

@@ -6,14 +6,15 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { DEFAULT_TOPOLOGY, ensureTopology, type TopologyOptions } from '../../src/bus/topology.ts';
 import { NatsServer } from '../../src/local-cluster/nats.ts';
+import { type LocalNatsAddress, natsConnectOptions } from '../../src/local-cluster/nats-client.ts';
 import { makeLocalNatsCredentials } from '../../src/local-cluster/nats-credentials.ts';
 
 /** What `switchyard bus setup` does in a cluster: the topology's one owner applies it. */
 export async function applyBusTopology(
-  natsUrl: string,
+  nats: LocalNatsAddress,
   topology: TopologyOptions = DEFAULT_TOPOLOGY,
 ): Promise<void> {
-  const nc = await connect({ servers: natsUrl });
+  const nc = await connect(natsConnectOptions(nats));
   try {
     await ensureTopology(await jetstreamManager(nc), topology);
   } finally {

@@ -18,7 +18,7 @@ export default async function setup(project: TestProject) {
     // whose watches bypass the watch cache.
     extraApiServerArgs: [`--watch-cache-sizes=${UNCACHED_TEST_RESOURCE}#0`],
   });
-  await applyBusTopology(cluster.natsUrl);
+  await applyBusTopology(cluster);
   process.stderr.write(
     `[local-cluster] up in ${((performance.now() - started) / 1000).toFixed(1)} s at ${cluster.dir}\n`,
   );
@@ -29,6 +29,7 @@ export default async function setup(project: TestProject) {
     auditLog: cluster.auditLog,
     etcdUrl: cluster.etcdUrl,
     natsUrl: cluster.natsUrl,
+    natsCaFile: cluster.natsCaFile,
     natsMonitorUrl: cluster.natsMonitorUrl,
     natsCredentialsDir: cluster.natsCredentialsDir,
   });

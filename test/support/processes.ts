@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { natsIdentityOf } from '../../src/access/nats-permissions.ts';
 import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
 import { ManagedProcess } from '../../src/local-cluster/managed-process.ts';
+import { natsFlags } from '../../src/local-cluster/nats-client.ts';
 import { natsCredentialFlags } from '../../src/local-cluster/nats-credentials.ts';
 import { hostPortVariable } from '../../src/local-cluster/node-agent/pod-env.ts';
 import { HEALTH_PORT } from '../../src/runtime/health-server.ts';
@@ -25,6 +26,8 @@ export function switchyardProcess(opts: {
   name: string;
   args: string[];
   natsUrl: string;
+  /** The CA of a NATS that requires TLS (`LocalClusterInfo.natsCaFile`): it verifies the server. */
+  natsCaFile?: string | undefined;
   kubeconfig?: string | undefined;
   logFile: string;
   log: Logger;
@@ -48,7 +51,7 @@ export function switchyardProcess(opts: {
       args: [
         join(PROJECT_ROOT, 'src/cli/main.ts'),
         ...opts.args,
-        `--nats.url=${opts.natsUrl}`,
+        ...natsFlags(opts),
         ...(opts.natsCredentialsDir
           ? natsCredentialFlags(opts.natsCredentialsDir, natsIdentityOf(opts.args))
           : []),

@@ -5,6 +5,7 @@ import { API_VERSION, GROUP, VERSION } from '../../src/api/constants.ts';
 import { decodeMessage, objectEventSchema } from '../../src/bus/messages.ts';
 import { STREAMS } from '../../src/bus/topology.ts';
 import { isNotFound } from '../../src/kube/errors.ts';
+import { type LocalNatsAddress, natsConnectOptions } from '../../src/local-cluster/nats-client.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 
 const WEBHOOK_SERVERS = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers' };
@@ -39,11 +40,11 @@ export async function deleteConversionConfig(kc: KubeConfig, name: string): Prom
  * for late duplicates to arrive, returns the last one and how many are stored.
  */
 export async function awaitRecord(
-  natsUrl: string,
+  nats: LocalNatsAddress,
   subject: string,
   settleMs = 0,
 ): Promise<{ last: StoredMsg; stored: number }> {
-  const nc = await connect({ servers: natsUrl });
+  const nc = await connect(natsConnectOptions(nats));
   try {
     const jsm = await jetstreamManager(nc);
     await waitFor(

@@ -8,6 +8,7 @@ import type { PacerFixtureConfig } from '../../../test/fixtures/bus-pacer.ts';
 import { EventLog, spawnFixture, uniqueSuffix } from '../../../test/fixtures/bus-support.ts';
 import { useLocalCluster } from '../../../test/support/local-cluster.ts';
 import type { ManagedProcess } from '../../local-cluster/managed-process.ts';
+import { natsConnectOptions } from '../../local-cluster/nats-client.ts';
 import { publishPaced } from './pacer.ts';
 
 const { info } = useLocalCluster();
@@ -24,7 +25,7 @@ let jsm: JetStreamManager;
 const pacers: ManagedProcess[] = [];
 
 beforeAll(async () => {
-  nc = await connect({ servers: info.natsUrl, maxReconnectAttempts: -1 });
+  nc = await connect({ ...natsConnectOptions(info), maxReconnectAttempts: -1 });
   jsm = await jetstreamManager(nc);
   await jsm.streams.add({
     name: FANOUT,
@@ -47,6 +48,7 @@ describe('paced fan-out', () => {
     const events = new EventLog(nc, eventsSubject);
     const config: PacerFixtureConfig = {
       natsUrl: info.natsUrl,
+      natsCaFile: info.natsCaFile,
       stream: FANOUT,
       durable: 'pacer',
       filterSubject: `itpcfan${run}.>`,

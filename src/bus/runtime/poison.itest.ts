@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { uniqueSuffix } from '../../../test/fixtures/bus-support.ts';
 import { useLocalCluster } from '../../../test/support/local-cluster.ts';
+import { natsConnectOptions } from '../../local-cluster/nats-client.ts';
 import { waitFor } from '../../local-cluster/wait.ts';
 import { type DeadLetterRecord, readDeadLetter } from './dead-letter.ts';
 import { startHandlerRuntime } from './handler-runtime.ts';
@@ -36,7 +37,7 @@ let jsm: JetStreamManager;
 let js: JetStreamClient;
 
 beforeAll(async () => {
-  nc = await connect({ servers: info.natsUrl, maxReconnectAttempts: -1 });
+  nc = await connect({ ...natsConnectOptions(info), maxReconnectAttempts: -1 });
   jsm = await jetstreamManager(nc);
   js = jsm.jetstream();
   await jsm.streams.add({ name: STREAM, subjects: [`itpz${run}.>`], retention: RetentionPolicy.Workqueue });

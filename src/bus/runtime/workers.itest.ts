@@ -14,6 +14,7 @@ import { type BusEvent, EventLog, spawnFixture, uniqueSuffix } from '../../../te
 import type { WorkerConfig } from '../../../test/fixtures/bus-worker.ts';
 import { useLocalCluster } from '../../../test/support/local-cluster.ts';
 import type { ManagedProcess } from '../../local-cluster/managed-process.ts';
+import { natsConnectOptions } from '../../local-cluster/nats-client.ts';
 import type { HandlerConsumerSpec } from './consumers.ts';
 import { HANDLER_GRACE_MS } from './handler-runtime.ts';
 import { leaseTimings } from './lease.ts';
@@ -34,7 +35,7 @@ let effects: KV;
 const workers: ManagedProcess[] = [];
 
 beforeAll(async () => {
-  nc = await connect({ servers: info.natsUrl, maxReconnectAttempts: -1 });
+  nc = await connect({ ...natsConnectOptions(info), maxReconnectAttempts: -1 });
   jsm = await jetstreamManager(nc);
   js = jsm.jetstream();
   await jsm.streams.add({ name: STREAM, subjects: [subj('>')], retention: RetentionPolicy.Workqueue });
@@ -57,6 +58,7 @@ afterAll(async () => {
 function startWorker(name: string, consumers: HandlerConsumerSpec, extra: Partial<WorkerConfig> = {}) {
   const config: WorkerConfig = {
     natsUrl: info.natsUrl,
+    natsCaFile: info.natsCaFile,
     concern: name,
     consumers,
     deadLetterSubject: `itwkdlq${run}.${name}`,

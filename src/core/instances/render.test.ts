@@ -365,6 +365,27 @@ describe('renderInstance', () => {
     );
   });
 
+  it('with the bus’s CA: carried into the same Secret, mounted, and named as nats.tls.caFile', () => {
+    const caPem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+    const r = render(instance({ namespace: 'tenant-a' }), {
+      ...SETTINGS,
+      natsPassword: 's3cret',
+      natsCaPem: caPem,
+    });
+    expect(Buffer.from(r.natsSecret?.data?.['ca.crt'] ?? '', 'base64').toString()).toBe(caPem);
+    expect(Buffer.from(r.natsSecret?.data?.password ?? '', 'base64').toString()).toBe('s3cret');
+    const env = Object.fromEntries((container(r)?.env ?? []).map((e) => [e.name, e.value]));
+    expect(env.SWITCHYARD_NATS_TLS_CA_FILE).toBe('/etc/switchyard/nats/ca.crt');
+    expect(container(r)?.volumeMounts?.map((m) => m.mountPath)).toContain('/etc/switchyard/nats');
+  });
+
+  it('with the CA alone (a bus without users): the Secret holds the CA only, and no user is named', () => {
+    const r = render(instance(), { ...SETTINGS, natsCaPem: 'PEM' });
+    expect(Object.keys(r.natsSecret?.data ?? {})).toEqual(['ca.crt']);
+    expect(container(r)?.env?.some((e) => e.name === 'SWITCHYARD_NATS_USER')).toBe(false);
+    expect(container(r)?.env?.some((e) => e.name === 'SWITCHYARD_NATS_TLS_CA_FILE')).toBe(true);
+  });
+
   it('without it: no Secret, no user, nothing mounted for NATS', () => {
     const r = render(instance());
     expect(r.natsSecret).toBeUndefined();

@@ -73,6 +73,11 @@ export interface RenderSettings {
    * rendered into a Secret of the instance's namespace that every replica mounts.
    */
   natsPassword?: string | undefined;
+  /**
+   * The CA the bus's certificate chains to (PEM), when NATS requires TLS: carried into the same
+   * Secret, so every replica verifies the server as the handler does (`nats.tls.caFile`).
+   */
+  natsCaPem?: string | undefined;
 }
 
 export interface ServiceAccountRef {
@@ -95,7 +100,7 @@ export interface RenderedInstance {
   /** Desired shape only (name, type, labels, owner); data is the issuer's. */
   servingSecret: V1Secret;
   caSecret: V1Secret;
-  /** The replicas' NATS credentials, data included; absent when the bus has no users. */
+  /** The replicas' NATS password and CA, data included; absent when the bus has neither users nor TLS. */
   natsSecret: V1Secret | undefined;
 }
 
@@ -105,6 +110,7 @@ export const CONTAINER_NAME = 'webhook-server';
 const CERT_VOLUME = 'serving-cert';
 const NATS_VOLUME = 'nats-credentials';
 const NATS_PASSWORD_KEY = 'password';
+const NATS_CA_KEY = 'ca.crt';
 /** Where every Switchyard container finds its NATS password (deploy/workers mount it there too). */
 export const NATS_CREDENTIALS_DIR = '/etc/switchyard/nats';
 const WEBHOOK_SERVER_NATS_USER = 'webhook-server';
@@ -175,21 +181,25 @@ export function renderInstance(instance: WebhookServer, settings: RenderSettings
       podDisruptionBudget: podDisruptionBudget(meta(names.workload), instance.metadata.name),
       servingSecret: tlsSecret(meta(names.servingSecret)),
       caSecret: tlsSecret(meta(names.caSecret)),
-      natsSecret:
-        settings.natsPassword === undefined
-          ? undefined
-          : natsSecret(meta(names.natsSecret), settings.natsPassword),
+      natsSecret: hasNatsSecret(settings) ? natsSecret(meta(names.natsSecret), settings) : undefined,
     },
   };
 }
 
-function natsSecret(metadata: V1ObjectMeta, password: string): V1Secret {
+function hasNatsSecret(settings: RenderSettings): boolean {
+  return settings.natsPassword !== undefined || settings.natsCaPem !== undefined;
+}
+
+function natsSecret(metadata: V1ObjectMeta, settings: RenderSettings): V1Secret {
+  const data: Record<string, string> = {};
+  if (settings.natsPassword !== undefined) data[NATS_PASSWORD_KEY] = settings.natsPassword;
+  if (settings.natsCaPem !== undefined) data[NATS_CA_KEY] = settings.natsCaPem;
   return {
     apiVersion: 'v1',
     kind: 'Secret',
     metadata,
     type: 'Opaque',
-    data: { [NATS_PASSWORD_KEY]: Buffer.from(password).toString('base64') },
+    data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
   };
 }
 
@@ -373,9 +383,9 @@ function podSpec(instance: WebhookServer, names: ChildNames, settings: RenderSet
       // Group-readable by the container's group only; the kubelet refreshes the files when the
       // Secret is rotated, and the webhook-server reloads them.
       { name: CERT_VOLUME, secret: { secretName: names.servingSecret, defaultMode: 0o440 } },
-      ...(settings.natsPassword === undefined
-        ? []
-        : [{ name: NATS_VOLUME, secret: { secretName: names.natsSecret, defaultMode: 0o440 } }]),
+      ...(hasNatsSecret(settings)
+        ? [{ name: NATS_VOLUME, secret: { secretName: names.natsSecret, defaultMode: 0o440 } }]
+        : []),
     ],
   };
 }
@@ -387,7 +397,12 @@ function container(instance: WebhookServer, settings: RenderSettings): V1Contain
     image: imageOf(instance, settings.image),
     ...(spec.image?.pullPolicy === undefined ? {} : { imagePullPolicy: spec.image.pullPolicy }),
     args: [...webhookServerArgs(instance.metadata.name), ...(spec.extraArgs ?? [])],
-    env: [...downwardApiEnv(), ...settingsEnv(settings.env), ...natsUserEnv(settings)],
+    env: [
+      ...downwardApiEnv(),
+      ...settingsEnv(settings.env),
+      ...natsUserEnv(settings),
+      ...natsTlsEnv(settings),
+    ],
     ports: [{ name: WEBHOOK_SERVER_PORT_NAME, containerPort: WEBHOOK_SERVER_PORT, protocol: 'TCP' }],
     resources: canonical(spec.resources ?? DEFAULT_RESOURCES) as V1ResourceRequirements,
     startupProbe: httpsProbe(LIVENESS_PATH, STARTUP),
@@ -402,11 +417,17 @@ function container(instance: WebhookServer, settings: RenderSettings): V1Contain
     },
     volumeMounts: [
       { name: CERT_VOLUME, mountPath: SERVING_CERT_DIR, readOnly: true },
-      ...(settings.natsPassword === undefined
-        ? []
-        : [{ name: NATS_VOLUME, mountPath: NATS_CREDENTIALS_DIR, readOnly: true }]),
+      ...(hasNatsSecret(settings)
+        ? [{ name: NATS_VOLUME, mountPath: NATS_CREDENTIALS_DIR, readOnly: true }]
+        : []),
     ],
   };
+}
+
+/** The replicas verify the bus's certificate against the CA in their Secret. */
+function natsTlsEnv(settings: RenderSettings): V1EnvVar[] {
+  if (settings.natsCaPem === undefined) return [];
+  return [{ name: 'SWITCHYARD_NATS_TLS_CA_FILE', value: `${NATS_CREDENTIALS_DIR}/${NATS_CA_KEY}` }];
 }
 
 /** The replicas connect as the bus's `webhook-server` user, with the password from their Secret. */

@@ -10,9 +10,9 @@ import { jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { afterAll, afterEach } from 'vitest';
-import { natsServerList } from '../../../src/bus/connect.ts';
 import { type LocalCluster, startLocalCluster } from '../../../src/local-cluster/cluster.ts';
 import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../../../src/local-cluster/install.ts';
+import { natsConnectOptions } from '../../../src/local-cluster/nats-client.ts';
 import { HandoverWitness } from './handover-witness.ts';
 
 export interface InstalledCluster {
@@ -75,13 +75,14 @@ export function useInstalledCluster(
       await installSwitchyard({
         admin,
         natsUrl: cluster.natsUrl,
+        natsCaFile: cluster.natsCaFile,
         natsCredentialsDir: cluster.natsCredentialsDir,
         ...(opts.natsCluster ? { streamReplicas: 3 as const } : {}),
         log: opts.log,
       });
       // Reconnects for as long as it takes: the chaos suite kills and freezes nats-server.
       nc = await connect({
-        servers: natsServerList(cluster.natsUrl),
+        ...natsConnectOptions(cluster),
         name: `${name}-witness`,
         maxReconnectAttempts: -1,
       });
