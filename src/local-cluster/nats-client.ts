@@ -27,11 +27,3 @@ export function natsTlsOf(nats: LocalNatsAddress): NatsTlsFiles | undefined {
 export function natsFlags(nats: LocalNatsAddress): string[] {
   return [`--nats.url=${nats.natsUrl}`, ...(nats.natsCaFile ? [`--nats.tls.caFile=${nats.natsCaFile}`] : [])];
 }
-
-/** The same as a Pod's or a process's environment (SWITCHYARD_NATS_URL, SWITCHYARD_NATS_TLS_CA_FILE). */
-export function natsEnv(nats: LocalNatsAddress): Record<string, string> {
-  return {
-    SWITCHYARD_NATS_URL: nats.natsUrl,
-    ...(nats.natsCaFile ? { SWITCHYARD_NATS_TLS_CA_FILE: nats.natsCaFile } : {}),
-  };
-}
