@@ -144,4 +144,33 @@ describe('a view knows how far behind the bus it is', () => {
       follower.stop();
     }
   });
+
+  it('vouches for a sequence only once it holds the record that replaced one it skipped', {
+    timeout: 30_000,
+  }, async () => {
+    // x, y, then x again: the mirror keeps y and the second x, so a reader meets y first, with
+    // the first x gone. Holding y, it must not claim y's sequence: its x is older than x at y.
+    const first = await record('settle-x');
+    const y = await record('settle-y');
+    const replacing = await record('settle-x');
+    expect(first).toBeLessThan(y);
+    const handed: { seq: number; settled: number }[] = [];
+    const follower = await followLatest({
+      js: bus.js,
+      stream: STREAMS.latest,
+      filters: ['k8s.crdconfig._.settle-x', 'k8s.crdconfig._.settle-y'],
+      onMessage: (m, settled) => handed.push({ seq: m.seq, settled }),
+      log,
+    });
+    try {
+      // The mirror copies K8S a moment later: the follower may be caught up before it holds them.
+      await waitFor('the replacing x handed', () => (follower.handedSeq >= replacing ? true : undefined));
+      expect(handed.map((h) => h.seq)).toEqual([y, replacing]);
+      expect(handed[0]?.settled, 'y handed while the x that replaced the first is not').toBeLessThan(y);
+      expect(handed[1]?.settled, 'every record held once the replacing x is').toBe(replacing);
+      expect(follower.settledSeq).toBe(replacing);
+    } finally {
+      follower.stop();
+    }
+  });
 });

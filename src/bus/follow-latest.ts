@@ -6,12 +6,18 @@ import {
   type OrderedConsumerOptions,
 } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
+import { SettledSequence } from './settled-sequence.ts';
 
 export interface LatestFollower {
   /** Resolves once every message that was on the stream when following began has been handed over. */
   readonly caughtUp: Promise<void>;
   /** The stream sequence of the last message handed over (0 before the first). */
   readonly handedSeq: number;
+  /**
+   * The sequence the handed messages vouch for (settled-sequence.ts): below `handedSeq` while a
+   * record skipped because it was replaced has not been made up for by the one that replaced it.
+   */
+  readonly settledSeq: number;
   /**
    * Drops the current consumer and follows again from the message after the last one handed
    * over: what a reader does when the client's own recovery stalls.
@@ -42,15 +48,17 @@ export const FOLLOW_PULL_EXPIRES_MS = 5_000;
  *
  * Messages are handed over in stream order and never twice: after a `restart`, a message the
  * old consumer still had in flight is dropped if its sequence is not past the last one handed.
+ * Each comes with the settled sequence after it: what a reader may claim to have reached.
  */
 export async function followLatest(opts: {
   js: JetStreamClient;
   stream: string;
   filters: string[];
-  onMessage: (m: JsMsg) => void;
+  onMessage: (m: JsMsg, settledSeq: number) => void;
   log: Logger;
 }): Promise<LatestFollower> {
   let handedSeq = 0;
+  const settled = new SettledSequence();
   let stopped = false;
   let markCaughtUp: () => void = () => undefined;
   const caughtUp = new Promise<void>((resolve) => {
@@ -67,7 +75,7 @@ export async function followLatest(opts: {
       for await (const m of messages) {
         if (m.seq <= handedSeq) continue;
         handedSeq = m.seq;
-        opts.onMessage(m);
+        opts.onMessage(m, settled.observe(m.seq, m.info.pending));
         if (m.info.pending === 0) markCaughtUp();
       }
     })().catch((err) => {
@@ -81,6 +89,9 @@ export async function followLatest(opts: {
     caughtUp,
     get handedSeq() {
       return handedSeq;
+    },
+    get settledSeq() {
+      return settled.value;
     },
     async restart() {
       if (stopped) return;

@@ -38,7 +38,10 @@ export type LiveRecord = ObjectEvent & { op: 'upsert' };
  * woken by stream sequence N calls `waitFor(N)` before reading. K8S_LATEST is
  * a mirror of K8S and keeps its sequence numbers; the view reads every subject
  * of it, keeping only the kinds it was asked for, so `waitFor` can tell when it
- * has caught up to any record.
+ * has caught up to any record. The mirror keeps only each object's last record,
+ * so a view that falls behind skips records replaced meanwhile: it counts as
+ * having reached N only once it holds every record up to N or the one that
+ * replaced it (settled-sequence.ts), not when it has merely read past N.
  *
  * Lease renewals that change nothing else are on HEARTBEATS, not K8S (they must
  * not wake handlers); the view follows them too and answers `renewTime`, so a
@@ -61,6 +64,8 @@ export class ObjectView {
   private readonly freshnessListeners = new Set<(lag: ViewLag) => void>();
   private readonly followers: { stream: string; follower: LatestFollower }[] = [];
   private appliedSeq = 0;
+  /** What the view vouches for: `appliedSeq`, held back while a replaced record is still missing. */
+  private settledSeq = 0;
   /** Per stream followed: messages not applied yet, at the last check. */
   private readonly pending = new Map<string, number>();
   private unobserve: () => void = () => undefined;
@@ -93,8 +98,8 @@ export class ObjectView {
         js,
         stream: STREAMS.latest,
         filters: ['k8s.>'],
-        onMessage: (m) => {
-          this.apply(m);
+        onMessage: (m, settledSeq) => {
+          this.apply(m, settledSeq);
           this.settleOpenQuestion();
         },
         log: this.log,
@@ -172,8 +177,9 @@ export class ObjectView {
     });
   }
 
+  /** The sequence the view has reached: every record up to it is held, or the record that replaced it. */
   get sequence(): number {
-    return this.appliedSeq;
+    return this.settledSeq;
   }
 
   /**
@@ -199,13 +205,13 @@ export class ObjectView {
   }
 
   private waitForSeq(seq: number, timeoutMs: number): Promise<void> {
-    if (this.appliedSeq >= seq) return Promise.resolve();
+    if (this.settledSeq >= seq) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
         () =>
           reject(
             new ViewBehindError(
-              `view did not reach stream sequence ${seq} within ${timeoutMs} ms (at ${this.appliedSeq})`,
+              `view did not reach stream sequence ${seq} within ${timeoutMs} ms (at ${this.settledSeq}, read up to ${this.appliedSeq})`,
               this.freshness(),
             ),
           ),
@@ -281,9 +287,10 @@ export class ObjectView {
 
   /**
    * Applies one record of K8S (or its mirror) as if the view had followed it: what `switchyard
-   * replay` feeds a view with to rebuild it at a past sequence, in stream order.
+   * replay` feeds a view with to rebuild it at a past sequence, in stream order. `settledSeq`:
+   * what the follower vouches for after it (K8S itself skips nothing, so by default the record's own).
    */
-  apply(m: Pick<JsMsg, 'subject' | 'seq' | 'data'>): void {
+  apply(m: Pick<JsMsg, 'subject' | 'seq' | 'data'>, settledSeq = m.seq): void {
     const kind = objectSubjectKind(m.subject);
     const key = kind !== undefined && this.kinds.has(kind) ? parseObjectSubject(m.subject) : undefined;
     if (key) {
@@ -301,9 +308,10 @@ export class ObjectView {
         );
     }
     this.appliedSeq = Math.max(this.appliedSeq, m.seq);
+    this.settledSeq = Math.max(this.settledSeq, settledSeq);
     for (let i = this.waiters.length - 1; i >= 0; i--) {
       const w = this.waiters[i];
-      if (w && w.seq <= this.appliedSeq) {
+      if (w && w.seq <= this.settledSeq) {
         this.waiters.splice(i, 1);
         w.resolve();
       }

@@ -1,0 +1,110 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { SettledSequence } from './settled-sequence.ts';
+
+/**
+ * A stream that keeps each subject's last message, written to and read at the same time: the
+ * reader takes the next message still stored after the last one it took, as an ordered
+ * consumer does, and is told how many are stored behind it.
+ */
+class CompactingStream {
+  private readonly stored = new Map<number, string>();
+  private readonly lastOf = new Map<string, number>();
+  readonly published: { seq: number; subject: string }[] = [];
+  private seq = 0;
+
+  publish(subject: string): void {
+    this.seq++;
+    const replaced = this.lastOf.get(subject);
+    if (replaced !== undefined) this.stored.delete(replaced);
+    this.stored.set(this.seq, subject);
+    this.lastOf.set(subject, this.seq);
+    this.published.push({ seq: this.seq, subject });
+  }
+
+  next(after: number): { seq: number; subject: string; pending: number } | undefined {
+    const behind = [...this.stored.keys()].filter((s) => s > after).sort((a, b) => a - b);
+    const [seq] = behind;
+    if (seq === undefined) return undefined;
+    return { seq, subject: this.stored.get(seq) as string, pending: behind.length - 1 };
+  }
+}
+
+/** Per subject, the last sequence of it published at or below `seq`. */
+function stateAt(published: readonly { seq: number; subject: string }[], seq: number): Map<string, number> {
+  const state = new Map<string, number>();
+  for (const p of published) if (p.seq <= seq) state.set(p.subject, p.seq);
+  return state;
+}
+
+describe('the sequence a reader of a compacting stream vouches for', () => {
+  it('moves with every message while nothing was skipped', () => {
+    const s = new SettledSequence();
+    expect([s.observe(1, 2), s.observe(2, 1), s.observe(3, 0)]).toEqual([1, 2, 3]);
+  });
+
+  it('stops before a skipped record until every message pending behind the gap is taken', () => {
+    const s = new SettledSequence();
+    s.observe(1, 4);
+    // 2 was replaced (by 5, say): 3 arrives with 2 messages behind it.
+    expect(s.observe(3, 2)).toBe(1);
+    expect(s.observe(4, 1)).toBe(1);
+    expect(s.observe(5, 3)).toBe(5);
+  });
+
+  it('moves on at the end of the stream, even when what was pending behind a gap is gone since', () => {
+    const s = new SettledSequence();
+    s.observe(1, 0);
+    expect(s.observe(4, 5)).toBe(1);
+    expect(s.observe(9, 0)).toBe(9);
+  });
+
+  it('ignores a message handed twice (a consumer recreated before its last one was taken)', () => {
+    const s = new SettledSequence();
+    s.observe(1, 1);
+    s.observe(2, 0);
+    expect(s.observe(2, 0)).toBe(2);
+    expect(s.observe(1, 1)).toBe(2);
+  });
+
+  it('never vouches for a sequence whose state the reader does not hold, however writes and reads interleave', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.constantFrom('a', 'b', 'c', 'd').map((subject) => ({ subject })),
+            fc.constant('read'),
+          ),
+          {
+            maxLength: 120,
+          },
+        ),
+        (steps) => {
+          const stream = new CompactingStream();
+          const settled = new SettledSequence();
+          const held = new Map<string, number>();
+          let handed = 0;
+          const read = () => {
+            const m = stream.next(handed);
+            if (!m) return false;
+            handed = m.seq;
+            held.set(m.subject, m.seq);
+            const vouched = settled.observe(m.seq, m.pending);
+            for (const [subject, seq] of stateAt(stream.published, vouched)) {
+              expect(held.get(subject) ?? 0, `${subject} at settled ${vouched}`).toBeGreaterThanOrEqual(seq);
+            }
+            return true;
+          };
+          for (const step of steps) {
+            if (step === 'read') read();
+            else stream.publish(step.subject);
+          }
+          while (read());
+          // Drained: it vouches for everything it took.
+          expect(settled.value).toBe(handed);
+        },
+      ),
+      { numRuns: Number(process.env.SWITCHYARD_FUZZ_RUNS ?? 2_000) },
+    );
+  });
+});
