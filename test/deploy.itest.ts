@@ -21,6 +21,7 @@ import { childEnv } from '../src/local-cluster/control-plane.ts';
 import { freePort } from '../src/local-cluster/free-port.ts';
 import { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { natsServerBinary } from '../src/local-cluster/nats.ts';
+import { LocalNatsTls } from '../src/local-cluster/nats-tls.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { useLocalCluster } from './support/local-cluster.ts';
 
@@ -358,16 +359,48 @@ describe('deploy/nats-cluster', () => {
     expect(defaults.some((env) => env.has('SWITCHYARD_BUS_STREAM_REPLICAS'))).toBe(false);
   });
 
-  /** The rendered configuration in a directory of its own, store and pid file moved into it. */
+  it('requires TLS: the servers mount their certificate, and every workload that connects verifies it against the CA alone', () => {
+    expect(config['nats.conf']).toMatch(/^tls \{[^}]*cert_file: "\/etc\/nats-tls\/tls\.crt"/m);
+    const tlsVolume = (
+      nats.spec.template.spec.volumes as { name: string; secret?: { secretName?: string } }[]
+    ).find((v) => v.secret?.secretName === 'switchyard-nats-tls');
+    expect(tlsVolume, 'the servers do not mount switchyard-nats-tls').toBeDefined();
+    const connecting = objects.flatMap((o) => {
+      const pod = (o as { spec?: { template?: { spec?: PodSpec & { volumes?: PodVolume[] } } } }).spec
+        ?.template?.spec;
+      return (pod?.containers ?? [])
+        .filter((c) => (c.env ?? []).some((e) => e.name === 'SWITCHYARD_NATS_URL'))
+        .map((c) => ({ name: o.metadata?.name, env: c.env ?? [], volumes: pod?.volumes ?? [] }));
+    });
+    expect(connecting.length).toBe(8);
+    for (const w of connecting) {
+      expect(w.env.find((e) => e.name === 'SWITCHYARD_NATS_TLS_CA_FILE')?.value, w.name).toBe(
+        '/etc/switchyard/nats-ca/ca.crt',
+      );
+      // The CA alone: the server's key in the same Secret never reaches a client.
+      const ca = w.volumes.find((v) => v.secret?.secretName === 'switchyard-nats-tls');
+      expect(
+        ca?.secret?.items?.map((i) => i.key),
+        w.name,
+      ).toEqual(['ca.crt']);
+    }
+  });
+
+  /**
+   * The rendered configuration in a directory of its own, store, pid file and the TLS Secret's
+   * files (a certificate of the project's issuer, as the nats-credentials Job makes) moved into it.
+   */
   async function writeConfig(dir: string, natsConf: string): Promise<string> {
     await mkdir(join(dir, 'jetstream'), { recursive: true });
+    await LocalNatsTls.create(join(dir, 'tls'), Date.now());
     await writeFile(join(dir, 'authorization.conf'), config['authorization.conf'] ?? '');
     const file = join(dir, 'nats.conf');
     await writeFile(
       file,
       natsConf
         .replace(/^(\s*)store_dir:.*$/m, `$1store_dir: "${join(dir, 'jetstream')}"`)
-        .replace(/^pid_file:.*$/m, `pid_file: "${join(dir, 'nats.pid')}"`),
+        .replace(/^pid_file:.*$/m, `pid_file: "${join(dir, 'nats.pid')}"`)
+        .replaceAll('/etc/nats-tls/', `${join(dir, 'tls')}/`),
     );
     return file;
   }
@@ -528,6 +561,11 @@ interface NatsStatefulSet {
   };
 }
 
+interface PodVolume {
+  name: string;
+  secret?: { secretName?: string; items?: { key: string; path: string }[] };
+}
+
 interface PodSpec {
   securityContext?: Record<string, unknown>;
   containers: {
@@ -637,10 +675,16 @@ const ACCESS: Record<string, { allow: Access[]; deny: Access[] }> = {
     allow: [
       ['get', '', 'secrets', 'switchyard-system', 'switchyard-nats-credentials'],
       ['patch', '', 'secrets', 'switchyard-system', 'switchyard-nats-credentials'],
+      // The bundled NATS server's certificate and its CA (src/access/nats-server-certificate.ts).
+      ['get', '', 'secrets', 'switchyard-system', 'switchyard-nats-tls'],
+      ['patch', '', 'secrets', 'switchyard-system', 'switchyard-nats-tls'],
+      ['get', '', 'secrets', 'switchyard-system', 'switchyard-nats-ca-key'],
+      ['patch', '', 'secrets', 'switchyard-system', 'switchyard-nats-ca-key'],
       ['create', '', 'secrets', 'switchyard-system'],
     ],
     deny: [
       ['get', '', 'secrets', 'switchyard-system', 'switchyard-admission-tls'],
+      ['delete', '', 'secrets', 'switchyard-system', 'switchyard-nats-ca-key'],
       ['patch', '', 'secrets', 'switchyard-system', 'switchyard-admission-tls'],
       ['list', '', 'secrets', 'switchyard-system'],
       ['delete', '', 'secrets', 'switchyard-system', 'switchyard-nats-credentials'],
