@@ -14,6 +14,7 @@ import {
   servedLeaseName,
   WEBHOOK_SERVER_LABEL,
 } from '../src/api/constants.ts';
+import { KINDS } from '../src/api/resources.ts';
 import { defaultConfig } from '../src/config/schema.ts';
 import type { ServiceAccountRef } from '../src/core/instances/render.ts';
 import { decodeServedSet, type ExpectedSet, expectedSetOf } from '../src/core/served-set-codec.ts';
@@ -25,7 +26,6 @@ import { waitFor } from '../src/local-cluster/wait.ts';
 import { systemClock } from '../src/runtime/clock.ts';
 import { leaseContentDigest } from '../src/watchers/resources.ts';
 import {
-  LEASES,
   LeasePublisher,
   leaseWriterFor,
   type PodRef,
@@ -130,7 +130,7 @@ function readLease(name: string, ns = namespace): Promise<StoredLease> {
   return sendForJson<StoredLease>(
     admin,
     HttpMethod.GET,
-    apiUrl(admin, objectPath(LEASES, { namespace: ns, name })),
+    apiUrl(admin, objectPath(KINDS.lease, { namespace: ns, name })),
   );
 }
 
@@ -348,7 +348,7 @@ describe('a webhook-server replica’s served-set Lease', () => {
     expect(servedOf(recreated, expected)).toEqual(['b.x.io']);
     expect(recreated.metadata.ownerReferences?.[0]?.uid).toBe(r.pod.uid);
 
-    await sendForJson(admin, HttpMethod.PATCH, apiUrl(admin, objectPath(LEASES, { namespace, name })), {
+    await sendForJson(admin, HttpMethod.PATCH, apiUrl(admin, objectPath(KINDS.lease, { namespace, name })), {
       body: {
         metadata: { annotations: { [SERVED_SET_ANNOTATION]: 'v2.n.forged' } },
         spec: { holderIdentity: 'intruder' },

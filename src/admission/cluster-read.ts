@@ -15,7 +15,7 @@
 // once. Writes of these CRDs are operator actions, not a hot path; metadata-only writes never
 // reach the webhook (its matchConditions) and status writes are a subresource it does not see.
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { GROUP, VERSION } from '../api/constants.ts';
+import { KINDS, type KindResource } from '../api/resources.ts';
 import { INSTANCE_POLICY_CONFIGMAP, type NamespaceRead } from '../core/instance-admission.ts';
 import { ignoreNotFound, isTooManyRequests, statusOf } from '../kube/errors.ts';
 import type { ClusterReads, ClusterState, TargetKind } from './review.ts';
@@ -38,20 +38,17 @@ interface Resource {
   plural: string;
 }
 
-const INSTANCES: Resource = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers' };
-const CRD_CONFIGS: Resource = { group: GROUP, version: VERSION, plural: 'crdconversionconfigs' };
-const XRD_CONFIGS: Resource = { group: GROUP, version: VERSION, plural: 'xrdconversionconfigs' };
+/** A catalog kind as the custom-objects API names it. */
+function customObjects(of: KindResource): Resource {
+  return { group: of.group, version: of.version, plural: of.resource };
+}
+
+const INSTANCES = customObjects(KINDS.webhookserver);
+const CRD_CONFIGS = customObjects(KINDS.crdconfig);
+const XRD_CONFIGS = customObjects(KINDS.xrdconfig);
 const TARGETS: Record<TargetKind, Resource> = {
-  CustomResourceDefinition: {
-    group: 'apiextensions.k8s.io',
-    version: 'v1',
-    plural: 'customresourcedefinitions',
-  },
-  CompositeResourceDefinition: {
-    group: 'apiextensions.crossplane.io',
-    version: 'v1',
-    plural: 'compositeresourcedefinitions',
-  },
+  CustomResourceDefinition: customObjects(KINDS.crd),
+  CompositeResourceDefinition: customObjects(KINDS.xrd),
 };
 
 /**

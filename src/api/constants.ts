@@ -8,6 +8,9 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY_VALUE = 'switchyard';
 
+/** Kubernetes' label on an EndpointSlice naming the Service it belongs to. */
+export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+
 /** Label on a replica's served-set Lease naming the ConversionWebhookServer it belongs to. */
 export const WEBHOOK_SERVER_LABEL = `${GROUP}/webhook-server`;
 /** Annotation on a replica's Lease carrying its encoded served set (see core/served-set-codec). */

@@ -6,7 +6,7 @@
  * reversible, and `_` never appears in a DNS name, so escaped names stay
  * readable in `nats stream view`.
  *
- * Layout:
+ * Layout (`<kind>` is a view kind of api/resources.ts):
  *   k8s.<kind>.<namespace>.<name>   object snapshots and tombstones (stream K8S)
  *   hb.<kind>.<namespace>.<name>    Lease renewals that change nothing else (stream HEARTBEATS)
  *   work.<concern>.<partition>.<key> handler work items (stream WORK, see bus/runtime)
@@ -18,6 +18,7 @@
  * A cluster-scoped object's namespace token is `_`.
  */
 
+import { KINDS } from '../api/resources.ts';
 import { partitionedSubject } from './runtime/partition.ts';
 
 const SAFE = /^[A-Za-z0-9-]$/;
@@ -86,19 +87,6 @@ export function recheckSubject(workSubject: string): string {
   return `recheck.${workSubject.slice('work.'.length)}`;
 }
 
-/** The kinds of object the watchers record; each is one subject token. */
-export const OBJECT_KINDS = [
-  'webhookserver',
-  'crdconfig',
-  'xrdconfig',
-  'crd',
-  'xrd',
-  'deployment',
-  'endpointslice',
-  'lease',
-] as const;
-export type ObjectKind = (typeof OBJECT_KINDS)[number];
-
 export interface ObjectKey {
   kind: string;
   namespace: string;
@@ -113,7 +101,7 @@ export function objectSubject({ kind, namespace, name }: ObjectKey): string {
  * The kinds recorded on HEARTBEATS: only a Lease is renewed without changing anything else
  * (watchers/resources.ts gives only it a content digest). A view of other kinds never follows it.
  */
-export const RENEWED_KINDS: readonly string[] = ['lease'];
+export const RENEWED_KINDS: readonly string[] = [KINDS.lease.viewKind];
 
 export function heartbeatSubject({ kind, namespace, name }: ObjectKey): string {
   return `hb.${kind}.${escapeToken(namespace)}.${escapeToken(name)}`;

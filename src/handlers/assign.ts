@@ -22,6 +22,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { API_VERSION } from '../api/constants.ts';
 import type { ConfigStatus } from '../api/conversion-config.ts';
+import { ownKind } from '../api/resources.ts';
 import type { WebhookServerStatus } from '../api/webhook-server.ts';
 import {
   type DecisionRecord,
@@ -66,7 +67,6 @@ import {
   isConfigKind,
   type KeyedSubject,
 } from './assign-world.ts';
-import { PROJECT_RESOURCES } from './project-resources.ts';
 import { handoverWorkSubject, type ObjectWorkKey, parseWorkKey, workMsgId } from './work-keys.ts';
 
 export function assignConsumers(partitions: number): HandlerConsumerSpec {
@@ -128,7 +128,7 @@ export class AssignHandler {
       'assignment written',
     );
     if (decision.move) {
-      const ref = PROJECT_RESOURCES[key.kind];
+      const ref = ownKind(key.kind);
       this.deps.events.record({
         regarding: {
           apiVersion: API_VERSION,
@@ -193,7 +193,7 @@ export class AssignHandler {
     resourceVersion: string,
     ctx: HandlerContext,
   ): Promise<unknown> {
-    const ref = PROJECT_RESOURCES[key.kind];
+    const ref = ownKind(key.kind);
     if (!ref) throw new PermanentError(`no resource for kind ${key.kind}`);
     return this.deps.writer.mergePatch(
       ref,
@@ -214,7 +214,7 @@ export class AssignHandler {
     resourceVersion: string,
     ctx: HandlerContext,
   ): Promise<unknown> {
-    const ref = PROJECT_RESOURCES[key.kind];
+    const ref = ownKind(key.kind);
     if (!ref) throw new PermanentError(`no resource for kind ${key.kind}`);
     return this.deps.writer.applyStatus(
       ref,

@@ -7,6 +7,7 @@
 // triggers.ts). A config's own status writes (this handler's, assign's, handover's) wake it
 // too; it then finds nothing changed and writes nothing, so the loop ends there.
 import { type ConversionConfig, conversionConfigSchema, targetNameOf } from '../api/conversion-config.ts';
+import { ownKind, TARGET_OF_CONFIG, TARGET_VIEW_KINDS } from '../api/resources.ts';
 import type { WorkItem } from '../bus/messages.ts';
 import { done, type Handler, type HandlerConsumerSpec } from '../bus/runtime/index.ts';
 import { STREAMS } from '../bus/topology.ts';
@@ -17,14 +18,12 @@ import { conversionServiceOf } from '../core/target-conversion.ts';
 import type { KubeWriter } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { CONFIG_KINDS, INSTANCE_KIND } from './assign-world.ts';
-import { TARGET_KINDS } from './handover.ts';
-import { PROJECT_RESOURCES } from './project-resources.ts';
 import { type ObjectWorkKey, objectWorkSubject, parseWorkKey } from './work-keys.ts';
 
 export const CONFIG_STATUS = 'config-status';
 
 /** What the view must hold: the configs, their targets, and the instances whose Services they may name. */
-export const CONFIG_STATUS_VIEW_KINDS = [...CONFIG_KINDS, 'crd', 'xrd', INSTANCE_KIND];
+export const CONFIG_STATUS_VIEW_KINDS = [...CONFIG_KINDS, ...TARGET_VIEW_KINDS, INSTANCE_KIND];
 
 export function configStatusConsumers(partitions: number): HandlerConsumerSpec {
   return {
@@ -73,7 +72,7 @@ export function configStatusHandler(deps: ConfigStatusDeps): Handler<WorkItem> {
       nowIso: new Date(deps.clock.now()).toISOString(),
     });
     if (!write) return done;
-    const ref = PROJECT_RESOURCES[key.kind];
+    const ref = ownKind(key.kind);
     if (!ref) return done;
     await deps.writer.applyStatus(
       ref,
@@ -90,12 +89,12 @@ export function configStatusHandler(deps: ConfigStatusDeps): Handler<WorkItem> {
 }
 
 function targetOf(config: ConversionConfig): { kind: string; name: string } {
-  return { kind: TARGET_KINDS[config.kind].kind, name: targetNameOf(config) };
+  return { kind: TARGET_OF_CONFIG[config.kind].kind, name: targetNameOf(config) };
 }
 
 function liveTarget(view: ConfigStatusDeps['view'], config: ConversionConfig): unknown {
   const record = view.record({
-    kind: TARGET_KINDS[config.kind].viewKind,
+    kind: TARGET_OF_CONFIG[config.kind].viewKind,
     namespace: '',
     name: targetNameOf(config),
   });

@@ -5,6 +5,7 @@
 // `handoverOnView`), so `switchyard explain` says what the handlers would do.
 import { SERVICE_SUFFIX } from '../api/constants.ts';
 import { conversionConfigSchema, targetNameOf } from '../api/conversion-config.ts';
+import { TARGET_OF_CONFIG } from '../api/resources.ts';
 import { webhookServerSchema } from '../api/webhook-server.ts';
 import { leaseState } from '../core/aggregate.ts';
 import { type DecidingRule, explain, type MemberScore, subjectOf } from '../core/assignment.ts';
@@ -12,7 +13,7 @@ import { findCondition } from '../core/conditions.ts';
 import { HANDOVER_READY, type HandoverPolicy } from '../core/handover.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
 import { CONFIG_VIEW_KINDS, parsedList } from '../views/view-reads.ts';
-import { type HandoverView, handoverOnView, TARGET_KINDS } from './handover.ts';
+import { type HandoverView, handoverOnView } from './handover.ts';
 
 export interface PodReport {
   pod: string;
@@ -72,7 +73,11 @@ export function explainTarget(
         ? { instance: why.resolution.instance, rule: why.resolution.decidedBy }
         : { unresolved: why.resolution.reason, message: why.resolution.message };
   const ready = findCondition(config.status?.conditions, HANDOVER_READY);
-  const live = view.record({ kind: TARGET_KINDS[config.kind].viewKind, namespace: '', name: target })?.object;
+  const live = view.record({
+    kind: TARGET_OF_CONFIG[config.kind].viewKind,
+    namespace: '',
+    name: target,
+  })?.object;
   const service = conversionServiceOf(live);
   const gate = handoverOnView(view, target, opts);
   return {

@@ -15,10 +15,9 @@
 // Otherwise spec changes only, read from metadata.generation: other status writes and heartbeats
 // wake nothing. The handover's own patch bumps the target's generation and wakes one no-op look.
 // Pure, like every trigger function; the router publishes one item per target.
+import { isTargetViewKind } from '../api/resources.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import { type AssignWorld, CONFIG_KINDS } from './assign-world.ts';
-
-const TARGET_KINDS = ['crd', 'xrd'];
 
 export function handoverTriggers(
   change: { kind: string; op: 'upsert' | 'delete'; object: RecordedObject },
@@ -34,7 +33,7 @@ export function handoverTriggers(
       .filter((c) => c.key.kind === change.kind && c.key.name === name)
       .map((c) => c.target);
   }
-  if (!TARGET_KINDS.includes(change.kind) || !world.configs.some((c) => c.target === name)) return [];
+  if (!isTargetViewKind(change.kind) || !world.configs.some((c) => c.target === name)) return [];
   return change.op === 'delete' || specChanged(change.object, previous) ? [name] : [];
 }
 

@@ -29,6 +29,12 @@ import {
   targetNameOf,
 } from '../api/conversion-config.ts';
 import { encodeVerdict, verdictOf } from '../api/handover-verdict.ts';
+import {
+  type KindResource,
+  RESOURCE_OF_CONFIG,
+  TARGET_OF_CONFIG,
+  TARGET_VIEW_KINDS,
+} from '../api/resources.ts';
 import { type WebhookServer, webhookServerSchema } from '../api/webhook-server.ts';
 import type { HandoverWork } from '../bus/messages.ts';
 import {
@@ -67,7 +73,7 @@ import {
 } from '../core/target-conversion.ts';
 import { handoverWaitEvent, repointEvent } from '../core/transition-events.ts';
 import type { EventSink, ObjectRef } from '../kube/event-recorder.ts';
-import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
+import type { KubeWriter } from '../kube/writer.ts';
 import { countHandoverDecision, countHandoverRepoint } from '../metrics/worker-metrics.ts';
 import type { Clock } from '../runtime/clock.ts';
 import {
@@ -88,49 +94,10 @@ export const HANDOVER_VIEW_KINDS = [
   'crdconfig',
   'xrdconfig',
   'webhookserver',
-  'crd',
-  'xrd',
+  ...TARGET_VIEW_KINDS,
   'lease',
   'endpointslice',
 ] as const;
-
-/**
- * A kind of target: where the view records it and where its spec.conversion is patched. The
- * field is the same in both (core/target-conversion.ts), so this is all that differs.
- */
-export interface TargetKind {
-  /** The view's kind (subjects.ts OBJECT_KINDS). */
-  viewKind: 'crd' | 'xrd';
-  /** The Kind, as validation diagnostics and the apply body name it. */
-  kind: string;
-  resource: ResourceRef;
-}
-
-export const TARGET_KINDS: Readonly<Record<ConversionConfig['kind'], TargetKind>> = {
-  CRDConversionConfig: {
-    viewKind: 'crd',
-    kind: 'CustomResourceDefinition',
-    resource: {
-      apiVersion: 'apiextensions.k8s.io/v1',
-      resource: 'customresourcedefinitions',
-      namespaced: false,
-    },
-  },
-  XRDConversionConfig: {
-    viewKind: 'xrd',
-    kind: 'CompositeResourceDefinition',
-    resource: {
-      apiVersion: 'apiextensions.crossplane.io/v1',
-      resource: 'compositeresourcedefinitions',
-      namespaced: false,
-    },
-  },
-};
-
-const CONFIG_RESOURCES: Readonly<Record<ConversionConfig['kind'], ResourceRef>> = {
-  CRDConversionConfig: { apiVersion: API_VERSION, resource: 'crdconversionconfigs', namespaced: false },
-  XRDConversionConfig: { apiVersion: API_VERSION, resource: 'xrdconversionconfigs', namespaced: false },
-};
 
 /** The partitioned consumers of the concern (`docs/bus.md`): one target at a time, fleet-wide. */
 export function handoverConsumers(partitions: number): HandlerConsumerSpec {
@@ -203,7 +170,7 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
     const { config, destination, targetKind } = gate.kind === 'decided' ? gate.subject : gate;
     countHandoverDecision(decision.action, decision.condition.reason);
     const regarding = objectRefOf(config);
-    const related = { apiVersion: targetKind.resource.apiVersion, kind: targetKind.kind, name: item.key };
+    const related = { apiVersion: targetKind.apiVersion, kind: targetKind.kind, name: item.key };
     if (decision.action === 'patch' && gate.kind === 'decided') {
       const noBundle = await pointTarget(deps, item, gate, decision.condition, ctx, nowMs);
       if (noBundle) return noBundle;
@@ -217,7 +184,7 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
     });
     if (status.changed) {
       await deps.writer.applyStatus(
-        CONFIG_RESOURCES[config.kind],
+        RESOURCE_OF_CONFIG[config.kind],
         {
           apiVersion: API_VERSION,
           kind: config.kind,
@@ -302,9 +269,9 @@ async function pointTarget(
     message: condition.message,
   });
   await deps.writer.apply(
-    targetKind.resource,
+    targetKind,
     {
-      apiVersion: targetKind.resource.apiVersion,
+      apiVersion: targetKind.apiVersion,
       kind: targetKind.kind,
       metadata: { name: item.key, annotations: { [HANDOVER_VERDICT_ANNOTATION]: verdict } },
       spec: { conversion: desired },
@@ -317,7 +284,7 @@ async function pointTarget(
   countHandoverRepoint(condition.reason, waitedSeconds(config.status?.handover, destination, nowMs));
   deps.events.record({
     regarding: objectRefOf(config),
-    related: { apiVersion: targetKind.resource.apiVersion, kind: targetKind.kind, name: item.key },
+    related: { apiVersion: targetKind.apiVersion, kind: targetKind.kind, name: item.key },
     ...repointEvent({
       target: item.key,
       readVersion: live.metadata.resourceVersion,
@@ -341,7 +308,7 @@ export interface HandoverSubject {
   config: ConversionConfig & { metadata: { resourceVersion: string } };
   destination: string;
   namespace: string;
-  targetKind: TargetKind;
+  targetKind: KindResource;
   live: { metadata: { resourceVersion: string } };
   replicas: DestinationReplicas;
 }
@@ -351,7 +318,7 @@ export interface MissingTarget {
   kind: 'missing';
   config: ConversionConfig & { metadata: { resourceVersion: string } };
   destination: string;
-  targetKind: TargetKind;
+  targetKind: KindResource;
 }
 
 type Subject = { kind: 'skip'; why: string } | HandoverSubject | MissingTarget;
@@ -415,7 +382,7 @@ function readSubject(view: HandoverView, target: string, defaultNamespace: strin
   const resolution = assignSubjects(claimants.map(subjectOf), fleetOf(instances)).get(target);
   if (resolution === undefined || !resolution.ok)
     return { kind: 'skip', why: resolution?.message ?? 'unresolved' };
-  const targetKind = TARGET_KINDS[config.kind];
+  const targetKind = TARGET_OF_CONFIG[config.kind];
   const { resourceVersion: configVersion } = config.metadata;
   if (!configVersion) return { kind: 'skip', why: 'recorded without a resourceVersion' };
   const configRead = { ...config, metadata: { ...config.metadata, resourceVersion: configVersion } };

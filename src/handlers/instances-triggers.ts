@@ -13,11 +13,10 @@
 //     reads them all, and a finalizer must go once the last dependent moves away, with no one
 //     touching the instance.
 import { WEBHOOK_SERVER_LABEL } from '../api/constants.ts';
+import { isTargetViewKind } from '../api/resources.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import { isConfigKind } from './assign-world.ts';
 import { instanceOfService, type RecordedChange } from './lease-aggregate-triggers.ts';
-
-const TARGET_KINDS = ['crd', 'xrd'];
 
 type Loose = {
   metadata?: { name?: string; labels?: Record<string, string> };
@@ -44,7 +43,7 @@ function onlyStatusMoved(change: RecordedChange, previous: RecordedObject | unde
 function instancesNamedBy(kind: string, object: Loose | undefined): (string | undefined)[] {
   if (!object) return [];
   if (kind === 'deployment') return [object.metadata?.labels?.[WEBHOOK_SERVER_LABEL]];
-  if (TARGET_KINDS.includes(kind))
+  if (isTargetViewKind(kind))
     return [instanceOfService(object.spec?.conversion?.webhook?.clientConfig?.service?.name)];
   return [];
 }
@@ -60,7 +59,7 @@ export function instancesTriggers(
   const names = [
     ...instancesNamedBy(change.kind, change.object as Loose),
     ...instancesNamedBy(change.kind, previous as Loose | undefined),
-    ...(isConfigKind(change.kind) || TARGET_KINDS.includes(change.kind) ? deleting : []),
+    ...(isConfigKind(change.kind) || isTargetViewKind(change.kind) ? deleting : []),
   ];
   return [...new Set(names.filter((n): n is string => typeof n === 'string' && n !== ''))].sort();
 }

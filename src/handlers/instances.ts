@@ -17,6 +17,7 @@
 import type { KubernetesObject, V1Deployment } from '@kubernetes/client-node';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { API_VERSION, IN_USE_FINALIZER } from '../api/constants.ts';
+import { KINDS, TARGET_VIEW_KINDS } from '../api/resources.ts';
 import { WEBHOOK_SERVER_KIND, type WebhookServer } from '../api/webhook-server.ts';
 import { encodeMessage, handoverWorkSchema, type WorkItem } from '../bus/messages.ts';
 import { describeError } from '../bus/runtime/errors.ts';
@@ -50,12 +51,9 @@ import { CONFIG_KINDS, configSubjectOf, INSTANCE_KIND, instanceOf } from './assi
 import { HANDOVER } from './handover.ts';
 import { ensureCertificates } from './instance-certificates.ts';
 import { SECRETS, type SecretReader } from './instance-secrets.ts';
-import { WEBHOOK_SERVERS } from './lease-aggregate.ts';
 import { handoverWorkSubject, workMsgId } from './work-keys.ts';
 
 export const INSTANCES = 'instances';
-
-const TARGET_VIEW_KINDS = ['crd', 'xrd'] as const;
 
 /** What the view must hold: the instances, their Deployments, and what a deletion decision reads. */
 export const INSTANCES_VIEW_KINDS = [INSTANCE_KIND, 'deployment', ...CONFIG_KINDS, ...TARGET_VIEW_KINDS];
@@ -125,7 +123,7 @@ async function ensureFinalizer(deps: InstancesDeps, instance: WebhookServer, ctx
   const finalizers = (instance.metadata as DeletionMeta).finalizers ?? [];
   if (finalizers.includes(IN_USE_FINALIZER)) return instance;
   const patched = await deps.writer.mergePatch<WebhookServer>(
-    WEBHOOK_SERVERS,
+    KINDS.webhookserver,
     { name: instance.metadata.name, resourceVersion: instance.metadata.resourceVersion ?? '' },
     { metadata: { finalizers: [...finalizers, IN_USE_FINALIZER] } },
     { signal: ctx.signal },
@@ -326,7 +324,7 @@ async function handleDeletion(deps: InstancesDeps, instance: WebhookServer, ctx:
     return recheckAt(stop.recheckAtMs, deps.clock.now(), 'the wait for the replicas to stop ends');
   }
   await deps.writer.mergePatch(
-    WEBHOOK_SERVERS,
+    KINDS.webhookserver,
     { name: instance.metadata.name, resourceVersion: instance.metadata.resourceVersion ?? '' },
     { metadata: { finalizers: finalizers.filter((f) => f !== IN_USE_FINALIZER) } },
     { signal: ctx.signal },
@@ -416,7 +414,7 @@ async function writeStatus(
     !sameCondition(blocked, findCondition(instance.status?.conditions, blocked.type));
   if (!workload.changed && !deletionChanged) return;
   await deps.writer.applyStatus(
-    WEBHOOK_SERVERS,
+    KINDS.webhookserver,
     {
       apiVersion: API_VERSION,
       kind: WEBHOOK_SERVER_KIND,

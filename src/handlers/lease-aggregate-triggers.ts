@@ -8,7 +8,7 @@
 // and the targets naming its Service. Each trigger names the instances before and after the
 // change, so a Lease relabelled, a slice moved or a config reassigned wakes both sides. Loose on
 // purpose: a woken instance whose aggregate did not change writes nothing.
-import { WEBHOOK_SERVER_LABEL, webhookServiceName } from '../api/constants.ts';
+import { SERVICE_NAME_LABEL, WEBHOOK_SERVER_LABEL, webhookServiceName } from '../api/constants.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 
 export interface RecordedChange {
@@ -17,7 +17,6 @@ export interface RecordedChange {
   object: RecordedObject;
 }
 
-const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 const SERVICE_SUFFIX = webhookServiceName('');
 
 type Loose = {

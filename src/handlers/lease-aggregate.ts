@@ -13,8 +13,7 @@
 // retry that sees "no change" and never sends the handover work. The other way round, a crash
 // only repeats handover work, which is idempotent.
 import type { JetStreamClient } from '@nats-io/jetstream';
-import { API_VERSION } from '../api/constants.ts';
-import { WEBHOOK_SERVER_KIND } from '../api/webhook-server.ts';
+import { KINDS, TARGET_VIEW_KINDS } from '../api/resources.ts';
 import { encodeMessage, handoverWorkSchema, type WorkItem } from '../bus/messages.ts';
 import { done, type Handler, type HandlerConsumerSpec, recheckAt } from '../bus/runtime/index.ts';
 import { workSubject } from '../bus/subjects.ts';
@@ -27,7 +26,7 @@ import {
   type PodReport,
   waitingTargets,
 } from '../core/instance-aggregate.ts';
-import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
+import type { KubeWriter } from '../kube/writer.ts';
 import { countServedLeaseReport } from '../metrics/worker-metrics.ts';
 import type { Clock } from '../runtime/clock.ts';
 import {
@@ -49,15 +48,8 @@ export const LEASE_AGGREGATE_VIEW_KINDS = [
   'endpointslice',
   'crdconfig',
   'xrdconfig',
-  'crd',
-  'xrd',
+  ...TARGET_VIEW_KINDS,
 ] as const;
-
-export const WEBHOOK_SERVERS: ResourceRef = {
-  apiVersion: API_VERSION,
-  resource: 'conversionwebhookservers',
-  namespaced: false,
-};
 
 /** The partitioned consumers of the concern (`docs/bus.md`): one instance at a time, fleet-wide. */
 export function leaseAggregateConsumers(partitions: number): HandlerConsumerSpec {
@@ -130,8 +122,13 @@ export function leaseAggregateHandler(deps: LeaseAggregateDeps): Handler<WorkIte
         ),
       );
       await deps.writer.applyStatus(
-        WEBHOOK_SERVERS,
-        { apiVersion: API_VERSION, kind: WEBHOOK_SERVER_KIND, metadata: { name }, status: decision.status },
+        KINDS.webhookserver,
+        {
+          apiVersion: KINDS.webhookserver.apiVersion,
+          kind: KINDS.webhookserver.kind,
+          metadata: { name },
+          status: decision.status,
+        },
         // Based on exactly the status the decision compared with: a stale attempt gets 409.
         {
           signal: ctx.signal,

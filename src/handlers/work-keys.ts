@@ -6,7 +6,7 @@
 import { partitionedSubject } from '../bus/runtime/index.ts';
 import { escapeToken, workSubject } from '../bus/subjects.ts';
 
-/** A cluster-scoped object a concern reconciles, by its recorded kind (subjects.ts `OBJECT_KINDS`). */
+/** A cluster-scoped object a concern reconciles, by its recorded kind (a view kind of api/resources.ts). */
 export interface ObjectWorkKey {
   kind: string;
   name: string;

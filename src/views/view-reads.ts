@@ -4,8 +4,14 @@
 // Shared by the handlers and the webhook-server replicas: both read the same configs, instances,
 // targets and Leases off the same records, so both compute the same expected sets.
 import { type ZodType, z } from 'zod';
-import { SERVED_SET_ANNOTATION, WEBHOOK_SERVER_LABEL, webhookServiceName } from '../api/constants.ts';
+import {
+  SERVED_SET_ANNOTATION,
+  SERVICE_NAME_LABEL,
+  WEBHOOK_SERVER_LABEL,
+  webhookServiceName,
+} from '../api/constants.ts';
 import { conversionConfigSchema } from '../api/conversion-config.ts';
+import { TARGET_VIEW_KINDS } from '../api/resources.ts';
 import { type WebhookServer, webhookServerSchema } from '../api/webhook-server.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { ObjectView } from '../bus/view.ts';
@@ -27,7 +33,6 @@ type ViewReads = Pick<ObjectView, 'record' | 'list' | 'renewTime'>;
 export const CONFIG_VIEW_KINDS = ['crdconfig', 'xrdconfig'] as const;
 
 /** The label the EndpointSlice controller puts on a Service's slices. */
-const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 
 interface Meta {
   name: string;
@@ -197,7 +202,7 @@ function sameLists(a: Lists, b: Lists): boolean {
   );
 }
 
-const EXPECTATION_KINDS = ['crdconfig', 'xrdconfig', 'webhookserver', 'crd', 'xrd'] as const;
+const EXPECTATION_KINDS = ['crdconfig', 'xrdconfig', 'webhookserver', ...TARGET_VIEW_KINDS] as const;
 const EXPECTATION = {};
 
 /** `derive(parsed)` once per recorded object; undefined when it does not parse with `schema`. */

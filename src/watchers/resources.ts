@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
-import { GROUP, MANAGED_BY_LABEL, MANAGED_BY_VALUE, VERSION } from '../api/constants.ts';
-import type { ObjectKind } from '../bus/subjects.ts';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../api/constants.ts';
+import { KINDS, type KindResource, type ViewKind } from '../api/resources.ts';
 
 /** One kind of object a watcher records: where to list and watch it, and how narrowly. */
 export interface WatchedResource {
-  kind: ObjectKind | string;
+  /** The view kind its records carry (api/resources.ts). */
+  kind: ViewKind | string;
   /** Collection path across namespaces, e.g. /apis/apps/v1/deployments. */
   path: string;
   labelSelector?: string;
@@ -76,31 +77,27 @@ export function leaseContentDigest(lease: unknown): string {
     .digest('base64url');
 }
 
+/** A catalog kind recorded across namespaces, as narrowly as `narrowing` says. */
+function recorded(of: KindResource, narrowing: Omit<WatchedResource, 'kind' | 'path'> = {}): WatchedResource {
+  return { kind: of.viewKind, path: of.listPath, ...narrowing };
+}
+
 /** What Switchyard records. Leases and Deployments only where its own label is. */
 export const RECORDED_RESOURCES: WatchedResource[] = [
-  { kind: 'webhookserver', path: `/apis/${GROUP}/${VERSION}/conversionwebhookservers` },
-  { kind: 'crdconfig', path: `/apis/${GROUP}/${VERSION}/crdconversionconfigs` },
-  { kind: 'xrdconfig', path: `/apis/${GROUP}/${VERSION}/xrdconversionconfigs` },
-  { kind: 'crd', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions' },
-  { kind: 'deployment', path: '/apis/apps/v1/deployments', labelSelector: managedBySelector },
+  recorded(KINDS.webhookserver),
+  recorded(KINDS.crdconfig),
+  recorded(KINDS.xrdconfig),
+  recorded(KINDS.crd),
+  recorded(KINDS.deployment, { labelSelector: managedBySelector }),
   // An instance's ready Pods, by name (`endpoints[].targetRef`): the handover gate requires a
   // live report from each of them. The EndpointSlice controller copies the Service's labels.
-  {
-    kind: 'endpointslice',
-    path: '/apis/discovery.k8s.io/v1/endpointslices',
-    labelSelector: managedBySelector,
-  },
-  {
-    kind: 'lease',
-    path: '/apis/coordination.k8s.io/v1/leases',
+  recorded(KINDS.endpointslice, { labelSelector: managedBySelector }),
+  recorded(KINDS.lease, {
     labelSelector: managedBySelector,
     contentDigest: leaseContentDigest,
     renewal: leaseRenewal,
-  },
+  }),
 ];
 
 /** XRDs are recorded only where Crossplane's API exists. */
-export const XRD_RESOURCE: WatchedResource = {
-  kind: 'xrd',
-  path: '/apis/apiextensions.crossplane.io/v1/compositeresourcedefinitions',
-};
+export const XRD_RESOURCE: WatchedResource = recorded(KINDS.xrd);

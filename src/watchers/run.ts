@@ -1,5 +1,6 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
+import { KINDS } from '../api/resources.ts';
 import { connectBus } from '../bus/connect.ts';
 import { followConnection } from '../bus/connection-state.ts';
 import { RecordWriter } from '../bus/records/record-writer.ts';
@@ -41,10 +42,7 @@ export async function runWatchers(argv: string[]): Promise<void> {
   });
   const connection = followConnection(bus.nc);
   health.require('nats', () => (connection.connected() ? undefined : 'disconnected from NATS, reconnecting'));
-  const crossplane = await servesGroupVersion(
-    clients.informers.kubeConfig,
-    '/apis/apiextensions.crossplane.io/v1',
-  );
+  const crossplane = await servesGroupVersion(clients.informers.kubeConfig, `/apis/${KINDS.xrd.apiVersion}`);
   const resources = crossplane ? [...RECORDED_RESOURCES, XRD_RESOURCE] : RECORDED_RESOURCES;
   const writer = new RecordWriter({
     js: bus.js,

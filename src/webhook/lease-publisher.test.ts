@@ -7,6 +7,7 @@ import {
   SERVED_SET_ANNOTATION,
   WEBHOOK_SERVER_LABEL,
 } from '../api/constants.ts';
+import { KINDS } from '../api/resources.ts';
 import { decodeServedSet, encodeServedSet, expectedSetOf } from '../core/served-set-codec.ts';
 import { ApiStatusError } from '../kube/errors.ts';
 import type { ObjectRef, ResourceRef, WriteOptions } from '../kube/writer.ts';
@@ -14,7 +15,6 @@ import { DEFAULT_CONFLICT_BACKOFF } from '../runtime/backoff.ts';
 import type { Clock } from '../runtime/clock.ts';
 import {
   DEFAULT_WRITE_BACKOFF,
-  LEASES,
   LeasePublisher,
   type LeasePublisherOptions,
   type LeaseWriter,
@@ -221,7 +221,7 @@ class FakeApiserver implements LeaseWriter {
   private rv = 100;
 
   async apply<T extends KubernetesObject>(ref: ResourceRef, obj: T, opts: WriteOptions = {}): Promise<T> {
-    expect(ref).toBe(LEASES);
+    expect(ref).toBe(KINDS.lease);
     const lease = structuredClone(obj) as unknown as ServedLease;
     return this.write({ kind: 'apply', lease }, opts.signal, () => {
       this.stored = { ...lease, metadata: { ...lease.metadata, resourceVersion: String(++this.rv) } };

@@ -40,6 +40,7 @@ import {
   servedLeaseName,
   WEBHOOK_SERVER_LABEL,
 } from '../api/constants.ts';
+import { KINDS } from '../api/resources.ts';
 import {
   type ExpectedSet,
   encodeServedSet,
@@ -49,7 +50,7 @@ import {
 } from '../core/served-set-codec.ts';
 import type { WritesClient } from '../kube/clients.ts';
 import { isConflict, isNotFound, statusOf } from '../kube/errors.ts';
-import { fieldManagerFor, KubeWriter, type ResourceRef } from '../kube/writer.ts';
+import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
 import { type BackoffPolicy, DEFAULT_CONFLICT_BACKOFF, retryDelayMs } from '../runtime/backoff.ts';
 import { type Clock, systemClock } from '../runtime/clock.ts';
 
@@ -70,12 +71,6 @@ export const DEFAULT_WITHDRAW_TIMEOUT_MS = 10_000;
 
 /** The field manager of every replica's Lease writes (managedFields, audit logs). */
 export const WEBHOOK_SERVER_FIELD_MANAGER = fieldManagerFor('webhook-server');
-
-export const LEASES: ResourceRef = {
-  apiVersion: 'coordination.k8s.io/v1',
-  resource: 'leases',
-  namespaced: true,
-};
 
 /** What the publisher needs of a writer: `KubeWriter`, or a test's stand-in. */
 export type LeaseWriter = Pick<KubeWriter, 'apply' | 'mergePatch'>;
@@ -121,8 +116,8 @@ export function microTime(ms: number): string {
 export function servedLeaseBody(facts: ServedLeaseFacts): ServedLease {
   const { namespace, instance, pod } = facts;
   return {
-    apiVersion: LEASES.apiVersion,
-    kind: 'Lease',
+    apiVersion: KINDS.lease.apiVersion,
+    kind: KINDS.lease.kind,
     metadata: {
       name: servedLeaseName(pod.name),
       namespace,
@@ -547,7 +542,7 @@ export class LeasePublisher {
       value,
       renewTimeMs: this.o.clock.now(),
     });
-    const stored = await this.o.writer.apply(LEASES, body, { signal: this.halt.signal });
+    const stored = await this.o.writer.apply(KINDS.lease, body, { signal: this.halt.signal });
     const first = this.counters.publishes === 0;
     this.written = { value, resourceVersion: stored.metadata?.resourceVersion ?? '', renewedAtMs };
     const truncated = isTruncationMarker(value);
@@ -574,7 +569,7 @@ export class LeasePublisher {
     const renewedAtMs = this.o.clock.monotonic();
     const renewTime = microTime(this.o.clock.now());
     const stored = await this.o.writer.mergePatch(
-      LEASES,
+      KINDS.lease,
       { namespace: this.o.namespace, name: this.name, resourceVersion: written.resourceVersion },
       { spec: { renewTime } },
       { signal: this.halt.signal },

@@ -2,6 +2,7 @@
 // resolver sees them, and the live targets by name. Derived again only when one of those kinds
 // changed (views/view-reads.ts), so a burst of status writes costs a pointer comparison each.
 import { conversionConfigSchema } from '../api/conversion-config.ts';
+import { TARGET_VIEW_KINDS } from '../api/resources.ts';
 import { webhookServerSchema } from '../api/webhook-server.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { instanceLikeOf } from '../core/expected-set.ts';
@@ -9,15 +10,14 @@ import { CONFIG_VIEW_KINDS, derivedFromView, parsedList } from '../views/view-re
 import type { PlanWorld } from './plans.ts';
 
 /** What a replica's view must hold. */
-export const REPLICA_VIEW_KINDS = [...CONFIG_VIEW_KINDS, 'webhookserver', 'crd', 'xrd'] as const;
+export const REPLICA_VIEW_KINDS = [...CONFIG_VIEW_KINDS, 'webhookserver', ...TARGET_VIEW_KINDS] as const;
 
-const TARGET_KINDS = ['crd', 'xrd'] as const;
 const WORLD = {};
 
 export function planWorldOf(view: Pick<ObjectView, 'list' | 'record'>): PlanWorld {
   return derivedFromView(view, REPLICA_VIEW_KINDS, WORLD, () => {
     const targets = new Map<string, unknown>();
-    for (const kind of TARGET_KINDS) {
+    for (const kind of TARGET_VIEW_KINDS) {
       for (const object of view.list(kind)) {
         // Recorded without its content (too large for the bus): no versions to compile against.
         if (view.record({ kind, namespace: '', name: object.metadata.name })?.omitted) continue;
