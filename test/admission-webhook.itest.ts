@@ -32,7 +32,8 @@ import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
 import { kubeConfigFromToken } from '../src/local-cluster/kubeconfig.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { auditLogFromNow } from './support/audit-log.ts';
-import { committedCrds, ensureCrd } from './support/crds.ts';
+import { committedCrds, crdWithSpec, ensureCrd } from './support/crds.ts';
+import { componentIdentity } from './support/identities.ts';
 import { useLocalCluster } from './support/local-cluster.ts';
 
 const NAMESPACE = 'switchyard-system';
@@ -339,6 +340,45 @@ describe('admission webhook deployed from deploy/admission', () => {
       spokes: [{ version: 'v1', rules: [renameRule] }],
     });
     expect(res).toMatchObject({ status: 201, warnings: [] });
+  });
+
+  it('lets the handover identity change a target’s conversion only while a config targets it', async () => {
+    const handover = await componentIdentity(cluster.info, admin, 'handover');
+    const untargeted = crdWithSpec('gizmos', 'admission.switchyard.dev', { size: { type: 'string' } });
+    await ensureCrd(admin, untargeted);
+    const conversion = (service: string) => ({
+      spec: {
+        conversion: {
+          strategy: 'Webhook',
+          webhook: {
+            conversionReviewVersions: ['v1'],
+            clientConfig: { service: { name: service, namespace: NAMESPACE, path: '/convert', port: 443 } },
+          },
+        },
+      },
+    });
+    const crdPath = (name: string) => `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`;
+    const refused = await send(
+      'PATCH',
+      crdPath(untargeted.metadata?.name ?? ''),
+      conversion('a-webhook-server'),
+      handover,
+    );
+    expect(refused.status, refused.message).toBe(403);
+    expect(refused.message).toContain(
+      'admission webhook "handover-targets.switchyard.dev" denied the request',
+    );
+    expect(refused.message).toContain('none targets "gizmos.admission.switchyard.dev"');
+    // Control: adm-widgets targets TARGET, so its conversion may change, and back again.
+    const admitted = await send('PATCH', crdPath(TARGET), conversion('a-webhook-server'), handover);
+    expect(admitted.status, admitted.message).toBe(200);
+    const restored = await send(
+      'PATCH',
+      crdPath(TARGET),
+      { spec: { conversion: { strategy: 'None', webhook: null } } },
+      handover,
+    );
+    expect(restored.status, restored.message).toBe(200);
   });
 
   it('rejects a second config for the target across kinds, naming the first', async () => {

@@ -299,6 +299,84 @@ describe('requests the webhook does not review', () => {
   });
 });
 
+describe('a target’s conversion changed by the handover identity', () => {
+  const HANDOVER = `system:serviceaccount:${POLICY}:switchyard-handover`;
+  const pointedAt = (crd: ReturnType<typeof target>, service: string) => ({
+    ...crd,
+    spec: {
+      ...crd.spec,
+      conversion: {
+        strategy: 'Webhook',
+        webhook: { clientConfig: { service: { namespace: POLICY, name: service, path: '/convert' } } },
+      },
+    },
+  });
+  const repoint = (
+    name: string,
+    username = HANDOVER,
+    group = 'apiextensions.k8s.io',
+    kind = 'CustomResourceDefinition',
+  ) => {
+    const before = target(name);
+    return {
+      uid: 'uid-1',
+      kind: { group, version: 'v1', kind },
+      operation: 'UPDATE' as const,
+      object: pointedAt(before, 'a-webhook-server'),
+      oldObject: before,
+      userInfo: { username },
+    };
+  };
+
+  it('admits it while a config of the matching kind targets the CRD, reading only the configs', () => {
+    const req = repoint('widgets.x.io');
+    expect(readsFor(req, POLICY)).toEqual({ instances: false, configs: true });
+    expect(review(req, state({ configs: [crdConfig('c', 'widgets.x.io')] }), POLICY)).toEqual({
+      uid: 'uid-1',
+      allowed: true,
+    });
+  });
+
+  it('refuses it for a CRD no config targets, saying why (an XRD config of that name does not count)', () => {
+    const verdict = review(
+      repoint('widgets.x.io'),
+      state({ configs: [xrdConfig('x', 'widgets.x.io')] }),
+      POLICY,
+    );
+    expect(verdict.allowed).toBe(false);
+    expect(verdict.status).toMatchObject({ code: 403, reason: 'Forbidden' });
+    expect(verdict.status?.message).toContain('none targets "widgets.x.io"');
+    expect(verdict.status?.message).toContain('CRDConversionConfig');
+  });
+
+  it('holds an XRD to an XRD config', () => {
+    const xrd = repoint(
+      'xwidgets.x.io',
+      HANDOVER,
+      'apiextensions.crossplane.io',
+      'CompositeResourceDefinition',
+    );
+    expect(review(xrd, state({ configs: [crdConfig('c', 'xwidgets.x.io')] }), POLICY).allowed).toBe(false);
+    expect(review(xrd, state({ configs: [xrdConfig('x', 'xwidgets.x.io')] }), POLICY).allowed).toBe(true);
+  });
+
+  it.each([
+    { scenario: 'another identity', req: repoint('widgets.x.io', 'switchyard:admin') },
+    {
+      scenario: 'a handover in another operator namespace',
+      req: repoint('widgets.x.io', 'system:serviceaccount:elsewhere:switchyard-handover'),
+    },
+    {
+      scenario: 'a write that leaves the conversion as stored (the verdict annotation)',
+      req: { ...repoint('widgets.x.io'), object: target('widgets.x.io') },
+    },
+    { scenario: 'a kind of that name in another group', req: repoint('widgets.x.io', HANDOVER, 'x.io') },
+  ])('passes $scenario unchecked', ({ req }) => {
+    expect(readsFor(req, POLICY)).toEqual({ instances: false, configs: false });
+    expect(review(req, state(), POLICY)).toEqual({ uid: 'uid-1', allowed: true });
+  });
+});
+
 describe('parseReview', () => {
   it('reads an admission.k8s.io/v1 AdmissionReview', () => {
     const body = {

@@ -24,6 +24,7 @@ import type { InstanceLike } from '../core/assignment.ts';
 import { type ConfigIdentity, duplicateTargetViolation } from '../core/config-admission.ts';
 import { validateConfig } from '../core/config-validation.ts';
 import { violationsIntroduced } from '../core/fleet-admission.ts';
+import { untargetedConversionChange } from '../core/handover-admission.ts';
 import {
   allowancesOf,
   INSTANCE_POLICY_CONFIGMAP,
@@ -42,6 +43,7 @@ const admissionRequestSchema = z.looseObject({
   subResource: z.string().optional(),
   object: z.unknown().optional(),
   oldObject: z.unknown().optional(),
+  userInfo: z.looseObject({ username: z.string().optional() }).optional(),
 });
 export type AdmissionRequest = z.infer<typeof admissionRequestSchema>;
 
@@ -119,6 +121,11 @@ export function invalid(message: string): AdmissionStatus {
   return { code: 422, reason: 'Invalid', message };
 }
 
+/** The writer may not make this change at all, whatever the object says. */
+export function forbidden(message: string): AdmissionStatus {
+  return { code: 403, reason: 'Forbidden', message };
+}
+
 /** The request itself cannot be reviewed. */
 export function badRequest(message: string): AdmissionStatus {
   return { code: 400, reason: 'BadRequest', message };
@@ -176,6 +183,42 @@ function reviewedKind(request: AdmissionRequest): ReviewedKind | undefined {
   return undefined;
 }
 
+const TARGET_GROUPS: Record<TargetKind, string> = {
+  CustomResourceDefinition: 'apiextensions.k8s.io',
+  CompositeResourceDefinition: 'apiextensions.crossplane.io',
+};
+/** The handover's ServiceAccount (deploy/rbac/handover.yaml), in the operator's namespace. */
+const HANDOVER_SERVICE_ACCOUNT = 'switchyard-handover';
+
+/**
+ * The target whose conversion the handover identity changes in this request, or undefined for
+ * any other request (another identity, another field, a status write): the webhook's
+ * matchConditions send only these, and the same test here keeps a misrouted request unchecked
+ * rather than refused.
+ */
+function handoverTargetChange(request: AdmissionRequest, operatorNamespace: string): TargetRef | undefined {
+  const { operation, subResource, kind, userInfo } = request;
+  if (operation !== 'UPDATE' || subResource) return undefined;
+  if (userInfo?.username !== `system:serviceaccount:${operatorNamespace}:${HANDOVER_SERVICE_ACCOUNT}`)
+    return undefined;
+  const targetKind = (Object.keys(TARGET_GROUPS) as TargetKind[]).find(
+    (k) => k === kind.kind && TARGET_GROUPS[k] === kind.group,
+  );
+  if (targetKind === undefined || conversionUnchanged(request)) return undefined;
+  const name = (request.object as { metadata?: { name?: unknown } } | undefined)?.metadata?.name;
+  return typeof name === 'string' ? { kind: targetKind, name } : undefined;
+}
+
+/** Whether spec.conversion is as stored; too deep to compare counts as changed (see specUnchanged). */
+function conversionUnchanged(request: AdmissionRequest): boolean {
+  const conversionOf = (o: unknown) => (specOf(o) as { conversion?: unknown } | null | undefined)?.conversion;
+  try {
+    return isDeepStrictEqual(conversionOf(request.object), conversionOf(request.oldObject));
+  } catch {
+    return false;
+  }
+}
+
 /**
  * An update that leaves the spec as stored: no rule here reads anything else. The comparison
  * recurses, and the apiserver admits opaque fields nested ~10^4 levels deep, where it overflows
@@ -196,6 +239,7 @@ function specOf(object: unknown): unknown {
 }
 
 export function readsFor(request: AdmissionRequest, operatorNamespace: string): ClusterReads {
+  if (handoverTargetChange(request, operatorNamespace)) return { instances: false, configs: true };
   const kind = reviewedKind(request);
   if (kind === undefined || specUnchanged(request)) return NOTHING;
   if (kind === WEBHOOK_SERVER_KIND) {
@@ -226,6 +270,8 @@ export function review(
   cluster: ClusterState,
   operatorNamespace: string,
 ): AdmissionResponse {
+  const target = handoverTargetChange(request, operatorNamespace);
+  if (target) return reviewHandoverTarget(request, target, cluster);
   const kind = reviewedKind(request);
   if (kind === undefined || specUnchanged(request)) return allow(request.uid);
   if (kind === WEBHOOK_SERVER_KIND) return reviewInstance(request, cluster, operatorNamespace);
@@ -339,6 +385,18 @@ function reviewConfig(
   const problems = [...(duplicate ? [duplicate.message] : []), ...compiled.errors];
   if (problems.length === 0) return allow(request.uid, warnings);
   return deny(request.uid, invalid(problems.join('\n')), warnings);
+}
+
+// --- a target's conversion, changed by the handover
+
+function reviewHandoverTarget(
+  request: AdmissionRequest,
+  target: TargetRef,
+  cluster: ClusterState,
+): AdmissionResponse {
+  const configs = cluster.configs.flatMap((o) => configIdentityOf(o) ?? []);
+  const violation = untargetedConversionChange(target, configs);
+  return violation === undefined ? allow(request.uid) : deny(request.uid, forbidden(violation));
 }
 
 /** zod's issues as `spec.<path>: <message>` lines: the path a user finds in their YAML. */
