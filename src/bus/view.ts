@@ -1,6 +1,5 @@
 import type { JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import { observeViewLag } from '../metrics/worker-metrics.ts';
 import { type Clock, systemClock } from '../runtime/clock.ts';
 import { followLatest, type LatestFollower } from './follow-latest.ts';
 import { decodeObjectEvent, type ObjectEvent, type RecordedObject } from './messages.ts';
@@ -49,9 +48,10 @@ export type LiveRecord = ObjectEvent & { op: 'upsert' };
  *
  * It also knows how far behind the bus it is (`freshness`, view-lag.ts): it asks the
  * server on a period where its consumers are, says so when it falls behind or
- * cannot tell (a log line, `onFreshnessChange`, the view metrics), recreates its
- * consumers when their own recovery stalls, and lets a reader wait until it is
- * current (`waitCurrent`) before acting on what it holds.
+ * cannot tell (a log line, `onFreshnessChange`, and `lag` and `freshness`, which a
+ * worker's wiring hands to its metrics), recreates its consumers when their own
+ * recovery stalls, and lets a reader wait until it is current (`waitCurrent`)
+ * before acting on what it holds.
  */
 export class ObjectView {
   private readonly objects = new Map<string, Map<string, LiveRecord>>();
@@ -68,7 +68,6 @@ export class ObjectView {
   private settledSeq = 0;
   /** Per stream followed: messages not applied yet, at the last check. */
   private readonly pending = new Map<string, number>();
-  private unobserve: () => void = () => undefined;
   private readonly kinds: ReadonlySet<string>;
   private readonly log: Logger;
   private readonly clock: Clock;
@@ -76,6 +75,9 @@ export class ObjectView {
   private readonly tracker: ViewLagTracker;
   private readonly stopping = new AbortController();
   private lastState: ViewLag['state'] | undefined;
+  /** Resolves once `stop()` was called: what an observer of the view (a worker's metrics) ends on. */
+  readonly stopped: Promise<void>;
+  private resolveStopped: () => void = () => undefined;
 
   constructor(
     kinds: readonly string[],
@@ -87,11 +89,13 @@ export class ObjectView {
     this.clock = opts.clock ?? systemClock;
     this.lagPolicy = { ...DEFAULT_VIEW_LAG_POLICY, ...opts.lag };
     this.tracker = new ViewLagTracker(this.lagPolicy, this.clock.monotonic());
+    this.stopped = new Promise((resolve) => {
+      this.resolveStopped = resolve;
+    });
   }
 
   /** Starts following the bus; resolves once the view holds everything recorded before the call. */
   async start(js: JetStreamClient): Promise<void> {
-    this.unobserve = observeViewLag(this);
     this.followers.push({
       stream: STREAMS.latest,
       follower: await followLatest({
@@ -130,7 +134,7 @@ export class ObjectView {
   stop(): void {
     this.stopping.abort();
     for (const f of this.followers) f.follower.stop();
-    this.unobserve();
+    this.resolveStopped();
   }
 
   /** Per stream followed: messages the bus held that the view had not applied, at the last check. */

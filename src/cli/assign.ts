@@ -8,6 +8,7 @@ import { startResync } from '../handlers/resync.ts';
 import { ASSIGN_RESYNC } from '../handlers/resync-concerns.ts';
 import { startWorker, workerClients } from '../handlers/run-handler.ts';
 import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
+import { observeHandlerRuntime } from '../metrics/worker-metrics.ts';
 import { systemClock } from '../runtime/clock.ts';
 
 const COMPONENT = 'assign';
@@ -30,6 +31,8 @@ export async function runAssign(argv: string[]): Promise<void> {
     fanoutRatePerSecond: config.bus.fanoutRatePerSecond,
     bucketReplicas: bus.topology.streamReplicas,
   });
+  observeHandlerRuntime(worker.pacer.runtime);
+  observeHandlerRuntime(worker.runtime);
   log.info('assigning');
   const resync = await startResync({
     nc: bus.nc,
@@ -41,6 +44,7 @@ export async function runAssign(argv: string[]): Promise<void> {
     clock: systemClock,
     log,
   });
+  observeHandlerRuntime(resync.pacer.runtime);
   stopOnSignals({
     nc: bus.nc,
     log,

@@ -4,6 +4,7 @@ import { stopOnSignals } from '../bus/runtime/index.ts';
 import { ASSIGN_VIEW_KINDS } from '../handlers/assign-world.ts';
 import { startRouter } from '../handlers/router.ts';
 import { startWorker } from '../handlers/run-handler.ts';
+import { observeHandlerRuntime } from '../metrics/worker-metrics.ts';
 
 const COMPONENT = 'router';
 
@@ -23,6 +24,7 @@ export async function runRouter(argv: string[]): Promise<void> {
     },
     log,
   });
+  observeHandlerRuntime(runtime);
   log.info('routing records to work');
   stopOnSignals({
     nc: bus.nc,

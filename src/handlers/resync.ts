@@ -74,6 +74,8 @@ export interface ResyncOptions {
 export interface Resync {
   /** Settles once the start round is published or skipped (or given up at stop). */
   started: Promise<void>;
+  /** The concern's resync pacer, for a worker's wiring to hand its runtime to the metrics. */
+  pacer: Pacer;
   stop(): Promise<void>;
 }
 
@@ -193,6 +195,7 @@ export async function startResync(opts: ResyncOptions): Promise<Resync> {
   );
   return {
     started,
+    pacer,
     stop: async () => {
       stopping.abort();
       await periodic;

@@ -2,6 +2,8 @@
 // Kubernetes clients (writes only are used), the bus (topology verified, never applied), the
 // view of the kinds the handler reads, and the handler runtime over the concern's consumers;
 // SIGTERM drains and closes everything. Each `run-<concern>.ts` only says what differs.
+// The view and every handler runtime a worker starts are handed to the worker's metrics here
+// (and in cli/assign.ts, cli/router.ts): neither knows the metrics.
 import { KubeConfig } from '@kubernetes/client-node';
 import { type Logger, pino } from 'pino';
 import type { ZodType } from 'zod';
@@ -14,7 +16,7 @@ import { loadConfig } from '../config/load.ts';
 import { type Config, viewLagPolicyOf } from '../config/schema.ts';
 import { createKubeClients, type KubeClients } from '../kube/clients.ts';
 import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
-import { workerMetricsToServe } from '../metrics/worker-metrics.ts';
+import { observeHandlerRuntime, observeViewLag, workerMetricsToServe } from '../metrics/worker-metrics.ts';
 import { systemClock } from '../runtime/clock.ts';
 import { type HealthServer, startHealthServer } from '../runtime/health-server.ts';
 import { type ResyncSpec, startResync } from './resync.ts';
@@ -77,6 +79,7 @@ export async function startWorker(
   const connection = followConnection(bus.nc);
   health.require('nats', () => (connection.connected() ? undefined : 'disconnected from NATS, reconnecting'));
   const view = new ObjectView(viewKinds, log, { lag: viewLagPolicyOf(config.view) });
+  observeViewLag(view);
   await view.start(bus.js);
   // Not ready while the view is behind the bus or cannot tell: its handlers wait before deciding
   // (ObjectView.waitFor), and a rollout should not count on a worker that cannot act.
@@ -115,6 +118,7 @@ export async function runHandlerProcess<T>(argv: string[], spec: HandlerProcess<
       writer: new KubeWriter(clients.writes, fieldManagerFor(spec.concern)),
     }),
   });
+  observeHandlerRuntime(runtime);
   log.info({ consumers: consumers.durable }, spec.running);
   const resync = await startResync({
     nc: bus.nc,
@@ -126,6 +130,7 @@ export async function runHandlerProcess<T>(argv: string[], spec: HandlerProcess<
     clock: systemClock,
     log,
   });
+  observeHandlerRuntime(resync.pacer.runtime);
 
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

@@ -5,7 +5,7 @@ import {
   noHandlerCounters,
 } from '../bus/runtime/handler-runtime.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
-import { BucketCounts } from './bucket-counts.ts';
+import { BucketCounts } from '../runtime/bucket-counts.ts';
 import {
   metricOfSeries,
   metricReferences,
@@ -26,7 +26,11 @@ function counters(partial: Partial<HandlerCounters>): HandlerCounters {
   return { ...noHandlerCounters(), ...partial };
 }
 
-function fakeRuntime(concern: string, c: Partial<HandlerCounters>): HandlerRuntime {
+function fakeRuntime(
+  concern: string,
+  c: Partial<HandlerCounters>,
+  stopped: Promise<void> = new Promise(() => undefined),
+): HandlerRuntime {
   const attemptSeconds = new BucketCounts([0.1, 1]);
   attemptSeconds.observe(0.05);
   attemptSeconds.observe(0.5);
@@ -36,7 +40,7 @@ function fakeRuntime(concern: string, c: Partial<HandlerCounters>): HandlerRunti
     attemptSeconds,
     consumerStates: async () => [{ consumer: `${concern}-p0`, pending: 7, ackPending: 1, redelivered: 2 }],
     stop: async () => undefined,
-    stopped: new Promise(() => undefined),
+    stopped,
   };
 }
 
@@ -151,6 +155,7 @@ describe('the worker metrics', () => {
     const stop = observeViewLag({
       lag: () => new Map([['K8S_LATEST', 12]]),
       freshness: () => ({ state: 'behind', confirmedAgoMs: 7_500 }),
+      stopped: new Promise(() => undefined),
     });
     countKubeResponse('writes', 'PATCH', 409);
     countKubeResponse('informers', 'GET', 'error');
@@ -169,5 +174,37 @@ describe('the worker metrics', () => {
     } finally {
       stop();
     }
+  });
+
+  it('count a runtime and a view only until they stop (the wiring hands them over and never takes them back)', async () => {
+    let runtimeStopped: () => void = () => undefined;
+    let viewStopped: () => void = () => undefined;
+    observeHandlerRuntime(
+      fakeRuntime(
+        'metrics-stopping',
+        { processed: 3 },
+        new Promise((resolve) => {
+          runtimeStopped = resolve;
+        }),
+      ),
+    );
+    observeViewLag({
+      lag: () => new Map([['HEARTBEATS', 99]]),
+      freshness: () => ({ state: 'unknown', confirmedAgoMs: undefined }),
+      stopped: new Promise((resolve) => {
+        viewStopped = resolve;
+      }),
+    });
+    const before = await registry.metrics();
+    expect(before).toContain(
+      'switchyard_handler_messages_total{concern="metrics-stopping",outcome="done"} 3',
+    );
+    expect(before).toContain('switchyard_view_lag_messages{stream="HEARTBEATS"} 99');
+    runtimeStopped();
+    viewStopped();
+    await Promise.resolve();
+    const after = await registry.metrics();
+    expect(after).not.toContain('switchyard_handler_messages_total{concern="metrics-stopping"');
+    expect(after).not.toContain('switchyard_view_lag_messages{stream="HEARTBEATS"}');
   });
 });

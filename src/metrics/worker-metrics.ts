@@ -8,6 +8,11 @@
 // the runtime's counters and attempt histogram, the event recorder's counters, a view's lag.
 // Rare events (a Kubernetes request, a handover decision, a Lease read) count here directly.
 //
+// Nothing on the bus imports this file: the handler runtime and the view only expose what they
+// know, and a worker's wiring hands each runtime and view it starts to `observeHandlerRuntime`
+// and `observeViewLag` (handlers/run-handler.ts, cli/assign.ts, cli/router.ts). It reads their
+// types, never the other way round, so no import circle runs through the metrics.
+//
 // Every name below is the contract of deploy/monitoring (the alerts and the dashboard): a test
 // reads their queries and fails on a metric this file does not define (worker-metrics.test.ts),
 // and the end-to-end run scrapes each one from the running workers.
@@ -15,7 +20,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { ConsumerState, HandlerCounters, HandlerRuntime } from '../bus/runtime/handler-runtime.ts';
 import type { ViewLag } from '../bus/view-lag.ts';
 import type { EventCounters } from '../kube/event-recorder.ts';
-import { HistogramFamily } from './bucket-counts.ts';
+import { HistogramFamily } from './histogram-family.ts';
 
 export const workerRegistry = new Registry();
 
@@ -38,10 +43,14 @@ export function workerMetricsToServe(): Registry {
 
 const runtimes = new Set<HandlerRuntime>();
 
-/** Counts `runtime`'s work in this process's metrics until the returned function is called. */
+/** Counts `runtime`'s work in this process's metrics until it stops, or the returned function is called. */
 export function observeHandlerRuntime(runtime: HandlerRuntime): () => void {
   runtimes.add(runtime);
-  return () => runtimes.delete(runtime);
+  const unobserve = () => {
+    runtimes.delete(runtime);
+  };
+  void runtime.stopped.then(unobserve);
+  return unobserve;
 }
 
 /** How each settled message ended, from the runtime's counters (`settlement.ts` has the table). */
@@ -178,19 +187,26 @@ consumerGauge(
 
 // --- views
 
-/** What a view reports of how far behind the stream it is. */
+/** What a view reports of how far behind the stream it is (bus/view.ts). */
 export interface ViewLagSource {
   /** Per stream followed: sequences between the last applied and the bus's last answer. */
   lag(): ReadonlyMap<string, number>;
   /** Whether the view is current, and since when it was last confirmed so (bus/view-lag.ts). */
   freshness(): Pick<ViewLag, 'state' | 'confirmedAgoMs'>;
+  /** Resolves when the view stops: it is no longer counted then. */
+  readonly stopped: Promise<void>;
 }
 
 const views = new Set<ViewLagSource>();
 
+/** Counts `view`'s lag in this process's metrics until it stops, or the returned function is called. */
 export function observeViewLag(view: ViewLagSource): () => void {
   views.add(view);
-  return () => views.delete(view);
+  const unobserve = () => {
+    views.delete(view);
+  };
+  void view.stopped.then(unobserve);
+  return unobserve;
 }
 
 new Gauge({

@@ -3,7 +3,8 @@
 // its own registry (tests run several in one process).
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { ViewLag } from '../bus/view-lag.ts';
-import { BucketCounts, HistogramFamily } from '../metrics/bucket-counts.ts';
+import { HistogramFamily } from '../metrics/histogram-family.ts';
+import { BucketCounts } from '../runtime/bucket-counts.ts';
 
 export type ReviewResult = 'success' | 'failure' | 'rejected';
 

@@ -40,7 +40,11 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { HandlerConsumerSpec } from '../runtime/consumers.ts';
 import { describeError, isInfrastructureError } from '../runtime/errors.ts';
-import { type HandlerCounters, startHandlerRuntime } from '../runtime/handler-runtime.ts';
+import {
+  type HandlerCounters,
+  type HandlerRuntime,
+  startHandlerRuntime,
+} from '../runtime/handler-runtime.ts';
 import { originOf } from '../runtime/republish.ts';
 import { retryWhileBusUnavailable } from '../runtime/while-unavailable.ts';
 import type { StreamReplicas } from '../topology.ts';
@@ -158,6 +162,8 @@ export interface PacerCounters extends HandlerCounters {
 
 export interface Pacer {
   counters(): PacerCounters;
+  /** The handler runtime that releases the items, for a worker's wiring to hand to its metrics. */
+  readonly runtime: HandlerRuntime;
   stop(opts?: { drainTimeoutMs?: number }): Promise<void>;
 }
 
@@ -230,6 +236,7 @@ export async function startPacer(opts: PacerOptions): Promise<Pacer> {
   });
   opts.log.info({ concern: opts.concern, rate, bucket: opts.bucket }, 'pacer started');
   return {
+    runtime,
     counters: () => ({
       ...runtime.counters(),
       itemsReleased: releasedCount,

@@ -81,14 +81,13 @@ import {
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { ZodType } from 'zod';
-import { BucketCounts } from '../../metrics/bucket-counts.ts';
-import { observeHandlerRuntime } from '../../metrics/worker-metrics.ts';
 import {
   type BackoffPolicy,
   DEFAULT_CONFLICT_BACKOFF,
   DEFAULT_ERROR_BACKOFF,
   retryDelayMs,
 } from '../../runtime/backoff.ts';
+import { BucketCounts } from '../../runtime/bucket-counts.ts';
 import { type Clock, systemClock } from '../../runtime/clock.ts';
 import { followConnection } from '../connection-state.ts';
 import { isConsumerNotFound, isWrongLastSequence } from '../errors.ts';
@@ -248,6 +247,10 @@ export function noHandlerCounters(): HandlerCounters {
   };
 }
 
+/**
+ * A running handler runtime and what it knows of its work, for whoever observes it: a worker's
+ * wiring hands it to the metrics (metrics/worker-metrics.ts), which read it at each scrape.
+ */
 export interface HandlerRuntime {
   readonly concern: string;
   /** A snapshot of the counters. */
@@ -298,8 +301,6 @@ const DEFAULTS = {
 export async function startHandlerRuntime<T>(opts: HandlerRuntimeOptions<T>): Promise<HandlerRuntime> {
   const runtime = new Runtime(opts, await jetstreamManager(opts.nc));
   await runtime.start();
-  const unobserve = observeHandlerRuntime(runtime);
-  void runtime.stopped.then(unobserve);
   return runtime;
 }
 
