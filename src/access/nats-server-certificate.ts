@@ -8,6 +8,7 @@
 // Renewal happens when the Job runs again (a year's leaf, renewed after two thirds of it), and
 // the server serves the new files after a reload (docs/install.md).
 import type { V1Secret } from '@kubernetes/client-node';
+import { tlsSecretOf } from '../core/instances/serving-cert.ts';
 import { type CertificatesEnsured, ensureCertificates } from '../handlers/instance-certificates.ts';
 import { secretReader } from '../handlers/instance-secrets.ts';
 import type { WritesClient } from '../kube/clients.ts';
@@ -50,14 +51,9 @@ export function ensureNatsServerCertificate(
 }
 
 function tlsSecret(name: string, namespace: string): V1Secret {
-  return {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: {
-      name,
-      namespace,
-      labels: { 'app.kubernetes.io/part-of': 'switchyard', 'app.kubernetes.io/component': 'nats' },
-    },
-    type: 'kubernetes.io/tls',
-  };
+  return tlsSecretOf({
+    name,
+    namespace,
+    labels: { 'app.kubernetes.io/part-of': 'switchyard', 'app.kubernetes.io/component': 'nats' },
+  });
 }

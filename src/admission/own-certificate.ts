@@ -24,7 +24,7 @@
 import { createSecureContext } from 'node:tls';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { CertificateIssuer, KeyPair } from '../core/instances/serving-cert.ts';
+import { type CertificateIssuer, type KeyPair, tlsSecretOf } from '../core/instances/serving-cert.ts';
 import { ensureCertificates } from '../handlers/instance-certificates.ts';
 import { secretReader } from '../handlers/instance-secrets.ts';
 import type { WritesClient } from '../kube/clients.ts';
@@ -184,16 +184,11 @@ function servable(pair: KeyPair | undefined): CertificatePair | undefined {
 }
 
 function secretShape(name: string, namespace: string): V1Secret {
-  return {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: {
-      name,
-      namespace,
-      labels: { 'app.kubernetes.io/part-of': 'switchyard', 'app.kubernetes.io/component': 'admission' },
-    },
-    type: 'kubernetes.io/tls',
-  };
+  return tlsSecretOf({
+    name,
+    namespace,
+    labels: { 'app.kubernetes.io/part-of': 'switchyard', 'app.kubernetes.io/component': 'admission' },
+  });
 }
 
 /**

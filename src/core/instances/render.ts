@@ -52,6 +52,7 @@ import {
   reservedLabelKeys,
   selectorLabels,
 } from './children.ts';
+import { tlsSecretOf } from './serving-cert.ts';
 
 export interface ImageRef {
   repository: string;
@@ -179,8 +180,8 @@ export function renderInstance(instance: WebhookServer, settings: RenderSettings
       service: service(meta(names.workload), instance.metadata.name),
       deployment: deployment(meta(names.workload), instance, names, settings),
       podDisruptionBudget: podDisruptionBudget(meta(names.workload), instance.metadata.name),
-      servingSecret: tlsSecret(meta(names.servingSecret)),
-      caSecret: tlsSecret(meta(names.caSecret)),
+      servingSecret: tlsSecretOf(meta(names.servingSecret)),
+      caSecret: tlsSecretOf(meta(names.caSecret)),
       natsSecret: hasNatsSecret(settings) ? natsSecret(meta(names.natsSecret), settings) : undefined,
     },
   };
@@ -307,10 +308,6 @@ function podDisruptionBudget(metadata: V1ObjectMeta, instance: string): V1PodDis
       unhealthyPodEvictionPolicy: 'AlwaysAllow',
     },
   };
-}
-
-function tlsSecret(metadata: V1ObjectMeta): V1Secret {
-  return { apiVersion: 'v1', kind: 'Secret', metadata, type: 'kubernetes.io/tls' };
 }
 
 function deployment(

@@ -28,6 +28,7 @@
 //     handover to read the bundle again, well within the overlap.
 //   * notBefore is backdated 5 minutes so an apiserver whose clock lags a little accepts a
 //     fresh certificate; a leaf never outlives its CA.
+import type { V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
 import type { CertificateFacts } from './certificate-facts.ts';
 
 export interface CertificatePolicy {
@@ -245,4 +246,9 @@ export interface CertificateIssuer {
     notBeforeMs: number;
     notAfterMs: number;
   }): Promise<KeyPair>;
+}
+
+/** A Secret of type kubernetes.io/tls with this metadata: every certificate Switchyard issues lives in one. */
+export function tlsSecretOf(metadata: V1ObjectMeta): V1Secret {
+  return { apiVersion: 'v1', kind: 'Secret', metadata, type: 'kubernetes.io/tls' };
 }
