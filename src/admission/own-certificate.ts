@@ -31,6 +31,7 @@ import type { WritesClient } from '../kube/clients.ts';
 import { ignoreNotFound, isConflict } from '../kube/errors.ts';
 import { apiUrl, HttpMethod, sendForJson } from '../kube/request.ts';
 import { fieldManagerFor, KubeWriter, objectPath } from '../kube/writer.ts';
+import { systemClock } from '../runtime/clock.ts';
 import type { CertificatePair } from '../runtime/serving-certificate.ts';
 import {
   caBundlePatch,
@@ -158,7 +159,7 @@ export class CertificateKeeper {
         log.warn({ err }, 'could not check the serving certificate; retrying');
         waitMs = retryMs;
       }
-      await sleep(waitMs, signal);
+      await systemClock.sleep(waitMs, signal);
     }
   }
 
@@ -228,17 +229,5 @@ async function patchConfiguration(writes: WritesClient, patch: unknown, signal: 
     body: patch,
     contentType: 'application/json-patch+json',
     signal,
-  });
-}
-
-async function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
   });
 }

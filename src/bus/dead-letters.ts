@@ -18,6 +18,7 @@ import { prettifyError, ZodError, type ZodType } from 'zod';
 import { decodeMessage, MAX_INFLATED_BYTES } from './messages.ts';
 import type { HandlerConsumerSpec } from './runtime/consumers.ts';
 import { type DeadLetterRecord, readDeadLetter } from './runtime/dead-letter.ts';
+import { errorMessage } from './runtime/errors.ts';
 import { partitionOf } from './runtime/partition.ts';
 import { subjectMatches } from './subjects.ts';
 import { STREAMS } from './topology.ts';
@@ -82,7 +83,7 @@ export function parseDeadLetter(m: StoredDeadLetter): DeadLetterEntry {
   try {
     return { ...base, record: readDeadLetter({ headers: m.headers }) };
   } catch (err) {
-    const why = err instanceof ZodError ? prettifyError(err) : describe(err);
+    const why = err instanceof ZodError ? prettifyError(err) : errorMessage(err);
     return { ...base, record: undefined, malformed: oneLine(why.replace(/^not a dead-letter record: /, '')) };
   }
 }
@@ -249,10 +250,6 @@ export function deadLetterJson(entry: DeadLetterEntry): Record<string, unknown> 
 
 function oneLine(text: string): string {
   return text.replace(/\s*[\r\n]+\s*/g, ' ').trim();
-}
-
-function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function ellipsis(text: string, max: number): string {

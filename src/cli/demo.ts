@@ -19,6 +19,7 @@ import { HttpMethod } from '../kube/request.ts';
 import { kubectlPath, type LocalCluster, startLocalCluster } from '../local-cluster/cluster.ts';
 import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../local-cluster/install.ts';
 import { natsFlags } from '../local-cluster/nats-client.ts';
+import { systemClock } from '../runtime/clock.ts';
 import { apiserverConversions, totalOf } from '../scenario/apiserver-conversions.ts';
 import { ConversionLoad, type LoadSummary } from '../scenario/conversion-load.ts';
 import {
@@ -227,7 +228,7 @@ class Demo {
         ),
     );
     await Promise.all(this.loads.map((l) => l.start()));
-    await sleep(3_000);
+    await systemClock.sleep(3_000);
     say(`  ${this.loadLine()}`);
   }
 
@@ -292,7 +293,7 @@ class Demo {
       const line = `  moves ${moved.length}/${expected.length} done${waiting.length ? ` · waiting: ${waiting.slice(0, 4).join(', ')}${waiting.length > 4 ? ', …' : ''}` : ''} · ${this.loadLine()}`;
       if (line !== lastLine && pending.size > 0) say(line);
       lastLine = line;
-      if (pending.size > 0) await sleep(1_000);
+      if (pending.size > 0) await systemClock.sleep(1_000);
     }
     const unexpected = await servingInstances(admin, INSTANCES);
     const strays = this.targets.filter(
@@ -310,7 +311,7 @@ class Demo {
   }
 
   private async finish(admin: KubeConfig, moved: Moved[]): Promise<LoadSummary> {
-    await sleep(SETTLE_MS);
+    await systemClock.sleep(SETTLE_MS);
     const summaries = await Promise.all(this.loads.map((l) => l.stop()));
     this.loads = [];
     const summary = combined(summaries);
@@ -366,7 +367,7 @@ class Demo {
         throw new Error(
           `only ${served}/${this.targets.length} targets served after ${MOVE_TIMEOUT_MS / 1000} s`,
         );
-      await sleep(1_000);
+      await systemClock.sleep(1_000);
     }
   }
 
@@ -441,8 +442,4 @@ function say(line: string): void {
 
 function done(startedAt: number, what: string): void {
   say(`  done in ${((performance.now() - startedAt) / 1000).toFixed(1)} s: ${what}`);
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -39,6 +39,7 @@ import {
 } from '../bus/dead-letters.ts';
 import { handoverWorkSchema, objectEventSchema, workItemSchema } from '../bus/messages.ts';
 import { pacedItemSchema } from '../bus/pacer/pacer.ts';
+import { errorMessage } from '../bus/runtime/errors.ts';
 import { STREAMS } from '../bus/topology.ts';
 import { ConfigError, loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
@@ -216,10 +217,6 @@ function headerPairs(m: StoredMsg): [string, string][] {
   return pairs;
 }
 
-function describeError(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 async function list(
   bus: Bus,
   args: Extract<DlqArgs, { command: 'list' }>,
@@ -291,7 +288,7 @@ async function retryOne(
       timeout: REQUEST_TIMEOUT_MS,
     });
   } catch (e) {
-    return { seq: m.seq, outcome: 'failed', error: `publish to ${verdict.subject}: ${describeError(e)}` };
+    return { seq: m.seq, outcome: 'failed', error: `publish to ${verdict.subject}: ${errorMessage(e)}` };
   }
   try {
     await bus.jsm.streams.deleteMessage(STREAMS.deadLetters, m.seq, false);
@@ -303,7 +300,7 @@ async function retryOne(
         seq: m.seq,
         outcome: 'failed',
         error:
-          `published to ${verdict.subject} (WORK seq ${ack.seq}) but not deleted from DLQ: ${describeError(e)}; ` +
+          `published to ${verdict.subject} (WORK seq ${ack.seq}) but not deleted from DLQ: ${errorMessage(e)}; ` +
           'a retry publishes it again under the same message id (stored once within the duplicate window)',
       };
   }
@@ -371,7 +368,7 @@ export async function runDlq(argv: string[]): Promise<void> {
     config = loaded.config;
     args = parseDlqArgs(loaded.rest);
   } catch (e) {
-    const message = e instanceof ConfigError ? e.message : describeError(e);
+    const message = e instanceof ConfigError ? e.message : errorMessage(e);
     process.stderr.write(`${message}\n${USAGE}`);
     process.exitCode = 2;
     return;
@@ -389,7 +386,7 @@ export async function runDlq(argv: string[]): Promise<void> {
           ? await show(bus, args, concerns, stdout, stderr)
           : await retry(bus, args, concerns, stdout, stderr);
   } catch (e) {
-    process.stderr.write(`dlq ${args.command}: ${describeError(e)}\n`);
+    process.stderr.write(`dlq ${args.command}: ${errorMessage(e)}\n`);
     process.exitCode = 1;
   } finally {
     await bus.close();

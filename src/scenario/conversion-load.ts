@@ -14,6 +14,7 @@
 // past the retries, or a value that differs from what was written is a failure.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { HttpMethod, send } from '../kube/request.ts';
+import { systemClock } from '../runtime/clock.ts';
 import { ExpectedValue, type ReadWindow } from './expected-value.ts';
 
 export interface LoadTarget {
@@ -156,7 +157,7 @@ export class ConversionLoad {
     this.stopping = true;
     await Promise.all(this.workers);
     const deadline = Date.now() + settleMs;
-    while (Date.now() < deadline && this.watchLagging().length > 0) await sleep(200);
+    while (Date.now() < deadline && this.watchLagging().length > 0) await systemClock.sleep(200);
     for (const name of this.watchLagging())
       this.wrong('watch', name, this.expected.get(name)?.finalValues() ?? [], this.watched.get(name));
     this.watchAbort.abort();
@@ -204,7 +205,7 @@ export class ConversionLoad {
     for (const name of names) {
       if (this.stopping) return;
       await this.create(worker, name);
-      await sleep(this.opts.pauseMs);
+      await systemClock.sleep(this.opts.pauseMs);
     }
     while (!this.stopping) {
       const name = names[Math.floor(Math.random() * names.length)] as string;
@@ -212,7 +213,7 @@ export class ConversionLoad {
       if (roll < 0.35) await this.patch(name);
       else if (roll < 0.7) await this.get(name);
       else await this.list(worker);
-      await sleep(this.opts.pauseMs);
+      await systemClock.sleep(this.opts.pauseMs);
     }
   }
 
@@ -349,7 +350,7 @@ export class ConversionLoad {
         const retryAfter = Number(res.headers.get('retry-after'));
         if (res.status === 429 && retryAfter > 0 && attempt < MAX_THROTTLE_RETRIES) {
           this.throttledRetries++;
-          await sleep(Math.min(retryAfter, 1) * 1000);
+          await systemClock.sleep(Math.min(retryAfter, 1) * 1000);
           continue;
         }
         if (res.status >= 200 && res.status < 300) return { ok: true, body: JSON.parse(text) };
@@ -425,12 +426,12 @@ export class ConversionLoad {
         if (res.status === 429) {
           this.throttledRetries++;
           await res.text();
-          await sleep(1000);
+          await systemClock.sleep(1000);
           continue;
         }
         if (res.status !== 200 || !res.body) {
           this.fail('watch', undefined, res.status, messageOf(await res.text()));
-          await sleep(500);
+          await systemClock.sleep(500);
           continue;
         }
         const next = await this.readEvents(res.body, rv);
@@ -444,7 +445,7 @@ export class ConversionLoad {
       } catch (err) {
         if (this.watchAbort.signal.aborted) return;
         this.fail('watch', undefined, undefined, (err as Error).message);
-        await sleep(500);
+        await systemClock.sleep(500);
       }
     }
   }
@@ -518,8 +519,4 @@ function messageOf(text: string): string {
   } catch {
     return text.slice(0, 300);
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -72,6 +72,11 @@ export function classifyFailure(err: unknown): FailureKind {
   return 'transient';
 }
 
+/** The error's message alone, for a line that names the failed step itself. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 export function describeError(err: unknown): string {
   if (err instanceof Error) return `${err.name}: ${err.message}`;
   return String(err);
