@@ -12,13 +12,14 @@
 // as stored (a finalizer, a label) must not wedge on a target schema that drifted since.
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
-import { GROUP } from '../api/constants.ts';
+import { GROUP, HANDOVER_SERVICE_ACCOUNT } from '../api/constants.ts';
 import {
   CRD_CONFIG_KIND,
   crdConfigSpecSchema,
   XRD_CONFIG_KIND,
   xrdConfigSpecSchema,
 } from '../api/conversion-config.ts';
+import { KINDS } from '../api/resources.ts';
 import { WEBHOOK_SERVER_KIND } from '../api/webhook-server.ts';
 import type { InstanceLike } from '../core/assignment.ts';
 import { type ConfigIdentity, duplicateTargetViolation } from '../core/config-admission.ts';
@@ -183,12 +184,8 @@ function reviewedKind(request: AdmissionRequest): ReviewedKind | undefined {
   return undefined;
 }
 
-const TARGET_GROUPS: Record<TargetKind, string> = {
-  CustomResourceDefinition: 'apiextensions.k8s.io',
-  CompositeResourceDefinition: 'apiextensions.crossplane.io',
-};
-/** The handover's ServiceAccount (deploy/rbac/handover.yaml), in the operator's namespace. */
-const HANDOVER_SERVICE_ACCOUNT = 'switchyard-handover';
+/** The catalog's entries of the two target kinds. */
+const TARGET_RESOURCES = [KINDS.crd, KINDS.xrd];
 
 /**
  * The target whose conversion the handover identity changes in this request, or undefined for
@@ -201,12 +198,10 @@ function handoverTargetChange(request: AdmissionRequest, operatorNamespace: stri
   if (operation !== 'UPDATE' || subResource) return undefined;
   if (userInfo?.username !== `system:serviceaccount:${operatorNamespace}:${HANDOVER_SERVICE_ACCOUNT}`)
     return undefined;
-  const targetKind = (Object.keys(TARGET_GROUPS) as TargetKind[]).find(
-    (k) => k === kind.kind && TARGET_GROUPS[k] === kind.group,
-  );
-  if (targetKind === undefined || conversionUnchanged(request)) return undefined;
+  const target = TARGET_RESOURCES.find((r) => r.kind === kind.kind && r.group === kind.group);
+  if (target === undefined || conversionUnchanged(request)) return undefined;
   const name = (request.object as { metadata?: { name?: unknown } } | undefined)?.metadata?.name;
-  return typeof name === 'string' ? { kind: targetKind, name } : undefined;
+  return typeof name === 'string' ? { kind: target.kind as TargetKind, name } : undefined;
 }
 
 /** Whether spec.conversion is as stored; too deep to compare counts as changed (see specUnchanged). */

@@ -13,6 +13,7 @@ import {
 } from '../core/instance-admission.ts';
 import {
   GROUP,
+  HANDOVER_SERVICE_ACCOUNT,
   HANDOVER_VERDICT_ANNOTATION,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
@@ -24,7 +25,7 @@ export const POLICY_NAMESPACE = 'switchyard-system';
 
 const serviceAccountUser = (name: string) => `system:serviceaccount:${POLICY_NAMESPACE}:${name}`;
 export const INSTANCES_USER = serviceAccountUser('switchyard-instances');
-export const HANDOVER_USER = serviceAccountUser('switchyard-handover');
+export const HANDOVER_USER = serviceAccountUser(HANDOVER_SERVICE_ACCOUNT);
 
 const LABELS = { 'app.kubernetes.io/part-of': 'switchyard' };
 const POD_NAME_EXTRA = 'authentication.kubernetes.io/pod-name';

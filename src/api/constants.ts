@@ -73,3 +73,6 @@ export const WEBHOOK_SERVICE_PORT = 443;
 export const SERVING_CERT_DIR = '/etc/switchyard/serving-cert';
 export const READINESS_PATH = '/readyz';
 export const LIVENESS_PATH = '/healthz';
+
+/** The handover handler's ServiceAccount (deploy/rbac/handover.yaml), in the operator's namespace. */
+export const HANDOVER_SERVICE_ACCOUNT = 'switchyard-handover';

@@ -1,3 +1,5 @@
+import { HANDOVER_SERVICE_ACCOUNT } from '../api/constants.ts';
+
 /**
  * Where instances without spec.namespace run: the namespace this process runs in (its
  * Deployment sets it from the downward API), as the instances handler renders them.
@@ -10,12 +12,10 @@ export function operatorNamespace(): string {
 }
 
 /**
- * The handover handler's ServiceAccount (deploy/rbac/handover.yaml), which runs in the same
- * namespace as this process: the instances handler binds it, per instance, to `get` on the
- * instance's serving Secret and nothing else (core/instances/render.ts).
+ * The handover handler's ServiceAccount, which runs in the same namespace as this process: the
+ * instances handler binds it, per instance, to `get` on the instance's serving Secret and
+ * nothing else (core/instances/render.ts).
  */
-export const HANDOVER_SERVICE_ACCOUNT = 'switchyard-handover';
-
 export function handoverServiceAccount(): { name: string; namespace: string } {
   return { name: HANDOVER_SERVICE_ACCOUNT, namespace: operatorNamespace() };
 }

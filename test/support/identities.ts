@@ -11,14 +11,13 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { instanceNamespaceBinding, OPTED_IN_LABELS } from '../../src/access/instance-namespace.ts';
-import { GROUP, VERSION } from '../../src/api/constants.ts';
+import { GROUP, HANDOVER_SERVICE_ACCOUNT, VERSION } from '../../src/api/constants.ts';
 import { webhookServerSchema } from '../../src/api/webhook-server.ts';
 import {
   type RenderedInstance,
   renderInstance,
   type ServiceAccountRef,
 } from '../../src/core/instances/render.ts';
-import { HANDOVER_SERVICE_ACCOUNT } from '../../src/handlers/operator-namespace.ts';
 import { isConflict } from '../../src/kube/errors.ts';
 import type { LocalClusterInfo } from '../../src/local-cluster/cluster.ts';
 import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
