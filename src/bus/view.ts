@@ -437,11 +437,18 @@ export class ObjectView {
     const previous = this.lastState;
     this.lastState = lag.state;
     if (lag.state === 'current') {
-      if (previous !== undefined) this.log.info({ viewSeq: this.appliedSeq }, 'view current again');
+      if (previous !== undefined)
+        this.log.info({ viewSeq: this.settledSeq, readSeq: this.appliedSeq }, 'view current again');
       return;
     }
     this.log.warn(
-      { state: lag.state, behindBy: lag.behindBy, viewSeq: this.appliedSeq, reason: lag.reason },
+      {
+        state: lag.state,
+        behindBy: lag.behindBy,
+        viewSeq: this.settledSeq,
+        readSeq: this.appliedSeq,
+        reason: lag.reason,
+      },
       'view is not current: decisions that need the present state wait',
     );
   }
