@@ -49,14 +49,21 @@ async function publishAll(prefix: string, n: number): Promise<void> {
   }
 }
 
-/** Until every replica of the stream, the leader's included, is running and current. */
-async function allReplicasCurrent(): Promise<void> {
+/**
+ * Until the stream's leader holds every acknowledged message and both other replicas are running
+ * and current. Waited for, not read once: a node thawed after a freeze may still answer as the
+ * leader it was, with the messages it had, until it learns of the term it missed and steps down.
+ */
+async function allReplicasCurrentWith(messages: number): Promise<void> {
   await waitFor(
-    `every replica of ${STREAM} to be current`,
+    `every replica of ${STREAM} to be current with ${messages} messages`,
     async () => {
       const info = await jsm.streams.info(STREAM);
       const replicas = info.cluster?.replicas ?? [];
-      return info.cluster?.leader && replicas.length === 2 && replicas.every((r) => r.current && !r.offline)
+      return info.cluster?.leader &&
+        info.state.messages === messages &&
+        replicas.length === 2 &&
+        replicas.every((r) => r.current && !r.offline)
         ? true
         : undefined;
     },
@@ -78,8 +85,7 @@ describe('a 3-node NATS cluster on loopback', () => {
     const next = await cluster.streamLeader(STREAM);
     expect(next.name).not.toBe(leader.name);
     await leader.launch();
-    await allReplicasCurrent();
-    expect((await jsm.streams.info(STREAM)).state.messages).toBe(40);
+    await allReplicasCurrentWith(40);
   });
 
   it("hands a node's clients to the others when it stops in lame duck, as a rolled Pod does", async () => {
@@ -94,8 +100,7 @@ describe('a 3-node NATS cluster on loopback', () => {
     await publishAll('lame-duck', 10);
     expect(nc.info?.server_name, 'the client moved to another node').not.toBe(rolled.name);
     await rolled.launch();
-    await allReplicasCurrent();
-    expect((await jsm.streams.info(STREAM)).state.messages).toBe(50);
+    await allReplicasCurrentWith(50);
   });
 
   it('drops a frozen node from the routes, keeps writing with the other two, and takes it back', async () => {
@@ -119,7 +124,6 @@ describe('a 3-node NATS cluster on loopback', () => {
     } finally {
       frozen.thaw();
     }
-    await allReplicasCurrent();
-    expect((await jsm.streams.info(STREAM)).state.messages).toBe(70);
+    await allReplicasCurrentWith(70);
   });
 });
