@@ -1,6 +1,6 @@
 import { ApiException } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { describeReadError } from './cluster-read.ts';
+import { describeReadError, fieldEquals } from './cluster-read.ts';
 
 const status = { kind: 'Status', message: 'storage is (re)initializing', code: 429 };
 
@@ -16,6 +16,20 @@ describe('describeReadError', () => {
   it('passes a network error’s own message on', () => {
     expect(describeReadError(new Error('connect ECONNREFUSED 10.0.0.1:443'))).toBe(
       'connect ECONNREFUSED 10.0.0.1:443',
+    );
+  });
+});
+
+describe('fieldEquals', () => {
+  it('selects a plain name as it is', () => {
+    expect(fieldEquals('spec.targetCRD.name', 'widgets.example.org')).toBe(
+      'spec.targetCRD.name=widgets.example.org',
+    );
+  });
+
+  it('escapes what would end the value or start another requirement', () => {
+    expect(fieldEquals('spec.targetCRD.name', 'a,metadata.name=b\\')).toBe(
+      'spec.targetCRD.name=a\\,metadata.name\\=b\\\\',
     );
   });
 });

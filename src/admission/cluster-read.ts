@@ -11,10 +11,13 @@
 // writes reviewed at the same instant, which no webhook can serialize; the core rules accept
 // the edit that repairs such a fleet, and the resolver reports it (MultipleDefaults).
 //
-// The cost is a list per reviewed write: instances are few, configs are listed both kinds at
-// once. Writes of these CRDs are operator actions, not a hot path; metadata-only writes never
+// The cost is a list per reviewed write. Instances are few. Configs are many (one per target),
+// and a repoint of the handover is reviewed too, so configs are read by their target name, a
+// selectable field of their CRDs (api/crds.ts): the apiserver filters them, and a review reads
+// one or two configs whatever the fleet's size, still consistently. Metadata-only writes never
 // reach the webhook (its matchConditions) and status writes are a subresource it does not see.
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CRD_CONFIG_KIND, configTargetNamePath, XRD_CONFIG_KIND } from '../api/conversion-config.ts';
 import { KINDS, type KindResource } from '../api/resources.ts';
 import { INSTANCE_POLICY_CONFIGMAP, type NamespaceRead } from '../core/instance-admission.ts';
 import { ignoreNotFound, isTooManyRequests, statusOf } from '../kube/errors.ts';
@@ -70,9 +73,16 @@ export function apiserverReader(kubeConfig: KubeConfig): ClusterReader {
     const read = await ignoreNotFound(retryingTooManyRequests(() => core.readNamespace({ name })));
     return read === undefined ? { exists: false } : { exists: true, labels: read.metadata?.labels ?? {} };
   };
-  const list = async (r: Resource): Promise<unknown[]> =>
-    ((await retryingTooManyRequests(() => api.listClusterCustomObject(r))) as { items?: unknown[] }).items ??
-    [];
+  const list = async (r: Resource, fieldSelector?: string): Promise<unknown[]> =>
+    (
+      (await retryingTooManyRequests(() =>
+        api.listClusterCustomObject({ ...r, ...(fieldSelector !== undefined && { fieldSelector }) }),
+      )) as { items?: unknown[] }
+    ).items ?? [];
+  const configs = (which: ClusterReads['configs'], r: Resource, kind: ConfigKind) => {
+    if (which === undefined) return [];
+    return which === 'all' ? list(r) : list(r, fieldEquals(configTargetNamePath(kind), which.targeting));
+  };
   // An absent target, or Crossplane's API not installed at all: both mean "no target yet".
   const get = (r: Resource, name: string): Promise<unknown> =>
     ignoreNotFound(retryingTooManyRequests(() => api.getClusterCustomObject({ ...r, name })));
@@ -80,8 +90,8 @@ export function apiserverReader(kubeConfig: KubeConfig): ClusterReader {
     async read(reads) {
       const [instances, crdConfigs, xrdConfigs, target, namespaceRead, allowancesRead] = await Promise.all([
         reads.instances ? list(INSTANCES) : [],
-        reads.configs ? list(CRD_CONFIGS) : [],
-        reads.configs ? list(XRD_CONFIGS) : [],
+        configs(reads.configs, CRD_CONFIGS, CRD_CONFIG_KIND),
+        configs(reads.configs, XRD_CONFIGS, XRD_CONFIG_KIND),
         reads.target ? get(TARGETS[reads.target.kind], reads.target.name) : undefined,
         reads.namespace === undefined ? undefined : namespace(reads.namespace),
         reads.allowancesIn === undefined ? undefined : allowances(reads.allowancesIn),
@@ -95,6 +105,16 @@ export function apiserverReader(kubeConfig: KubeConfig): ClusterReader {
       };
     },
   };
+}
+
+type ConfigKind = typeof CRD_CONFIG_KIND | typeof XRD_CONFIG_KIND;
+
+/**
+ * A field selector matching one value exactly. The value is escaped as the apiserver's parser
+ * expects (`\`, `,` and `=`), so a name under review cannot widen or break the selection.
+ */
+export function fieldEquals(path: string, value: string): string {
+  return `${path}=${value.replace(/[\\,=]/g, (c) => `\\${c}`)}`;
 }
 
 async function retryingTooManyRequests<T>(read: () => Promise<T>): Promise<T> {

@@ -141,7 +141,6 @@ describe('admission of ConversionWebhookServers', () => {
   it('reads only the instances and their allowances to decide', () => {
     expect(readsFor(request('ConversionWebhookServer', cws('a')), POLICY)).toEqual({
       instances: true,
-      configs: false,
       allowancesIn: 'switchyard-system',
     });
   });
@@ -260,7 +259,7 @@ describe('admission of conversion configs', () => {
     const stored = crdConfig('c', 'widgets.example.org');
     const withFinalizer = { ...stored, metadata: { name: 'c', finalizers: ['switchyard.dev/revert'] } };
     const req = request('CRDConversionConfig', withFinalizer, stored);
-    expect(readsFor(req, POLICY)).toEqual({ instances: false, configs: false });
+    expect(readsFor(req, POLICY)).toEqual({ instances: false });
     // The target drifted so the stored rules no longer compile; the metadata write still passes.
     expect(review(req, state({ target: target('widgets.example.org') }), POLICY)).toEqual({
       uid: 'uid-1',
@@ -268,10 +267,10 @@ describe('admission of conversion configs', () => {
     });
   });
 
-  it('reads the instances, both config kinds and the target of the right kind', () => {
+  it('reads the instances, the configs of both kinds with the same target, and the target of the right kind', () => {
     expect(readsFor(request('XRDConversionConfig', xrdConfig('x', 'xw.example.org')), POLICY)).toEqual({
       instances: true,
-      configs: true,
+      configs: { targeting: 'xw.example.org' },
       target: { kind: 'CompositeResourceDefinition', name: 'xw.example.org' },
     });
   });
@@ -294,7 +293,7 @@ describe('requests the webhook does not review', () => {
       req: { ...request('CRDConversionConfig', {}), kind: { group: 'x.io', version: 'v1', kind: 'Other' } },
     },
   ])('passes $scenario without reading the cluster', ({ req }) => {
-    expect(readsFor(req, POLICY)).toEqual({ instances: false, configs: false });
+    expect(readsFor(req, POLICY)).toEqual({ instances: false });
     expect(review(req, state(), POLICY)).toEqual({ uid: 'uid-1', allowed: true });
   });
 });
@@ -328,9 +327,9 @@ describe('a target’s conversion changed by the handover identity', () => {
     };
   };
 
-  it('admits it while a config of the matching kind targets the CRD, reading only the configs', () => {
+  it("admits it while a config of the matching kind targets the CRD, reading only that target's configs", () => {
     const req = repoint('widgets.x.io');
-    expect(readsFor(req, POLICY)).toEqual({ instances: false, configs: true });
+    expect(readsFor(req, POLICY)).toEqual({ instances: false, configs: { targeting: 'widgets.x.io' } });
     expect(review(req, state({ configs: [crdConfig('c', 'widgets.x.io')] }), POLICY)).toEqual({
       uid: 'uid-1',
       allowed: true,
@@ -372,7 +371,7 @@ describe('a target’s conversion changed by the handover identity', () => {
     },
     { scenario: 'a kind of that name in another group', req: repoint('widgets.x.io', HANDOVER, 'x.io') },
   ])('passes $scenario unchecked', ({ req }) => {
-    expect(readsFor(req, POLICY)).toEqual({ instances: false, configs: false });
+    expect(readsFor(req, POLICY)).toEqual({ instances: false });
     expect(review(req, state(), POLICY)).toEqual({ uid: 'uid-1', allowed: true });
   });
 });
@@ -408,13 +407,11 @@ describe('what an instance may ask Switchyard to run', () => {
   it('reads the namespace an instance names, and not the operator’s own', () => {
     expect(readsFor(request('ConversionWebhookServer', cws('a', { namespace: 'team-a' })), POLICY)).toEqual({
       instances: true,
-      configs: false,
       allowancesIn: 'switchyard-system',
       namespace: 'team-a',
     });
     expect(readsFor(request('ConversionWebhookServer', cws('a')), POLICY)).toEqual({
       instances: true,
-      configs: false,
       allowancesIn: 'switchyard-system',
     });
   });

@@ -149,7 +149,12 @@ export interface TargetRef {
 /** What to read before deciding: the server reads exactly this, and nothing for a request it passes. */
 export interface ClusterReads {
   instances: boolean;
-  configs: boolean;
+  /**
+   * Which configs of both kinds: a review reads only those whose target has one name (a target
+   * name is unique across both kinds; the handover's repoint needs its target's config), a tool
+   * such as `switchyard simulate` reads them all.
+   */
+  configs?: 'all' | { targeting: string };
   target?: TargetRef;
   /** The namespace an instance would run in: whether it exists and has opted in. */
   namespace?: string;
@@ -158,8 +163,9 @@ export interface ClusterReads {
 }
 
 /**
- * The current objects, as the apiserver returned them (raw JSON). `configs` holds both kinds;
- * `target` is the live target, absent when it does not exist.
+ * The current objects, as the apiserver returned them (raw JSON). `configs` holds the configs of
+ * both kinds that target the name asked for; `target` is the live target, absent when it does
+ * not exist.
  */
 export interface ClusterState {
   instances: readonly unknown[];
@@ -170,7 +176,7 @@ export interface ClusterState {
   allowances?: Readonly<Record<string, string>>;
 }
 
-const NOTHING: ClusterReads = { instances: false, configs: false };
+const NOTHING: ClusterReads = { instances: false };
 
 type ReviewedKind = typeof WEBHOOK_SERVER_KIND | typeof CRD_CONFIG_KIND | typeof XRD_CONFIG_KIND;
 
@@ -234,7 +240,8 @@ function specOf(object: unknown): unknown {
 }
 
 export function readsFor(request: AdmissionRequest, operatorNamespace: string): ClusterReads {
-  if (handoverTargetChange(request, operatorNamespace)) return { instances: false, configs: true };
+  const handoverTarget = handoverTargetChange(request, operatorNamespace);
+  if (handoverTarget) return { instances: false, configs: { targeting: handoverTarget.name } };
   const kind = reviewedKind(request);
   if (kind === undefined || specUnchanged(request)) return NOTHING;
   if (kind === WEBHOOK_SERVER_KIND) {
@@ -243,14 +250,14 @@ export function readsFor(request: AdmissionRequest, operatorNamespace: string): 
     const readsNamespace = namespace !== operatorNamespace;
     return {
       instances: true,
-      configs: false,
       allowancesIn: operatorNamespace,
       ...(readsNamespace && { namespace }),
     };
   }
   const identity = configIdentityOf(request.object);
-  const reads: ClusterReads = { instances: true, configs: true };
-  return identity ? { ...reads, target: targetRefOf(identity) } : reads;
+  return identity
+    ? { instances: true, configs: { targeting: identity.target }, target: targetRefOf(identity) }
+    : { instances: true };
 }
 
 function targetRefOf(config: ConfigIdentity): TargetRef {

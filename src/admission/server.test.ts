@@ -103,7 +103,7 @@ describe('admission server', () => {
       kind: 'AdmissionReview',
       response: { uid: 'u-1', allowed: false, status: { code: 422 } },
     });
-    expect(asked).toEqual([{ instances: true, configs: false, allowancesIn: 'switchyard-system' }]);
+    expect(asked).toEqual([{ instances: true, allowancesIn: 'switchyard-system' }]);
   });
 
   it('answers a body that is not JSON with a 400 that says so', async () => {

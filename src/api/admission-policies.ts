@@ -20,6 +20,7 @@ import {
   SERVED_LEASE_PREFIX,
   SERVICE_SUFFIX,
 } from './constants.ts';
+import { CONFIG_TARGET_FIELD, CRD_CONFIG_KIND, XRD_CONFIG_KIND } from './conversion-config.ts';
 
 export const POLICY_NAMESPACE = 'switchyard-system';
 
@@ -308,7 +309,7 @@ export function policyFiles(): Map<string, PolicyObject[]> {
         ...policyObjects(
           configTargetOwner(
             'crdconversionconfigs',
-            'targetCRD',
+            CONFIG_TARGET_FIELD[CRD_CONFIG_KIND],
             'apiextensions.k8s.io',
             'customresourcedefinitions',
             'CustomResourceDefinition',
@@ -317,7 +318,7 @@ export function policyFiles(): Map<string, PolicyObject[]> {
         ...policyObjects(
           configTargetOwner(
             'xrdconversionconfigs',
-            'targetXRD',
+            CONFIG_TARGET_FIELD[XRD_CONFIG_KIND],
             'apiextensions.crossplane.io',
             'compositeresourcedefinitions',
             'CompositeResourceDefinition',

@@ -89,6 +89,20 @@ interface WarnPolicy {
   unmappedFieldReason?: string | undefined;
 }
 
+/**
+ * The spec field naming each kind of config's target. Its `.name` is a selectable field of the
+ * config's CRD (api/crds.ts), so the admission webhook lists only the configs of one target.
+ */
+export const CONFIG_TARGET_FIELD = {
+  [CRD_CONFIG_KIND]: 'targetCRD',
+  [XRD_CONFIG_KIND]: 'targetXRD',
+} as const;
+
+/** The field path, as a field selector or a CRD's selectableFields names it, of a config's target name. */
+export function configTargetNamePath(kind: keyof typeof CONFIG_TARGET_FIELD): string {
+  return `spec.${CONFIG_TARGET_FIELD[kind]}.name`;
+}
+
 export const crdConfigSpecSchema = requireReasonForWarn(
   strictObject('a CRDConversionConfig spec', {
     targetCRD: targetRef('CustomResourceDefinition'),

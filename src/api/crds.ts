@@ -5,6 +5,7 @@ import { GROUP, MAX_INSTANCE_NAME_LENGTH, VERSION } from './constants.ts';
 import {
   CRD_CONFIG_KIND,
   configStatusSchema,
+  configTargetNamePath,
   crdConfigSpecSchema,
   XRD_CONFIG_KIND,
   xrdConfigSpecSchema,
@@ -43,6 +44,7 @@ export interface CustomResourceDefinition {
       schema: { openAPIV3Schema: StructuralSchema };
       subresources: { status: Record<string, never> };
       additionalPrinterColumns: PrinterColumn[];
+      selectableFields?: Array<{ jsonPath: string }>;
     }>;
   };
 }
@@ -56,12 +58,14 @@ interface ResourceDefinition {
   status: z.ZodType;
   rootValidations: CelValidation[];
   columns: PrinterColumn[];
+  /** Fields a list or watch may select on (`--field-selector`), besides metadata.name. */
+  selectableFields: string[];
 }
 
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
-const configColumns = (targetField: string): PrinterColumn[] => [
-  { name: 'Target', type: 'string', jsonPath: `.spec.${targetField}.name` },
+const configColumns = (kind: typeof CRD_CONFIG_KIND | typeof XRD_CONFIG_KIND): PrinterColumn[] => [
+  { name: 'Target', type: 'string', jsonPath: `.${configTargetNamePath(kind)}` },
   { name: 'Hub', type: 'string', jsonPath: '.spec.hubVersion' },
   { name: 'Server', type: 'string', jsonPath: '.status.assignedWebhookServer' },
   { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
@@ -102,6 +106,7 @@ const RESOURCES: ResourceDefinition[] = [
       { name: 'Assigned', type: 'integer', jsonPath: '.status.assignedTargetCount' },
       AGE,
     ],
+    selectableFields: [],
   },
   {
     kind: CRD_CONFIG_KIND,
@@ -111,7 +116,10 @@ const RESOURCES: ResourceDefinition[] = [
     spec: crdConfigSpecSchema,
     status: configStatusSchema,
     rootValidations: [],
-    columns: configColumns('targetCRD'),
+    columns: configColumns(CRD_CONFIG_KIND),
+    // The admission webhook reads the configs of one target (a unique-target check, the
+    // handover's repoint) by this field, not by listing every config for every write.
+    selectableFields: [`.${configTargetNamePath(CRD_CONFIG_KIND)}`],
   },
   {
     kind: XRD_CONFIG_KIND,
@@ -122,7 +130,10 @@ const RESOURCES: ResourceDefinition[] = [
     spec: xrdConfigSpecSchema,
     status: configStatusSchema,
     rootValidations: [],
-    columns: configColumns('targetXRD'),
+    columns: configColumns(XRD_CONFIG_KIND),
+    // The admission webhook reads the configs of one target (a unique-target check, the
+    // handover's repoint) by this field, not by listing every config for every write.
+    selectableFields: [`.${configTargetNamePath(XRD_CONFIG_KIND)}`],
   },
 ];
 
@@ -167,6 +178,9 @@ function toCrd(resource: ResourceDefinition): CustomResourceDefinition {
           schema: { openAPIV3Schema: rootSchema(resource) },
           subresources: { status: {} },
           additionalPrinterColumns: resource.columns,
+          ...(resource.selectableFields.length > 0 && {
+            selectableFields: resource.selectableFields.map((jsonPath) => ({ jsonPath })),
+          }),
         },
       ],
     },

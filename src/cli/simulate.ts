@@ -115,7 +115,7 @@ export function fleetOfFile(text: string): Fleet {
 async function liveFleet(): Promise<Fleet> {
   const kc = new KubeConfig();
   kc.loadFromDefault();
-  const state = await apiserverReader(kc).read({ instances: true, configs: true });
+  const state = await apiserverReader(kc).read({ instances: true, configs: 'all' });
   return fleetOfObjects(state.instances, state.configs);
 }
 
