@@ -41,7 +41,7 @@ import {
   webhookServiceName,
 } from '../src/api/constants.ts';
 import { type Bus, connectBus } from '../src/bus/connect.ts';
-import { keyOfPartitionedSubject } from '../src/bus/runtime/partition.ts';
+import { keyOfPartitionedSubject } from '../src/bus/runtime/index.ts';
 import { objectSubject, unescapeToken } from '../src/bus/subjects.ts';
 import { defaultConfig } from '../src/config/schema.ts';
 import { decodeServedSet, expectedSetOf } from '../src/core/served-set-codec.ts';

@@ -9,8 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Bus, connectBus } from '../src/bus/connect.ts';
 import { redriveMsgId } from '../src/bus/dead-letters.ts';
 import { workItemSchema } from '../src/bus/messages.ts';
-import { deadLetterHeaders } from '../src/bus/runtime/dead-letter.ts';
-import { type HandlerRuntime, PermanentError, startHandlerRuntime } from '../src/bus/runtime/index.ts';
+import {
+  deadLetterHeaders,
+  type HandlerRuntime,
+  PermanentError,
+  startHandlerRuntime,
+} from '../src/bus/runtime/index.ts';
 import { workSubject } from '../src/bus/subjects.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { defaultConfig } from '../src/config/schema.ts';

@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type OwnBus, startOwnBus } from '../../test/support/bus.ts';
 import { type Bus, connectBus } from '../bus/connect.ts';
-import { ensureConsumer, planHandlerConsumers } from '../bus/runtime/consumers.ts';
+import { ensureConsumer, planHandlerConsumers } from '../bus/runtime/index.ts';
 import { STREAMS } from '../bus/topology.ts';
 import { ObjectView } from '../bus/view.ts';
 import { defaultConfig } from '../config/schema.ts';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { loadAllYaml, type V1Container, type V1PodSpec } from '@kubernetes/client-node';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { planHandlerConsumers } from '../bus/runtime/consumers.ts';
+import { planHandlerConsumers } from '../bus/runtime/index.ts';
 import { subjectMatches } from '../bus/subjects.ts';
 import { configSchema, defaultConfig } from '../config/schema.ts';
 import { handoverConsumers } from '../handlers/handover.ts';

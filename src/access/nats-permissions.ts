@@ -33,7 +33,7 @@
  */
 import { inboxPrefixOf } from '../bus/inbox.ts';
 import { pacerConsumers } from '../bus/pacer/pacer.ts';
-import { type HandlerConsumerSpec, planHandlerConsumers } from '../bus/runtime/consumers.ts';
+import { type HandlerConsumerSpec, planHandlerConsumers } from '../bus/runtime/index.ts';
 import { RENEWED_KINDS } from '../bus/subjects.ts';
 import { bucketStream, STREAMS } from '../bus/topology.ts';
 import type { Config } from '../config/schema.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { deadLetterSubjectOf } from '../bus/dead-letters.ts';
-import { planHandlerConsumers } from '../bus/runtime/consumers.ts';
+import { planHandlerConsumers } from '../bus/runtime/index.ts';
 import { configSchema, defaultConfig } from '../config/schema.ts';
 import { ASSIGN_PACER } from '../handlers/assign.ts';
 import { resyncPacerOf } from '../handlers/resync.ts';

@@ -39,7 +39,7 @@ import {
 } from '../bus/dead-letters.ts';
 import { handoverWorkSchema, objectEventSchema, workItemSchema } from '../bus/messages.ts';
 import { pacedItemSchema } from '../bus/pacer/pacer.ts';
-import { errorMessage } from '../bus/runtime/errors.ts';
+import { errorMessage } from '../bus/runtime/index.ts';
 import { STREAMS } from '../bus/topology.ts';
 import { ConfigError, loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';

@@ -20,8 +20,8 @@ import { API_VERSION, IN_USE_FINALIZER } from '../api/constants.ts';
 import { KINDS, TARGET_VIEW_KINDS } from '../api/resources.ts';
 import { WEBHOOK_SERVER_KIND, type WebhookServer } from '../api/webhook-server.ts';
 import { encodeMessage, handoverWorkSchema, type WorkItem } from '../bus/messages.ts';
-import { describeError } from '../bus/runtime/errors.ts';
 import {
+  describeError,
   done,
   type Handler,
   type HandlerConsumerSpec,

@@ -5,7 +5,7 @@ import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, type V1ConfigMap } fro
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureCrd } from '../../test/support/crds.ts';
 import { createNamespace, useLocalCluster } from '../../test/support/local-cluster.ts';
-import { classifyFailure } from '../bus/runtime/errors.ts';
+import { classifyFailure } from '../bus/runtime/index.ts';
 import { defaultConfig } from '../config/schema.ts';
 import { createKubeClients, type KubeClients } from './clients.ts';
 import { isConflict, statusOf } from './errors.ts';

@@ -1,9 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  type HandlerCounters,
-  type HandlerRuntime,
-  noHandlerCounters,
-} from '../bus/runtime/handler-runtime.ts';
+import { type HandlerCounters, type HandlerRuntime, noHandlerCounters } from '../bus/runtime/index.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
 import { BucketCounts } from '../runtime/bucket-counts.ts';
 import {

@@ -17,7 +17,7 @@
 // reads their queries and fails on a metric this file does not define (worker-metrics.test.ts),
 // and the end-to-end run scrapes each one from the running workers.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { ConsumerState, HandlerCounters, HandlerRuntime } from '../bus/runtime/handler-runtime.ts';
+import type { ConsumerState, HandlerCounters, HandlerRuntime } from '../bus/runtime/index.ts';
 import type { ViewLag } from '../bus/view-lag.ts';
 import type { EventCounters } from '../kube/event-recorder.ts';
 import { HistogramFamily } from './histogram-family.ts';

@@ -40,11 +40,8 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { HandlerConsumerSpec } from '../runtime/consumers.ts';
 import { describeError, isInfrastructureError } from '../runtime/errors.ts';
-import {
-  type HandlerCounters,
-  type HandlerRuntime,
-  startHandlerRuntime,
-} from '../runtime/handler-runtime.ts';
+import type { HandlerCounters } from '../runtime/handler-counters.ts';
+import { type HandlerRuntime, startHandlerRuntime } from '../runtime/handler-runtime.ts';
 import { originOf } from '../runtime/republish.ts';
 import { retryWhileBusUnavailable } from '../runtime/while-unavailable.ts';
 import type { StreamReplicas } from '../topology.ts';

@@ -57,7 +57,7 @@ export type HandlerConsumerSpec = {
   maxDeliver: number;
   /**
    * For a stream of records rather than work: a message whose budget ran out on bus failures is
-   * republished only while it is still its subject's latest (`handler-runtime.ts`).
+   * republished only while it is still its subject's latest (`settle-actions.ts`).
    */
   republishWhileLatest?: boolean;
 } & (

@@ -42,7 +42,7 @@
  *   once (kind `invalid`), never retried: retrying cannot fix a payload.
  * - **Outcomes, settled by one pure decision.** The handler returns `done` or
  *   `recheck after T` (`outcome.ts`), or throws; `settlementFor`
- *   (`settlement.ts`) turns that into one action, which this file only sends.
+ *   (`settlement.ts`) turns that into one action, which `settle-actions.ts` sends.
  *   A re-check is a message schedule published before the ack (`recheck.ts`):
  *   durable, and never a failed delivery.
  * - **Retries with backoff.** A handler error is nak'd with a delay that grows
@@ -78,140 +78,30 @@ import {
   jetstream,
   jetstreamManager,
 } from '@nats-io/jetstream';
-import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import type { ZodType } from 'zod';
-import {
-  type BackoffPolicy,
-  DEFAULT_CONFLICT_BACKOFF,
-  DEFAULT_ERROR_BACKOFF,
-  retryDelayMs,
-} from '../../runtime/backoff.ts';
+import { type BackoffPolicy, retryDelayMs } from '../../runtime/backoff.ts';
 import { BucketCounts } from '../../runtime/bucket-counts.ts';
-import { type Clock, systemClock } from '../../runtime/clock.ts';
+import type { Clock } from '../../runtime/clock.ts';
 import { followConnection } from '../connection-state.ts';
-import { isConsumerNotFound, isWrongLastSequence } from '../errors.ts';
+import { isConsumerNotFound } from '../errors.ts';
 import { AttemptLease } from './attempt.ts';
-import {
-  ensureConsumer,
-  type HandlerConsumerSpec,
-  type PlannedConsumer,
-  planHandlerConsumers,
-} from './consumers.ts';
-import {
-  type DeadLetterKind,
-  deadLetterHeaders,
-  deadLetterMsgId,
-  deadLetterRecordFor,
-} from './dead-letter.ts';
-import { classifyFailure, describeError, type FailureKind } from './errors.ts';
+import { ensureConsumer, type PlannedConsumer, planHandlerConsumers } from './consumers.ts';
+import { describeError } from './errors.ts';
+import type { HandlerContext } from './handler.ts';
+import { type HandlerCounters, noHandlerCounters } from './handler-counters.ts';
 import { type LeaseTimings, leaseTimings, pullExpiryMs } from './lease.ts';
 import { done, type Outcome } from './outcome.ts';
 import { keyOfPartitionedSubject } from './partition.ts';
 import { admitPayload } from './payload.ts';
-import { recheckDueOf, scheduleRecheck } from './recheck.ts';
-import { originOf, republishHeaders, republishMsgId } from './republish.ts';
+import { recheckDueOf } from './recheck.ts';
 import {
-  type AttemptResult,
-  afterPublishFailed,
-  type DeliveryInfo,
-  type Settlement,
-  type SettlementPolicy,
-  settlementFor,
-} from './settlement.ts';
+  type HandlerRuntimeOptions,
+  type ResolvedRuntimeOptions,
+  resolveRuntimeOptions,
+} from './runtime-options.ts';
+import { SettleActions } from './settle-actions.ts';
+import { type AttemptResult, type DeliveryInfo, settlementFor } from './settlement.ts';
 import { retryWhileBusUnavailable } from './while-unavailable.ts';
-
-export interface HandlerContext {
-  subject: string;
-  /** Stream sequence of the message. */
-  seq: number;
-  /** 1 on first delivery. */
-  deliveryCount: number;
-  /** The partition key (partitioned mode) or the subject. */
-  key: string;
-  headers: MsgHdrs | undefined;
-  /** A child logger with concern, consumer, subject, seq, key and delivery count bound. */
-  log: Logger;
-  /**
-   * Aborted at the handler deadline, at the drain timeout of `stop()`, or when
-   * the attempt's lease lapsed (then the result is ignored). Pass it to I/O.
-   */
-  signal: AbortSignal;
-  /** Wall-clock time (ms since epoch) at which `signal` aborts unless the handler settled. */
-  deadline: number;
-  /** Server timestamp of the message (ms since epoch). */
-  publishedAtMs: number;
-  /** Set when this trigger is a fired re-check: when it was due (ms since epoch; it may come late after an outage). */
-  recheckDueAtMs?: number;
-}
-
-/** Resolves with an {@link Outcome} (nothing means `done`) once its effect is durable; throws to fail. */
-// biome-ignore lint/suspicious/noConfusingVoidType: a handler with no return statement resolves to void, which means done.
-export type Handler<T> = (data: T, ctx: HandlerContext) => Promise<Outcome | undefined | void>;
-
-export interface HandlerRuntimeOptions<T> {
-  /** A connection that reconnects forever (see `connectBus`). The runtime does not close it. */
-  nc: NatsConnection;
-  /** Name used in logs and metrics, e.g. `handover`. */
-  concern: string;
-  consumers: HandlerConsumerSpec;
-  schema: ZodType<T>;
-  handle: Handler<T>;
-  /** Subject dead-lettered messages are published to, e.g. `dlq.handover`; a stream must capture it. */
-  deadLetterSubject: string;
-  log: Logger;
-  /** Shared mode: messages in flight per replica (lanes). Partitioned mode has one lane per partition. Default 1. */
-  concurrency?: number;
-  /** How long one pull waits for a message (ms, ≥ 1000; at most half a lease, see `lease.ts`). Default 10 s. */
-  pullExpiresMs?: number;
-  errorBackoff?: BackoffPolicy;
-  conflictBackoff?: BackoffPolicy;
-  classify?: (err: unknown) => FailureKind;
-  /** How long `stop()` waits for in-flight handlers before cutting them short. Default 20 s. */
-  drainTimeoutMs?: number;
-  /** Handler deadline (ms); see {@link DEFAULT_HANDLER_TIMEOUT_MS}. */
-  handlerTimeoutMs?: number;
-  /** Payload decoder; default the bus's (`parsePayload`: JSON, gzip-compressed or not). Throwing means the message is invalid. */
-  decode?: (m: JsMsg) => unknown;
-  /** Create/update the consumers at start (default true). Set false when the topology owns them. */
-  ensureConsumersAtStart?: boolean;
-  /** Timeout for ack/dead-letter/re-check confirmations (ms). Default 5 s. */
-  requestTimeoutMs?: number;
-  /** Time source (tests inject one); default the system clock. */
-  clock?: Clock;
-}
-
-/** Monotonic counters (and one gauge) for metrics export. */
-export interface HandlerCounters {
-  /** Handler succeeded and the ack was sent. */
-  processed: number;
-  /** Nak'd for a later retry (conflicts included). */
-  retried: number;
-  /** Handler asked to look again later: a re-check was scheduled and the trigger acked. */
-  rechecks: number;
-  /** Of `retried`, those that were Kubernetes conflicts. */
-  conflicts: number;
-  /** Published to the dead-letter subject (all kinds). */
-  deadLettered: number;
-  /** Of `deadLettered`, those that failed decoding or validation. */
-  invalid: number;
-  /** A dead-letter publish failed; the message was nak'd to try again. */
-  deadLetterFailures: number;
-  /** Arrived after stop and given back at once (nak). */
-  released: number;
-  /** Attempt budget spent on bus failures only: published again afresh, the original acked. */
-  republished: number;
-  /** Handlers cut short by the deadline or the drain timeout. */
-  timedOut: number;
-  /** Attempts given up without a settle (lease lapsed, or no settle in the grace): redelivered after ack_wait. */
-  abandoned: number;
-  /** The ack confirmation failed; the message may be redelivered (handlers are idempotent). */
-  ackFailures: number;
-  /** Consumers re-added after they were found missing. */
-  consumersRecreated: number;
-  /** Handlers running right now (gauge). */
-  inFlight: number;
-}
 
 /** One consumer's state on the server, as the runtime reads it for metrics. */
 export interface ConsumerState {
@@ -226,26 +116,6 @@ export interface ConsumerState {
 
 /** Bounds of the attempt-duration histogram (seconds): a view read and one or two writes. */
 export const ATTEMPT_SECONDS_BOUNDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
-
-/** Every counter at zero: a runtime's at start. */
-export function noHandlerCounters(): HandlerCounters {
-  return {
-    processed: 0,
-    retried: 0,
-    rechecks: 0,
-    conflicts: 0,
-    deadLettered: 0,
-    invalid: 0,
-    deadLetterFailures: 0,
-    released: 0,
-    republished: 0,
-    timedOut: 0,
-    abandoned: 0,
-    ackFailures: 0,
-    consumersRecreated: 0,
-    inFlight: 0,
-  };
-}
 
 /**
  * A running handler runtime and what it knows of its work, for whoever observes it: a worker's
@@ -274,32 +144,16 @@ interface InFlight {
   log: Logger;
 }
 
-/**
- * A handler reads the view and makes one or two Kubernetes writes. The API
- * server gives up on a request after its default `--request-timeout` of 60 s,
- * so a handler still running then is hung, not slow; cutting it there keeps a
- * hung write from holding its partition fleet-wide for longer than that plus
- * ack_wait.
- */
-export const DEFAULT_HANDLER_TIMEOUT_MS = 60_000;
-
 /** After the deadline, how long a handler may take to settle: enough for an aborted request to unwind. */
 export const HANDLER_GRACE_MS = 2_000;
 
 /** A lane whose pull failed: 200 ms doubling to 5 s while its consumer is checked and re-added. */
 const PULL_FAILURE_BACKOFF: BackoffPolicy = { baseMs: 200, maxMs: 5_000 };
 
-const DEFAULTS = {
-  concurrency: 1,
-  pullExpiresMs: 10_000,
-  drainTimeoutMs: 20_000,
-  requestTimeoutMs: 5_000,
-  handlerTimeoutMs: DEFAULT_HANDLER_TIMEOUT_MS,
-};
-
 /** Starts pulling. Resolves once the consumers exist (when ensured at start) and the lanes are running. */
 export async function startHandlerRuntime<T>(opts: HandlerRuntimeOptions<T>): Promise<HandlerRuntime> {
-  const runtime = new Runtime(opts, await jetstreamManager(opts.nc));
+  const resolved = resolveRuntimeOptions(opts);
+  const runtime = new Runtime(resolved, await jetstreamManager(opts.nc));
   await runtime.start();
   return runtime;
 }
@@ -307,15 +161,14 @@ export async function startHandlerRuntime<T>(opts: HandlerRuntimeOptions<T>): Pr
 class Runtime<T> implements HandlerRuntime {
   readonly concern: string;
   readonly stopped: Promise<void>;
-  private readonly opts: HandlerRuntimeOptions<T>;
+  private readonly opts: ResolvedRuntimeOptions<T>;
   private readonly js: JetStreamClient;
   private readonly jsm: JetStreamManager;
   private readonly plan: PlannedConsumer[];
   private readonly timings: LeaseTimings;
   private readonly log: Logger;
   private readonly clock: Clock;
-  private readonly policy: SettlementPolicy;
-  private readonly requestTimeoutMs: number;
+  private readonly settleActions: SettleActions;
   readonly attemptSeconds = new BucketCounts(ATTEMPT_SECONDS_BOUNDS);
   private readonly counts = noHandlerCounters();
   private readonly inFlight = new Set<InFlight>();
@@ -325,32 +178,31 @@ class Runtime<T> implements HandlerRuntime {
   private resolveStopped: () => void = () => undefined;
   private stopCalled: Promise<void> | undefined;
   private readonly recreating = new Map<string, Promise<void>>();
-  private readonly connection: { connected(): boolean };
 
-  constructor(opts: HandlerRuntimeOptions<T>, jsm: JetStreamManager) {
+  constructor(opts: ResolvedRuntimeOptions<T>, jsm: JetStreamManager) {
     this.opts = opts;
     this.concern = opts.concern;
     this.jsm = jsm;
     this.js = jetstream(opts.nc);
-    this.connection = followConnection(opts.nc);
     this.plan = planHandlerConsumers(opts.consumers);
     this.timings = leaseTimings(opts.consumers.ackWaitMs);
     this.log = opts.log.child({ concern: opts.concern });
-    this.clock = opts.clock ?? systemClock;
-    this.policy = {
-      errorBackoff: opts.errorBackoff ?? DEFAULT_ERROR_BACKOFF,
-      conflictBackoff: opts.conflictBackoff ?? DEFAULT_CONFLICT_BACKOFF,
-    };
-    this.requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs;
+    this.clock = opts.clock;
+    const connection = followConnection(opts.nc);
+    this.settleActions = new SettleActions({
+      js: this.js,
+      connected: () => connection.connected(),
+      counts: this.counts,
+      delivery: (m) => this.delivery(m),
+      policy: opts.policy,
+      clock: opts.clock,
+      deadLetterSubject: opts.deadLetterSubject,
+      republishWhileLatest: opts.consumers.republishWhileLatest === true,
+      requestTimeoutMs: opts.requestTimeoutMs,
+    });
     this.stopped = new Promise((resolve) => {
       this.resolveStopped = resolve;
     });
-    if (opts.handlerTimeoutMs !== undefined && !(opts.handlerTimeoutMs > 0)) {
-      throw new Error(`handlerTimeoutMs must be positive, got ${opts.handlerTimeoutMs}`);
-    }
-    if (opts.consumers.mode === 'partitioned' && opts.concurrency !== undefined) {
-      throw new Error('concurrency is one lane per partition in partitioned mode; do not set it');
-    }
   }
 
   counters(): HandlerCounters {
@@ -374,7 +226,7 @@ class Runtime<T> implements HandlerRuntime {
   }
 
   async start(): Promise<void> {
-    if (this.opts.ensureConsumersAtStart !== false) {
+    if (this.opts.ensureConsumersAtStart) {
       // On a cluster each consumer is a replicated group of its own, and creating 64 of them while
       // a node restarts or the stream elects a leader can outlast a request's timeout.
       for (const c of this.plan)
@@ -384,7 +236,7 @@ class Runtime<T> implements HandlerRuntime {
     }
     const lanes: Array<[PlannedConsumer, number]> =
       this.opts.consumers.mode === 'shared'
-        ? Array.from({ length: this.opts.concurrency ?? DEFAULTS.concurrency }, (_, i) => {
+        ? Array.from({ length: this.opts.concurrency }, (_, i) => {
             const c = this.plan[0];
             if (!c) throw new Error('no consumer planned');
             return [c, i] as [PlannedConsumer, number];
@@ -398,9 +250,7 @@ class Runtime<T> implements HandlerRuntime {
   }
 
   async stop(opts: { drainTimeoutMs?: number } = {}): Promise<void> {
-    this.stopCalled ??= this.doStop(
-      opts.drainTimeoutMs ?? this.opts.drainTimeoutMs ?? DEFAULTS.drainTimeoutMs,
-    );
+    this.stopCalled ??= this.doStop(opts.drainTimeoutMs ?? this.opts.drainTimeoutMs);
     return this.stopCalled;
   }
 
@@ -424,7 +274,7 @@ class Runtime<T> implements HandlerRuntime {
 
   private async lane(planned: PlannedConsumer, index: number): Promise<void> {
     const log = this.log.child({ consumer: planned.name, lane: index });
-    const expires = pullExpiryMs(this.opts.pullExpiresMs ?? DEFAULTS.pullExpiresMs, this.timings);
+    const expires = pullExpiryMs(this.opts.pullExpiresMs, this.timings);
     let failures = 0;
     // Looked up once and reused: a lookup is a $JS.API info request, too costly per message.
     let consumer: Consumer | undefined;
@@ -524,10 +374,10 @@ class Runtime<T> implements HandlerRuntime {
     });
     try {
       const result = await this.attempt(m, key, attempt, log);
-      await this.settle(
+      await this.settleActions.settle(
         m,
         attempt,
-        settlementFor(result, this.delivery(m), this.policy, this.clock.now()),
+        settlementFor(result, this.delivery(m), this.opts.policy, this.clock.now()),
         log,
       );
     } finally {
@@ -566,7 +416,7 @@ class Runtime<T> implements HandlerRuntime {
     attempt: AttemptLease,
     log: Logger,
   ): Promise<AttemptResult> {
-    const timeoutMs = this.opts.handlerTimeoutMs ?? DEFAULTS.handlerTimeoutMs;
+    const timeoutMs = this.opts.handlerTimeoutMs;
     let cutShort: (reason: string) => void = () => undefined;
     const cut = new Promise<string>((resolve) => {
       cutShort = resolve;
@@ -595,7 +445,7 @@ class Runtime<T> implements HandlerRuntime {
         (outcome): AttemptResult => ({ type: 'returned', outcome: outcome ?? done }),
         (err: unknown): AttemptResult => ({
           type: 'failed',
-          kind: (this.opts.classify ?? classifyFailure)(err),
+          kind: this.opts.classify(err),
           reason: describeError(err),
         }),
       );
@@ -622,150 +472,5 @@ class Runtime<T> implements HandlerRuntime {
       .then((): AttemptResult => ({ type: 'abandoned', reason: `${reason}; no settle within the grace` }));
     const abandoned = attempt.abandoned.then((r): AttemptResult => ({ type: 'abandoned', reason: r }));
     return Promise.race([settled, abandoned, grace]);
-  }
-
-  /** Carries out one settlement; a publish it needed that failed falls back to a nak. */
-  private async settle(m: JsMsg, attempt: AttemptLease, s: Settlement, log: Logger): Promise<void> {
-    switch (s.action) {
-      case 'ack':
-        if (await this.ack(m, attempt, log)) this.counts.processed++;
-        return;
-      case 'nak':
-        if (!this.nak(m, attempt, s.delayMs, log)) return;
-        this.counts.retried++;
-        if (s.kind === 'conflict') this.counts.conflicts++;
-        log.info({ kind: s.kind, delayMs: s.delayMs, err: s.reason }, 'handler failed; retrying later');
-        return;
-      case 'abandon':
-        this.abandon(attempt, s.reason, log);
-        return;
-      case 'dead-letter':
-        return this.deadLetter(m, attempt, s.kind, s.reason, log);
-      case 'republish':
-        return this.republishAfresh(m, attempt, s.reason, log);
-      case 'recheck':
-        return this.recheck(m, attempt, s.atMs, s.reason, log);
-    }
-  }
-
-  private async afterPublishFailed(m: JsMsg, attempt: AttemptLease, what: string, err: unknown, log: Logger) {
-    const fallback = afterPublishFailed(this.delivery(m), this.policy, describeError(err));
-    log.warn(
-      { err: fallback.reason, delayMs: fallback.delayMs },
-      `${what} failed; the message stays and is retried`,
-    );
-    this.nak(m, attempt, fallback.delayMs, log);
-  }
-
-  /**
-   * Schedules the trigger to come back at `atMs`, then acks it. Only within the
-   * lease: an attempt that may have lost its message must not replace the
-   * schedule the redelivered attempt makes.
-   */
-  private async recheck(m: JsMsg, attempt: AttemptLease, atMs: number, reason: string, log: Logger) {
-    if (!this.mayStillSettle(attempt, log)) return;
-    try {
-      await scheduleRecheck(this.js, m, atMs, reason, this.requestTimeoutMs);
-    } catch (err) {
-      await this.afterPublishFailed(m, attempt, 're-check schedule', err, log);
-      return;
-    }
-    if (!(await this.ack(m, attempt, log))) return;
-    this.counts.rechecks++;
-    log.debug({ at: new Date(atMs).toISOString(), reason }, 're-check scheduled');
-  }
-
-  /**
-   * The bus failed on the last attempt: the message is fine, so it starts over instead of being
-   * dead-lettered. On a stream of records (`republishWhileLatest`) only while it is still its
-   * subject's latest: a newer record supersedes it, and an older copy must never follow the newer.
-   */
-  private async republishAfresh(m: JsMsg, attempt: AttemptLease, reason: string, log: Logger): Promise<void> {
-    const { stream, streamSequence } = m.info;
-    const whileLatest = this.opts.consumers.republishWhileLatest === true;
-    try {
-      await this.js.publish(m.subject, m.data, {
-        headers: republishHeaders(m.headers, originOf(m.headers, stream, streamSequence)),
-        msgID: republishMsgId(stream, streamSequence),
-        timeout: this.requestTimeoutMs,
-        ...(whileLatest ? { expect: { lastSubjectSequence: streamSequence } } : {}),
-      });
-    } catch (err) {
-      if (whileLatest && isWrongLastSequence(err)) {
-        if (await this.ack(m, attempt, log)) this.counts.processed++;
-        log.info('a newer record of the subject superseded this one; not republished');
-        return;
-      }
-      await this.afterPublishFailed(m, attempt, 'republish', err, log);
-      return;
-    }
-    if (!(await this.ack(m, attempt, log))) return;
-    this.counts.republished++;
-    log.warn({ err: reason }, 'attempt budget spent on bus failures; republished afresh');
-  }
-
-  private abandon(attempt: AttemptLease, reason: string, log: Logger): void {
-    attempt.abandon(reason);
-    this.counts.abandoned++;
-    log.warn(
-      { reason: attempt.abandonedBecause ?? reason },
-      'attempt abandoned: nothing is sent, the server redelivers after ack_wait',
-    );
-  }
-
-  /**
-   * True while the attempt may settle; otherwise it is abandoned (and counted)
-   * here. While disconnected a settle would sit in the client's reconnect
-   * buffer and could reach the server after the lease, so none is sent.
-   */
-  private mayStillSettle(attempt: AttemptLease, log: Logger): boolean {
-    const connected = this.connection.connected();
-    if (connected && attempt.held()) return true;
-    this.abandon(attempt, connected ? 'lease lapsed before settling' : 'disconnected from NATS', log);
-    return false;
-  }
-
-  private nak(m: JsMsg, attempt: AttemptLease, delayMs: number, log: Logger): boolean {
-    if (!this.mayStillSettle(attempt, log)) return false;
-    m.nak(delayMs);
-    return true;
-  }
-
-  /** Acks within the lease; false when the attempt was abandoned instead. */
-  private async ack(m: JsMsg, attempt: AttemptLease, log: Logger): Promise<boolean> {
-    if (!this.mayStillSettle(attempt, log)) return false;
-    try {
-      await m.ackAck({ timeout: this.requestTimeoutMs });
-    } catch (err) {
-      this.counts.ackFailures++;
-      log.warn({ err: describeError(err) }, 'ack not confirmed; the message may be redelivered');
-    }
-    return true;
-  }
-
-  private async deadLetter(
-    m: JsMsg,
-    attempt: AttemptLease,
-    kind: DeadLetterKind,
-    reason: string,
-    log: Logger,
-  ): Promise<void> {
-    const record = deadLetterRecordFor(m, kind, reason, new Date(this.clock.now()));
-    try {
-      await this.js.publish(this.opts.deadLetterSubject, m.data, {
-        headers: deadLetterHeaders(record),
-        msgID: deadLetterMsgId(record.originalStream, record.originalSeq),
-        timeout: this.requestTimeoutMs,
-      });
-    } catch (err) {
-      this.counts.deadLetterFailures++;
-      await this.afterPublishFailed(m, attempt, `dead-letter publish (${kind}: ${reason})`, err, log);
-      return;
-    }
-    // The dead-letter publish is deduplicated by stream and sequence, so an abandoned one is harmless.
-    if (!(await this.ack(m, attempt, log))) return;
-    this.counts.deadLettered++;
-    if (kind === 'invalid') this.counts.invalid++;
-    log.warn({ kind, reason, deadLetterSubject: this.opts.deadLetterSubject }, 'dead-lettered');
   }
 }

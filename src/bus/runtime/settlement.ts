@@ -2,7 +2,7 @@
  * The one decision of how a delivery is settled: (what the attempt came to,
  * the delivery's count and budget, the retry policy, now) → one JetStream
  * action. Pure, so every rule below is a table test (`settlement.test.ts`);
- * `handler-runtime.ts` only carries the action out.
+ * `settle-actions.ts` only carries the action out.
  *
  * | attempt came to                        | action                                        |
  * |----------------------------------------|-----------------------------------------------|
