@@ -43,8 +43,8 @@ import {
 import { decisionSubject, objectSubject } from '../src/bus/subjects.ts';
 import { DEFAULT_TOPOLOGY, ensureTopology, STREAMS } from '../src/bus/topology.ts';
 import { ObjectView } from '../src/bus/view.ts';
+import { ASSIGN_VIEW_KINDS } from '../src/handlers/assign/world.ts';
 import { configAssignmentOnView } from '../src/handlers/assign.ts';
-import { ASSIGN_VIEW_KINDS } from '../src/handlers/assign-world.ts';
 import { NatsServer } from '../src/local-cluster/nats.ts';
 import { replay } from '../src/replay/replay.ts';
 

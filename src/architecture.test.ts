@@ -70,6 +70,18 @@ describe('the import graph of src/', () => {
     expect(offending).toEqual([]);
   });
 
+  it('keeps the router from importing any concern by name: it routes to the registered list', () => {
+    const concerns = ['assign', 'handover', 'lease-aggregate', 'config-status', 'instances'];
+    const isConcernModule = (path: string) =>
+      concerns.some((c) => path === `handlers/${c}.ts` || path.startsWith(`handlers/${c}/`));
+    const router = ['handlers/router.ts', 'handlers/router/run.ts'].map((f) => join(SRC, f));
+    const named = router.flatMap((file) =>
+      (graph.get(file) ?? []).map((t) => relative(SRC, t)).filter(isConcernModule),
+    );
+    expect(router.every((file) => graph.has(file))).toBe(true);
+    expect(named).toEqual([]);
+  });
+
   it('finds a circle when there is one (the check itself)', () => {
     const a = join(SRC, 'a.ts');
     const b = join(SRC, 'b.ts');

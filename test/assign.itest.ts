@@ -22,7 +22,8 @@ import { API_VERSION, GROUP, VERSION } from '../src/api/constants.ts';
 import type { HandoverWork } from '../src/bus/messages.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { fleetOf, type InstanceLike, resolveIn } from '../src/core/assignment.ts';
-import { ASSIGN_ECHO } from '../src/handlers/router.ts';
+import { ASSIGN_WORK } from '../src/handlers/assign/wakes.ts';
+import { workIdPrefix } from '../src/handlers/enqueue-work.ts';
 import { isNotFound } from '../src/kube/errors.ts';
 import { PROJECT_ROOT } from '../src/local-cluster/cluster.ts';
 import { kubeConfigFromToken, writeKubeConfig } from '../src/local-cluster/kubeconfig.ts';
@@ -199,7 +200,7 @@ beforeAll(async () => {
       const key = m.json<{ key: string }>().key;
       assignWorkPublished++;
       // The look each config's own status write wakes (status-echo.ts) is not the pacer's release.
-      const echo = m.headers?.get('Nats-Msg-Id').startsWith(`${ASSIGN_ECHO}:`) ?? false;
+      const echo = m.headers?.get('Nats-Msg-Id').startsWith(`${workIdPrefix(ASSIGN_WORK, 'echo')}:`) ?? false;
       if (key.startsWith('crdconfig/') && !echo) releasedConfigWork.push({ key, atMs: Date.now() });
     },
   });

@@ -33,7 +33,8 @@ import { decodeMessage, workItemSchema } from '../src/bus/messages.ts';
 import { RECHECK_HEADERS } from '../src/bus/runtime/index.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { SERVED_TARGETS_KNOWN } from '../src/core/instance-aggregate.ts';
-import { LEASE_AGGREGATE_ECHO } from '../src/handlers/router.ts';
+import { workIdPrefix } from '../src/handlers/enqueue-work.ts';
+import { LEASE_AGGREGATE_WORK } from '../src/handlers/lease-aggregate/wakes.ts';
 import { isConflict, isNotFound } from '../src/kube/errors.ts';
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
@@ -110,7 +111,8 @@ function watchLeaseAggregateTraffic(): void {
     callback: (_err, m) => {
       const decoded = decodeMessage(workItemSchema, m.data);
       // The look its own status write wakes (status-echo.ts) follows a write; it causes none.
-      const echo = m.headers?.get('Nats-Msg-Id').startsWith(`${LEASE_AGGREGATE_ECHO}:`) ?? false;
+      const echo =
+        m.headers?.get('Nats-Msg-Id').startsWith(`${workIdPrefix(LEASE_AGGREGATE_WORK, 'echo')}:`) ?? false;
       if (decoded.ok && !echo) leaseAggregateWork.push({ key: decoded.value.key, atMs: Date.now() });
     },
   });

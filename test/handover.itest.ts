@@ -22,14 +22,14 @@ import { type HandlerRuntime, startHandlerRuntime } from '../src/bus/runtime/ind
 import { STREAMS } from '../src/bus/topology.ts';
 import { ObjectView } from '../src/bus/view.ts';
 import { defaultConfig } from '../src/config/schema.ts';
+import { trustBundleReader } from '../src/handlers/handover/trust-bundle.ts';
+import { HANDOVER_WORK } from '../src/handlers/handover/wakes.ts';
 import {
   HANDOVER,
   HANDOVER_VIEW_KINDS,
   handoverConsumers,
   handoverHandler,
 } from '../src/handlers/handover.ts';
-import { trustBundleReader } from '../src/handlers/trust-bundle.ts';
-import { handoverWorkSubject } from '../src/handlers/work-keys.ts';
 import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
 import { type ApplyOptions, fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
@@ -147,7 +147,7 @@ async function startStandInLeaseAggregate(): Promise<void> {
 
 async function publishWork(seq: number): Promise<void> {
   await bus.js.publish(
-    handoverWorkSubject(TARGET, PARTITIONS),
+    HANDOVER_WORK.workSubject(TARGET, PARTITIONS),
     encodeMessage(handoverWorkSchema, { key: TARGET, seq }),
   );
 }

@@ -302,7 +302,7 @@ describe('the instances handler', () => {
         .map((o) => o.metadata?.resourceVersion);
     expect(stable(after)).toEqual(stable(before));
     expect((await getInstance())?.status).toEqual(instanceBefore?.status);
-    // The rendering is the one it applied a moment ago (applied-renderings.ts): no child is sent.
+    // The rendering is the one it applied a moment ago (instances/applied-renderings.ts): no child is sent.
     // The audit log is written asynchronously: the test's own read of the instance, after the
     // run, marks how far it has got.
     const events = await audit.waitFor('the test’s read of the instance', (all) =>

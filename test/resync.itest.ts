@@ -2,7 +2,7 @@
 // a work item that was lost or decided wrongly cannot leave a key wrong for good. Every worker is
 // a real process on a NATS server of the file's own (whose users are the product's: a permission
 // the resync lacks fails the file at stop), under the ServiceAccount of its deploy/rbac manifest:
-//   * assign (src/cli/assign.ts wiring): a status written wrong by hand while assign is down (a
+//   * assign (src/handlers/assign/run.ts wiring): a status written wrong by hand while assign is down (a
 //     status write wakes no assign work, by design) is put right by the restarted assign;
 //   * config-status (run-handler.ts wiring): the work item of a wrong status is deleted from WORK
 //     before it is handled; two restarted replicas put it right, and with a period of 3 s they

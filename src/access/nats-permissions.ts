@@ -37,8 +37,8 @@ import { type HandlerConsumerSpec, planHandlerConsumers } from '../bus/runtime/i
 import { RENEWED_KINDS } from '../bus/subjects.ts';
 import { bucketStream, STREAMS } from '../bus/topology.ts';
 import type { Config } from '../config/schema.ts';
+import { ASSIGN_VIEW_KINDS } from '../handlers/assign/world.ts';
 import { ASSIGN_PACER, assignConsumers } from '../handlers/assign.ts';
-import { ASSIGN_VIEW_KINDS } from '../handlers/assign-world.ts';
 import { CONFIG_STATUS_VIEW_KINDS, configStatusConsumers } from '../handlers/config-status.ts';
 import { HANDOVER_VIEW_KINDS, handoverConsumers } from '../handlers/handover.ts';
 import { INSTANCES_VIEW_KINDS, instancesConsumers } from '../handlers/instances.ts';

@@ -1,6 +1,6 @@
 // The bundled NATS server's certificate (deploy/nats, docs/bus.md "TLS to NATS"): a CA of its own
 // and a serving certificate for the client Service `nats`, made by the project's issuer in the
-// same decide-then-write sequence as an instance's (src/handlers/instance-certificates.ts), run
+// same decide-then-write sequence as an instance's (src/handlers/instances/certificates.ts), run
 // by the nats-credentials Job with `--server-certificate` (deploy/default adds it). The serving
 // Secret holds tls.crt, tls.key and the trust bundle ca.crt: the server mounts all three, every
 // client ca.crt alone. The CA's key stays in its own Secret, which nothing mounts.
@@ -9,8 +9,8 @@
 // the server serves the new files after a reload (docs/install.md).
 import type { V1Secret } from '@kubernetes/client-node';
 import { tlsSecretOf } from '../core/instances/serving-cert.ts';
-import { type CertificatesEnsured, ensureCertificates } from '../handlers/instance-certificates.ts';
-import { secretReader } from '../handlers/instance-secrets.ts';
+import { type CertificatesEnsured, ensureCertificates } from '../handlers/instances/certificates.ts';
+import { secretReader } from '../handlers/instances/secrets.ts';
 import type { WritesClient } from '../kube/clients.ts';
 import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
 import { x509Issuer } from '../tls/x509-issuer.ts';

@@ -1,7 +1,7 @@
 // The admission webhook's own serving certificate, kept by the admission process itself with
 // the project's issuer, as the instances handler keeps each instance's (docs/instances.md,
 // "Serving certificates"): the same decision (core/instances/serving-cert.ts), the same
-// sequence over two Secrets (handlers/instance-certificates.ts), so renewal points, CA overlap
+// sequence over two Secrets (handlers/instances/certificates.ts), so renewal points, CA overlap
 // and key checks are written once. What differs is who trusts the CA: not conversion targets,
 // but the webhooks of the ValidatingWebhookConfiguration `switchyard-admission`, whose caBundle
 // this process patches (ca-bundle.ts decides the patch).
@@ -25,8 +25,8 @@ import { createSecureContext } from 'node:tls';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { type CertificateIssuer, type KeyPair, tlsSecretOf } from '../core/instances/serving-cert.ts';
-import { ensureCertificates } from '../handlers/instance-certificates.ts';
-import { secretReader } from '../handlers/instance-secrets.ts';
+import { ensureCertificates } from '../handlers/instances/certificates.ts';
+import { secretReader } from '../handlers/instances/secrets.ts';
 import type { WritesClient } from '../kube/clients.ts';
 import { ignoreNotFound, isConflict } from '../kube/errors.ts';
 import { apiUrl, HttpMethod, sendForJson } from '../kube/request.ts';

@@ -253,7 +253,7 @@ export class ObjectView {
    * The `namespace/name`s of the objects of `kind` recorded or removed since `position` (a
    * position an earlier call returned; 0 at first), and the position to ask from next time. For
    * a reader that keeps its own index of a kind up to date one change at a time instead of
-   * walking every object (handlers/assign-world.ts). Undefined when the journal no longer reaches
+   * walking every object (handlers/assign/world.ts). Undefined when the journal no longer reaches
    * back that far: read every object again (`records`).
    */
   changesSince(kind: string, position: number): { names: readonly string[]; position: number } | undefined {

@@ -48,7 +48,7 @@ export async function handlerConcernPlans(config: Config): Promise<ConcernPlan[]
     specs,
   ] = await Promise.all([
     import('../handlers/router.ts'),
-    import('../handlers/assign-world.ts'),
+    import('../handlers/assign/world.ts'),
     import('../handlers/assign.ts'),
     import('../handlers/lease-aggregate.ts'),
     import('../handlers/handover.ts'),
@@ -56,7 +56,7 @@ export async function handlerConcernPlans(config: Config): Promise<ConcernPlan[]
     import('../handlers/instances.ts'),
     import('../bus/pacer/pacer.ts'),
     import('../handlers/resync.ts'),
-    import('../handlers/resync-concerns.ts'),
+    import('../handlers/concerns.ts'),
   ]);
   const { ASSIGN_PACER } = assign;
   const p = config.bus.partitions;
@@ -72,7 +72,7 @@ export async function handlerConcernPlans(config: Config): Promise<ConcernPlan[]
     { concern: instances.INSTANCES, consumers: instances.instancesConsumers(p.instances) },
   ];
   // Each handler concern's resync pacer (`<concern>-resync`), which releases its resync rounds.
-  const resyncPacers = specs.RESYNC_SPECS.map(({ concern }) => {
+  const resyncPacers = specs.CONCERNS.map(({ concern }) => {
     const spec = resync.resyncPacerOf(concern);
     return { concern: spec.concern, consumers: pacer.pacerConsumers(spec) };
   });

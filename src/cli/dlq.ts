@@ -43,14 +43,14 @@ import { errorMessage } from '../bus/runtime/index.ts';
 import { STREAMS } from '../bus/topology.ts';
 import { ConfigError, loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
+import { ASSIGN_CONCERN } from '../handlers/assign/world.ts';
 import { ASSIGN_PACER, assignConsumers } from '../handlers/assign.ts';
-import { ASSIGN_CONCERN } from '../handlers/assign-world.ts';
+import { CONCERNS } from '../handlers/concerns.ts';
 import { CONFIG_STATUS, configStatusConsumers } from '../handlers/config-status.ts';
 import { HANDOVER, handoverConsumers } from '../handlers/handover.ts';
 import { INSTANCES, instancesConsumers } from '../handlers/instances.ts';
 import { LEASE_AGGREGATE, leaseAggregateConsumers } from '../handlers/lease-aggregate.ts';
 import { resyncPacerOf } from '../handlers/resync.ts';
-import { RESYNC_SPECS } from '../handlers/resync-concerns.ts';
 import { connectOperatorBus } from './operator-bus.ts';
 
 const USAGE =
@@ -66,7 +66,7 @@ const USAGE =
 const REQUEST_TIMEOUT_MS = 10_000;
 
 /**
- * Every concern a handler consumes work of, as its process runs it (`src/handlers/run-*.ts`):
+ * Every concern a handler consumes work of, as its process runs it (`src/handlers/<concern>/run.ts`):
  * its consumers for this configuration's partition counts and the schema its payloads decode
  * with. A dead letter is re-driven only to a subject one of these consumers takes.
  */
@@ -95,7 +95,7 @@ export function workConcerns(config: Config): WorkConcern[] {
 export const INSPECT_ONLY: readonly ConcernSchema[] = [
   { concern: 'router', schema: objectEventSchema },
   { concern: ASSIGN_PACER.concern, schema: pacedItemSchema },
-  ...RESYNC_SPECS.map(({ concern }) => ({
+  ...CONCERNS.map(({ concern }) => ({
     concern: resyncPacerOf(concern).concern,
     schema: pacedItemSchema,
   })),

@@ -4,9 +4,9 @@
 import { ObjectView } from '../bus/view.ts';
 import { loadConfig } from '../config/load.ts';
 import { explainableTargets, explainTarget, type TargetExplanation } from '../handlers/explain.ts';
+import { handoverPolicyOf } from '../handlers/handover/run.ts';
 import { HANDOVER_VIEW_KINDS } from '../handlers/handover.ts';
 import { operatorNamespace } from '../handlers/operator-namespace.ts';
-import { handoverPolicyOf } from '../handlers/run-handover.ts';
 import { connectOperatorBus } from './operator-bus.ts';
 
 const USAGE =

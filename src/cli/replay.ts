@@ -4,7 +4,7 @@
 
 import { encodeMessage, workItemSchema } from '../bus/messages.ts';
 import { loadConfig } from '../config/load.ts';
-import { ASSIGN_CONCERN } from '../handlers/assign-world.ts';
+import { ASSIGN_CONCERN } from '../handlers/assign/world.ts';
 import { objectWorkSubject, parseWorkKey } from '../handlers/work-keys.ts';
 import { type ReplayedDecision, type ReplayReport, replay } from '../replay/replay.ts';
 import { connectOperatorBus } from './operator-bus.ts';

@@ -28,8 +28,6 @@ import {
   type DecisionRecord,
   decisionRecordSchema,
   encodeMessage,
-  type HandoverWork,
-  handoverWorkSchema,
   type WorkItem,
   workItemSchema,
 } from '../bus/messages.ts';
@@ -66,8 +64,10 @@ import {
   INSTANCE_KIND,
   isConfigKind,
   type KeyedSubject,
-} from './assign-world.ts';
-import { handoverWorkSubject, type ObjectWorkKey, parseWorkKey, workMsgId } from './work-keys.ts';
+} from './assign/world.ts';
+import { enqueueWork } from './enqueue-work.ts';
+import { HANDOVER_WORK } from './handover/wakes.ts';
+import { type ObjectWorkKey, parseWorkKey } from './work-keys.ts';
 
 export function assignConsumers(partitions: number): HandlerConsumerSpec {
   return {
@@ -178,12 +178,11 @@ export class AssignHandler {
 
   /** Handover work for the target: its id is the cause and the target, so a retry stores it once. */
   private async announceMove(subject: KeyedSubject, move: Move, causeSeq: number): Promise<void> {
-    const work: HandoverWork = { key: subject.target, seq: causeSeq, config: subject.config, ...move };
-    await this.deps.js.publish(
-      handoverWorkSubject(subject.target, this.deps.partitions.handover),
-      encodeMessage(handoverWorkSchema, work),
-      { msgID: workMsgId('handover', causeSeq, subject.target) },
-    );
+    await enqueueWork(this.deps.js, HANDOVER_WORK, this.deps.partitions.handover, {
+      key: subject.target,
+      causeSeq,
+      fields: { config: subject.config, ...move },
+    });
   }
 
   /** The merge patch of a new assignment, on exactly the version read (the conditions list is replaced whole). */

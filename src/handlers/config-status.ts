@@ -17,7 +17,7 @@ import { validateConfig } from '../core/config-validation.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
 import type { KubeWriter } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
-import { CONFIG_KINDS, INSTANCE_KIND } from './assign-world.ts';
+import { CONFIG_KINDS, INSTANCE_KIND } from './assign/world.ts';
 import { type ObjectWorkKey, objectWorkSubject, parseWorkKey } from './work-keys.ts';
 
 export const CONFIG_STATUS = 'config-status';

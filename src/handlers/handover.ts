@@ -4,7 +4,7 @@
 // Keyed by target (`work.handover.<p>.<target>`), so one target is handed over by one replica
 // at a time. Assign sends work when a config's resolved instance changes, lease-aggregate when
 // what a waiting target's destination serves changes, the router when the target's or its
-// config's spec changes (handover-triggers.ts); time (the grace, the stall bound, a Lease
+// config's spec changes (handover/triggers.ts); time (the grace, the stall bound, a Lease
 // expiring) comes back as the handler's own durable re-check. The message is only a trigger:
 // every input is read from the view at or after the causing record.
 //
@@ -13,7 +13,7 @@
 // it too: assign records a new instance together with a False HandoverReady about it, so a True
 // verdict is only ever stated about the instance the status names. Assign publishes this work
 // before its status write; until the view holds that write the gate holds, and the write's
-// record wakes it again (handover-triggers.ts).
+// record wakes it again (handover/triggers.ts).
 //
 // Order of effects: the target first, the config's status second. The status records what the
 // target says; written first, a crash in between would report a patch that never happened. The

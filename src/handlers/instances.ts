@@ -5,13 +5,13 @@
 // once nothing holds it, the replicas stopped before the finalizer goes (core/instances/teardown.ts).
 //
 // Keyed by instance (`work.instances.<p>.<instance>`), so one instance is handled by one replica
-// at a time. The router wakes it (instances-triggers.ts) on the instance's own changes, its
+// at a time. The router wakes it (instances/triggers.ts) on the instance's own changes, its
 // Deployment's, and the configs and targets a pending deletion reads. Time is the one cause
 // without an event: a certificate's renewal point, returned as a durable re-check.
 //
 // Children are applied whole (writer.ts): each is a pure function of the instance, and an apply
 // of an unchanged rendering is a no-op for the apiserver. A wake whose rendering this process
-// applied lately sends none (applied-renderings.ts): most wakes are targets repointed, which
+// applied lately sends none (instances/applied-renderings.ts): most wakes are targets repointed, which
 // change no child. Writes derived from the instance as read (the finalizer, the status) are
 // conditional on its resourceVersion.
 import type { KubernetesObject, V1Deployment } from '@kubernetes/client-node';
@@ -19,7 +19,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import { API_VERSION, IN_USE_FINALIZER } from '../api/constants.ts';
 import { KINDS, TARGET_VIEW_KINDS } from '../api/resources.ts';
 import { WEBHOOK_SERVER_KIND, type WebhookServer } from '../api/webhook-server.ts';
-import { encodeMessage, handoverWorkSchema, type WorkItem } from '../bus/messages.ts';
+import type { WorkItem } from '../bus/messages.ts';
 import {
   describeError,
   done,
@@ -46,12 +46,12 @@ import { isForbidden, isNamespaceNotFound } from '../kube/errors.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { readInstance } from '../views/view-reads.ts';
-import { type AppliedRenderings, renderingFingerprint } from './applied-renderings.ts';
-import { CONFIG_KINDS, configSubjectOf, INSTANCE_KIND, instanceOf } from './assign-world.ts';
-import { HANDOVER } from './handover.ts';
-import { ensureCertificates } from './instance-certificates.ts';
-import { SECRETS, type SecretReader } from './instance-secrets.ts';
-import { handoverWorkSubject, workMsgId } from './work-keys.ts';
+import { CONFIG_KINDS, configSubjectOf, INSTANCE_KIND, instanceOf } from './assign/world.ts';
+import { enqueueWork } from './enqueue-work.ts';
+import { HANDOVER_WORK } from './handover/wakes.ts';
+import { type AppliedRenderings, renderingFingerprint } from './instances/applied-renderings.ts';
+import { ensureCertificates } from './instances/certificates.ts';
+import { SECRETS, type SecretReader } from './instances/secrets.ts';
 
 export const INSTANCES = 'instances';
 
@@ -265,13 +265,14 @@ async function wakeHandoverOfUntrusting(
     .filter((t) => conversionServiceOf(t) === service)
     .filter((t) => liveConversionOf(t)?.webhook?.clientConfig?.caBundle !== bundle)
     .map((t) => t.metadata.name);
+  // Its own cause in the id: plain work for the target caused by the same record must not shadow it.
   for (const target of targets)
-    await deps.handover.js.publish(
-      handoverWorkSubject(target, deps.handover.partitions),
-      encodeMessage(handoverWorkSchema, { key: target, seq: ctx.seq, trust: true }),
-      // Its own id: plain work for the target caused by the same record must not shadow it.
-      { msgID: workMsgId(`${HANDOVER}-trust`, ctx.seq, target) },
-    );
+    await enqueueWork(deps.handover.js, HANDOVER_WORK, deps.handover.partitions, {
+      key: target,
+      causeSeq: ctx.seq,
+      cause: 'trust',
+      fields: { trust: true },
+    });
   if (targets.length > 0)
     ctx.log.info({ targets: targets.length }, 'targets woken to trust the current bundle');
 }

@@ -14,7 +14,7 @@
 // only repeats handover work, which is idempotent.
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { KINDS, TARGET_VIEW_KINDS } from '../api/resources.ts';
-import { encodeMessage, handoverWorkSchema, type WorkItem } from '../bus/messages.ts';
+import type { WorkItem } from '../bus/messages.ts';
 import { done, type Handler, type HandlerConsumerSpec, recheckAt } from '../bus/runtime/index.ts';
 import { workSubject } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
@@ -36,8 +36,8 @@ import {
   readInstanceLeases,
   readReadyPods,
 } from '../views/view-reads.ts';
-import { HANDOVER } from './handover.ts';
-import { handoverWorkSubject, workMsgId } from './work-keys.ts';
+import { enqueueWork } from './enqueue-work.ts';
+import { HANDOVER_WORK } from './handover/wakes.ts';
 
 export const LEASE_AGGREGATE = 'lease-aggregate';
 
@@ -114,11 +114,7 @@ export function leaseAggregateHandler(deps: LeaseAggregateDeps): Handler<WorkIte
       // All at once: a report often releases many targets, and each handover waits on its own.
       await Promise.all(
         targets.map((target) =>
-          deps.js.publish(
-            handoverWorkSubject(target, deps.handoverPartitions),
-            encodeMessage(handoverWorkSchema, { key: target, seq: item.seq }),
-            { msgID: workMsgId(HANDOVER, item.seq, target) },
-          ),
+          enqueueWork(deps.js, HANDOVER_WORK, deps.handoverPartitions, { key: target, causeSeq: item.seq }),
         ),
       );
       await deps.writer.applyStatus(

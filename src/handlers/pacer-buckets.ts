@@ -3,10 +3,10 @@
 // those that exist to bus.streamReplicas as it does the streams, and its NATS user may update
 // exactly these (src/access/nats-permissions.ts).
 import { ASSIGN_PACER } from './assign.ts';
+import { CONCERNS } from './concerns.ts';
 import { resyncPacerOf } from './resync.ts';
-import { RESYNC_SPECS } from './resync-concerns.ts';
 
 export const PACER_BUCKETS: readonly string[] = [
   ASSIGN_PACER.bucket,
-  ...RESYNC_SPECS.map(({ concern }) => resyncPacerOf(concern).bucket),
+  ...CONCERNS.map(({ concern }) => resyncPacerOf(concern).bucket),
 ];

@@ -29,9 +29,9 @@ import {
 import { countResyncRound } from '../metrics/worker-metrics.ts';
 import { DEFAULT_ERROR_BACKOFF, retryDelayMs } from '../runtime/backoff.ts';
 import type { Clock } from '../runtime/clock.ts';
+import type { ConcernWork, Partitions } from './concern.ts';
 
 export type ResyncView = Pick<ObjectView, 'list' | 'sequence'>;
-export type Partitions = Config['bus']['partitions'];
 
 /** One key's work item: where it goes and what it carries (the concern's own work payload). */
 export interface ResyncItem {
@@ -40,11 +40,22 @@ export interface ResyncItem {
   payload: unknown;
 }
 
-/** What resync needs to know of a concern (resync-concerns.ts has each one). */
-export interface ResyncSpec {
-  concern: string;
-  /** The work item of every key of the concern as `view` holds it, caused by view sequence `seq`. */
-  items(view: ResyncView, seq: number, partitions: Partitions): ResyncItem[];
+/**
+ * The work item of every key of the concern as `view` holds it, caused by view sequence `seq`:
+ * the same subject and payload the router publishes for the key (the concern's registration).
+ * A key whose object is gone is simply not listed: its deletion was a record, and whatever it
+ * left behind is some remaining key's business (an instance's list, a target's config).
+ */
+export function resyncItems(
+  work: ConcernWork,
+  view: ResyncView,
+  seq: number,
+  partitions: Partitions,
+): ResyncItem[] {
+  const count = partitions[work.partitionsOf];
+  return work
+    .resyncKeys(view)
+    .map((key) => ({ key, subject: work.workSubject(key, count), payload: work.schema.parse({ key, seq }) }));
 }
 
 /** The pacer that releases a concern's resync rounds: its consumer, bucket and dead letters. */
@@ -64,7 +75,8 @@ export interface ResyncOptions {
   /** Replicas of the resync pacer's slot bucket when it creates it (`bus.streamReplicas`). */
   bucketReplicas: StreamReplicas;
   view: ResyncView;
-  spec: ResyncSpec;
+  /** The concern's registration: its keys, work subjects and payloads. */
+  work: ConcernWork;
   partitions: Partitions;
   settings: Config['resync'];
   clock: Clock;
@@ -84,9 +96,9 @@ const PUBLISH_WINDOW = 64;
 
 /** Starts the concern's resync pacer, runs the start round, then one round per period. */
 export async function startResync(opts: ResyncOptions): Promise<Resync> {
-  const { spec, view, clock } = opts;
-  const pacerSpec = resyncPacerOf(spec.concern);
-  const log = opts.log.child({ resync: spec.concern });
+  const { work, view, clock } = opts;
+  const pacerSpec = resyncPacerOf(work.concern);
+  const log = opts.log.child({ resync: work.concern });
   const pacer: Pacer = await startPacer({
     ...pacerSpec,
     nc: opts.nc,
@@ -104,7 +116,7 @@ export async function startResync(opts: ResyncOptions): Promise<Resync> {
     const lane = async () => {
       while (next < items.length && !failed && !stopping.signal.aborted) {
         const item = items[next++] as ResyncItem;
-        const msgId = resyncMsgId(spec.concern, round, item.key);
+        const msgId = resyncMsgId(work.concern, round, item.key);
         await publishPaced(
           js,
           pacerSpec.filterSubject,
@@ -124,7 +136,7 @@ export async function startResync(opts: ResyncOptions): Promise<Resync> {
     if (stopping.signal.aborted) throw new Error(`stopped while publishing resync round ${roundName(round)}`);
     log.info(
       {
-        concern: spec.concern,
+        concern: work.concern,
         round: roundName(round),
         keys: items.length,
         seq,
@@ -142,31 +154,31 @@ export async function startResync(opts: ResyncOptions): Promise<Resync> {
         const decision = decideRound(await waitingItems(jsm, pacerSpec.durable), resumed);
         if (!decision.publish) {
           log.info(
-            { concern: spec.concern, round: roundName(round), reason: decision.reason },
+            { concern: work.concern, round: roundName(round), reason: decision.reason },
             'resync round skipped',
           );
-          countResyncRound(spec.concern, round.kind, 'skipped', 0);
+          countResyncRound(work.concern, round.kind, 'skipped', 0);
           return;
         }
         const seq = round.kind === 'start' ? round.viewSeq : view.sequence;
-        const items = spec.items(view, seq, opts.partitions);
+        const items = resyncItems(work, view, seq, opts.partitions);
         resumed = true;
         await publishRound(round, seq, items);
-        countResyncRound(spec.concern, round.kind, 'published', items.length);
+        countResyncRound(work.concern, round.kind, 'published', items.length);
         return;
       } catch (err) {
         if (stopping.signal.aborted) return;
         const delayMs = retryDelayMs(attempt, DEFAULT_ERROR_BACKOFF);
         if (clock.now() + delayMs > giveUpAtMs) {
           log.warn(
-            { err, concern: spec.concern, round: roundName(round) },
+            { err, concern: work.concern, round: roundName(round) },
             'resync round failed; the next round covers it',
           );
-          countResyncRound(spec.concern, round.kind, 'failed', 0);
+          countResyncRound(work.concern, round.kind, 'failed', 0);
           return;
         }
         log.warn(
-          { err, concern: spec.concern, round: roundName(round), delayMs },
+          { err, concern: work.concern, round: roundName(round), delayMs },
           'resync round failed; retrying',
         );
         await clock.sleep(delayMs, stopping.signal);
@@ -190,7 +202,7 @@ export async function startResync(opts: ResyncOptions): Promise<Resync> {
     }
   })();
   log.info(
-    { concern: spec.concern, periodSeconds: opts.settings.periodSeconds, rate: opts.settings.ratePerSecond },
+    { concern: work.concern, periodSeconds: opts.settings.periodSeconds, rate: opts.settings.ratePerSecond },
     'resync started',
   );
   return {

@@ -4,11 +4,11 @@
 // before": compared with the deleted incarnation, an identical new one changed nothing.
 import { describe, expect, it } from 'vitest';
 import { encodeMessage, type ObjectEvent, objectEventSchema, type RecordedObject } from '../bus/messages.ts';
-import { assignTriggers } from './assign-triggers.ts';
-import { type AssignWorld, configSubjectOf, instanceOf } from './assign-world.ts';
-import { handoverTriggers } from './handover-triggers.ts';
-import { instancesTriggers } from './instances-triggers.ts';
-import { leaseAggregateTriggers } from './lease-aggregate-triggers.ts';
+import { assignTriggers } from './assign/triggers.ts';
+import { type AssignWorld, configSubjectOf, instanceOf } from './assign/world.ts';
+import { handoverTriggers } from './handover/triggers.ts';
+import { instancesTriggers } from './instances/triggers.ts';
+import { leaseAggregateTriggers } from './lease-aggregate/triggers.ts';
 import { previousObjectOf } from './router.ts';
 import { formatWorkKey } from './work-keys.ts';
 

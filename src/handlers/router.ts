@@ -1,8 +1,8 @@
 // The router: how records become work. A durable consumer on K8S (every recorded change, in
 // order), scaled like any handler: replicas share it and the server hands each record to one.
 // For each record it reads the object's previous record, waits until its view has reached the
-// record, asks each concern's pure trigger function what the change wakes, publishes those work
-// items, and acks only after every one of them is stored.
+// record, asks every registered concern (concerns.ts) what the change wakes, publishes that work
+// (enqueue-work.ts), and acks only after every item is stored. It knows no concern by name.
 //
 // Why the previous record comes from the stream: the watcher publishes every record with
 // `Nats-Expected-Last-Subject-Sequence` (records/record-writer.ts), and the server stores that
@@ -21,15 +21,10 @@ import type { MsgHdrs } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import {
   decodeObjectEvent,
-  encodeMessage,
-  handoverWorkSchema,
   type ObjectEvent,
   objectEventSchema,
   type RecordedObject,
-  type WorkItem,
-  workItemSchema,
 } from '../bus/messages.ts';
-import { publishPaced } from '../bus/pacer/index.ts';
 import {
   type HandlerConsumerSpec,
   type HandlerContext,
@@ -39,25 +34,9 @@ import {
 import { parseObjectSubject } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
-import { assignTriggers } from './assign-triggers.ts';
-import { ASSIGN_CONCERN, assignWorldOf, INSTANCE_KIND } from './assign-world.ts';
-import { CONFIG_STATUS, configStatusSubject } from './config-status.ts';
-import { configStatusTriggers } from './config-status-triggers.ts';
-import { HANDOVER } from './handover.ts';
-import { handoverTriggers } from './handover-triggers.ts';
-import { INSTANCES, instancesSubject } from './instances.ts';
-import { deletingInstances, instancesTriggers } from './instances-triggers.ts';
-import { LEASE_AGGREGATE, leaseAggregateSubject } from './lease-aggregate.ts';
-import { leaseAggregateTriggers } from './lease-aggregate-triggers.ts';
-import { statusEchoes } from './status-echo.ts';
-import {
-  formatWorkKey,
-  handoverWorkSubject,
-  type ObjectWorkKey,
-  objectFanoutSubject,
-  objectWorkSubject,
-  workMsgId,
-} from './work-keys.ts';
+import { type ConcernWork, type Partitions, routedChangeOf } from './concern.ts';
+import { CONCERNS } from './concerns.ts';
+import { enqueueWork } from './enqueue-work.ts';
 
 const EXPECTED_LAST_SUBJECT_SEQUENCE = 'Nats-Expected-Last-Subject-Sequence';
 
@@ -77,15 +56,11 @@ const ROUTER_LANES = 4;
 export interface RouterDeps {
   js: JetStreamClient;
   jsm: JetStreamManager;
-  /** Holds the kinds the trigger functions read (assign-world.ts `ASSIGN_VIEW_KINDS`). */
+  /** Holds the kinds the trigger functions read (concern.ts `ROUTED_VIEW_KINDS`). */
   view: ObjectView;
-  partitions: {
-    assign: number;
-    leaseAggregate: number;
-    configStatus: number;
-    instances: number;
-    handover: number;
-  };
+  partitions: Partitions;
+  /** The concerns it routes to; every registered one (concerns.ts) unless a test narrows it. */
+  concerns?: readonly ConcernWork[];
 }
 
 /** The sequence of the object's previous record, from the header the watcher stored; 0 when none. */
@@ -121,36 +96,26 @@ export class Router {
     const previous = await this.previousRecord(ctx.headers, event.object.metadata.uid);
     await this.deps.view.waitFor(ctx.seq);
     const change = { kind: key.kind, op: event.op, object: event.object };
-    const world = assignWorldOf(this.deps.view);
-    const triggers = assignTriggers(change, previous, world);
-    const instances = leaseAggregateTriggers(change, previous);
-    const configs = configStatusTriggers(change, world);
-    const owners = instancesTriggers(change, previous, deletingInstances(this.deps.view.list(INSTANCE_KIND)));
-    const targets = handoverTriggers(change, previous, world);
-    const echoes = statusEchoes(change, previous);
-    const item = (k: ObjectWorkKey): WorkItem => ({ key: formatWorkKey(k), seq: ctx.seq });
-    const woken = new Set(triggers.now.map(formatWorkKey));
-    const assignEchoes = echoes.assign.filter((k) => !woken.has(formatWorkKey(k)));
-    await Promise.all([
-      ...triggers.now.map((k) => this.publishNow(item(k), k)),
-      ...assignEchoes.map((k) => this.publishNow(item(k), k, ASSIGN_ECHO)),
-      ...triggers.paced.map((k) => this.publishPacedItem(item(k), k)),
-      ...instances.map((instance) => this.publishLeaseAggregate(instance, ctx.seq)),
-      ...echoes.leaseAggregate
-        .filter((instance) => !instances.includes(instance))
-        .map((instance) => this.publishLeaseAggregate(instance, ctx.seq, LEASE_AGGREGATE_ECHO)),
-      ...configs.map((k) => this.publishConfigStatus(item(k), k)),
-      ...owners.map((instance) => this.publishInstances(instance, ctx.seq)),
-      ...targets.map((target) => this.publishHandover(target, ctx.seq)),
-    ]);
-    if (triggers.now.length + triggers.paced.length > 0) {
+    const routed = routedChangeOf(change, previous, this.deps.view);
+    const woken = (this.deps.concerns ?? CONCERNS).map((work) => ({ work, wakes: work.wakes(routed) }));
+    await Promise.all(
+      woken.flatMap(({ work, wakes }) =>
+        wakes.map((wake) =>
+          enqueueWork(this.deps.js, work, this.deps.partitions[work.partitionsOf], {
+            key: wake.key,
+            causeSeq: ctx.seq,
+            ...(wake.cause !== undefined && { cause: wake.cause }),
+            ...(wake.paced && { paced: true }),
+          }),
+        ),
+      ),
+    );
+    const count = Object.fromEntries(
+      woken.filter((w) => w.wakes.length > 0).map((w) => [w.work.concern, w.wakes.length]),
+    );
+    if (Object.keys(count).length > 0) {
       ctx.log.debug(
-        {
-          now: triggers.now.length,
-          paced: triggers.paced.length,
-          previousSeq: previousSeqOf(ctx.headers),
-          previousFound: previous !== undefined,
-        },
+        { woken: count, previousSeq: previousSeqOf(ctx.headers), previousFound: previous !== undefined },
         'routed',
       );
     }
@@ -168,72 +133,7 @@ export class Router {
     const stored = await this.deps.jsm.streams.getMessage(STREAMS.records, { seq });
     return stored ? previousObjectOf(stored.data, uid) : undefined;
   }
-
-  /** `idPrefix`: what woke it, in the message id (`assign-echo`: the record of assign's own write, status-echo.ts). */
-  private async publishNow(item: WorkItem, key: ObjectWorkKey, idPrefix = ASSIGN_CONCERN): Promise<void> {
-    await this.deps.js.publish(
-      objectWorkSubject(ASSIGN_CONCERN, key, this.deps.partitions.assign),
-      encodeMessage(workItemSchema, item),
-      { msgID: workMsgId(idPrefix, item.seq, item.key) },
-    );
-  }
-
-  /** Few instances per record, so lease-aggregate work is never paced. */
-  private async publishLeaseAggregate(
-    instance: string,
-    seq: number,
-    idPrefix = LEASE_AGGREGATE,
-  ): Promise<void> {
-    await this.deps.js.publish(
-      leaseAggregateSubject(instance, this.deps.partitions.leaseAggregate),
-      encodeMessage(workItemSchema, { key: instance, seq }),
-      { msgID: workMsgId(idPrefix, seq, instance) },
-    );
-  }
-
-  private async publishInstances(instance: string, seq: number): Promise<void> {
-    await this.deps.js.publish(
-      instancesSubject(instance, this.deps.partitions.instances),
-      encodeMessage(workItemSchema, { key: instance, seq }),
-      { msgID: workMsgId(INSTANCES, seq, instance) },
-    );
-  }
-
-  /** The same id assign gives a move's handover work for this record: one of the two is stored. */
-  private async publishHandover(target: string, seq: number): Promise<void> {
-    await this.deps.js.publish(
-      handoverWorkSubject(target, this.deps.partitions.handover),
-      encodeMessage(handoverWorkSchema, { key: target, seq }),
-      { msgID: workMsgId(HANDOVER, seq, target) },
-    );
-  }
-
-  private async publishConfigStatus(item: WorkItem, key: ObjectWorkKey): Promise<void> {
-    await this.deps.js.publish(
-      configStatusSubject(key, this.deps.partitions.configStatus),
-      encodeMessage(workItemSchema, item),
-      { msgID: workMsgId(CONFIG_STATUS, item.seq, item.key) },
-    );
-  }
-
-  private async publishPacedItem(item: WorkItem, key: ObjectWorkKey): Promise<void> {
-    const msgId = workMsgId(ASSIGN_CONCERN, item.seq, item.key);
-    await publishPaced(
-      this.deps.js,
-      objectFanoutSubject(ASSIGN_CONCERN, key),
-      {
-        subject: objectWorkSubject(ASSIGN_CONCERN, key, this.deps.partitions.assign),
-        payload: workItemSchema.parse(item),
-        msgId,
-      },
-      { msgID: `fanout:${msgId}` },
-    );
-  }
 }
-
-/** The message-id prefixes of work woken by the record of the handler's own status write (status-echo.ts). */
-export const ASSIGN_ECHO = `${ASSIGN_CONCERN}-echo`;
-export const LEASE_AGGREGATE_ECHO = `${LEASE_AGGREGATE}-echo`;
 
 /** Records may be gzip-compressed (messages.ts), so they are decoded the way every reader decodes them. */
 function decodeRecord(data: Uint8Array): ObjectEvent {

@@ -3,7 +3,7 @@
 // view of the kinds the handler reads, and the handler runtime over the concern's consumers;
 // SIGTERM drains and closes everything. Each `run-<concern>.ts` only says what differs.
 // The view and every handler runtime a worker starts are handed to the worker's metrics here
-// (and in cli/assign.ts, cli/router.ts): neither knows the metrics.
+// (and in handlers/assign/run.ts, handlers/router/run.ts): neither knows the metrics.
 import { KubeConfig } from '@kubernetes/client-node';
 import { type Logger, pino } from 'pino';
 import type { ZodType } from 'zod';
@@ -19,7 +19,8 @@ import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
 import { observeHandlerRuntime, observeViewLag, workerMetricsToServe } from '../metrics/worker-metrics.ts';
 import { systemClock } from '../runtime/clock.ts';
 import { type HealthServer, startHealthServer } from '../runtime/health-server.ts';
-import { type ResyncSpec, startResync } from './resync.ts';
+import type { ConcernWork } from './concern.ts';
+import { startResync } from './resync.ts';
 
 /** What a handler is built from: the process's pieces, ready. */
 export interface HandlerProcessContext {
@@ -33,13 +34,12 @@ export interface HandlerProcessContext {
 }
 
 export interface HandlerProcess<T> {
-  concern: string;
+  /** The concern's registration (<concern>/wakes.ts): its name, and every key for resync. */
+  work: ConcernWork;
   viewKinds: readonly string[];
   consumers: (config: Config) => HandlerConsumerSpec;
   schema: ZodType<T>;
   handler: (process: HandlerProcessContext) => Handler<T>;
-  /** Every key of the concern, reconciled again at start and every resync.periodSeconds (resync.ts). */
-  resync: ResyncSpec;
   /** Logged once running, e.g. "handing over". */
   running: string;
 }
@@ -99,23 +99,23 @@ export function workerClients(component: string, config: Config): KubeClients {
 }
 
 export async function runHandlerProcess<T>(argv: string[], spec: HandlerProcess<T>): Promise<void> {
-  const { config, log, health, bus, view } = await startWorker(argv, spec.concern, spec.viewKinds);
-  const clients = workerClients(spec.concern, config);
+  const { config, log, health, bus, view } = await startWorker(argv, spec.work.concern, spec.viewKinds);
+  const clients = workerClients(spec.work.concern, config);
   const consumers = spec.consumers(config);
   const runtime = await startHandlerRuntime({
     nc: bus.nc,
-    concern: spec.concern,
+    concern: spec.work.concern,
     log,
     consumers,
     schema: spec.schema,
-    deadLetterSubject: `dlq.${spec.concern}`,
+    deadLetterSubject: `dlq.${spec.work.concern}`,
     handle: spec.handler({
       config,
       log,
       bus,
       view,
       clients,
-      writer: new KubeWriter(clients.writes, fieldManagerFor(spec.concern)),
+      writer: new KubeWriter(clients.writes, fieldManagerFor(spec.work.concern)),
     }),
   });
   observeHandlerRuntime(runtime);
@@ -124,7 +124,7 @@ export async function runHandlerProcess<T>(argv: string[], spec: HandlerProcess<
     nc: bus.nc,
     bucketReplicas: bus.topology.streamReplicas,
     view,
-    spec: spec.resync,
+    work: spec.work,
     partitions: config.bus.partitions,
     settings: config.resync,
     clock: systemClock,

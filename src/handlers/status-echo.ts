@@ -15,7 +15,7 @@
 // target, the instances), so assign's writes of a config's status echo the same way. Pure, like
 // every trigger function.
 import type { RecordedObject } from '../bus/messages.ts';
-import { INSTANCE_KIND, isConfigKind } from './assign-world.ts';
+import { INSTANCE_KIND, isConfigKind } from './assign/world.ts';
 import type { ObjectWorkKey } from './work-keys.ts';
 
 /** The instance status fields each concern owns. */

@@ -4,7 +4,7 @@
 // and the partition is computed by the publisher (runtime/partition.ts), so every publisher of
 // a key lands on the same partition consumer and the key is handled by one replica at a time.
 import { partitionedSubject } from '../bus/runtime/index.ts';
-import { escapeToken, workSubject } from '../bus/subjects.ts';
+import { escapeToken } from '../bus/subjects.ts';
 
 /** A cluster-scoped object a concern reconciles, by its recorded kind (a view kind of api/resources.ts). */
 export interface ObjectWorkKey {
@@ -23,6 +23,13 @@ export function parseWorkKey(text: string): ObjectWorkKey | undefined {
   return { kind: text.slice(0, slash), name: text.slice(slash + 1) };
 }
 
+/** The object a work key names; throws on a key that names none (a key the concern never publishes). */
+export function objectKeyOf(text: string): ObjectWorkKey {
+  const key = parseWorkKey(text);
+  if (!key) throw new Error(`not an object work key (<kind>/<name>): ${text}`);
+  return key;
+}
+
 function tokensOf(key: ObjectWorkKey): string[] {
   return [key.kind, escapeToken(key.name)];
 }
@@ -35,11 +42,6 @@ export function objectWorkSubject(concern: string, key: ObjectWorkKey, partition
 /** `fanout.<concern>.<kind>.<name>`: where the item waits for the pacer. */
 export function objectFanoutSubject(concern: string, key: ObjectWorkKey): string {
   return `fanout.${concern}.${tokensOf(key).join('.')}`;
-}
-
-/** `work.handover.<partition>.<target>`. */
-export function handoverWorkSubject(target: string, partitions: number): string {
-  return workSubject('handover', target, partitions);
 }
 
 /**

@@ -10,7 +10,7 @@
 //
 // Nothing on the bus imports this file: the handler runtime and the view only expose what they
 // know, and a worker's wiring hands each runtime and view it starts to `observeHandlerRuntime`
-// and `observeViewLag` (handlers/run-handler.ts, cli/assign.ts, cli/router.ts). It reads their
+// and `observeViewLag` (handlers/run-handler.ts, handlers/assign/run.ts, handlers/router/run.ts). It reads their
 // types, never the other way round, so no import circle runs through the metrics.
 //
 // Every name below is the contract of deploy/monitoring (the alerts and the dashboard): a test

@@ -2,8 +2,8 @@
 // decides (stream DECISIONS), the kinds its view reads and the very function its handler decides
 // with, applied to a view rebuilt at the recorded sequence. No I/O.
 import type { ObjectView } from '../bus/view.ts';
+import { ASSIGN_CONCERN, ASSIGN_VIEW_KINDS } from '../handlers/assign/world.ts';
 import { configAssignmentOnView } from '../handlers/assign.ts';
-import { ASSIGN_CONCERN, ASSIGN_VIEW_KINDS } from '../handlers/assign-world.ts';
 import { parseWorkKey } from '../handlers/work-keys.ts';
 
 export interface Decider {

@@ -4,8 +4,8 @@ import { type WorkItem, workItemSchema } from '../../src/bus/messages.ts';
 import { type Handler, startHandlerRuntime } from '../../src/bus/runtime/index.ts';
 import { ObjectView } from '../../src/bus/view.ts';
 import { defaultConfig } from '../../src/config/schema.ts';
-import { AppliedRenderings } from '../../src/handlers/applied-renderings.ts';
-import { secretReader } from '../../src/handlers/instance-secrets.ts';
+import { AppliedRenderings } from '../../src/handlers/instances/applied-renderings.ts';
+import { secretReader } from '../../src/handlers/instances/secrets.ts';
 import {
   INSTANCES,
   INSTANCES_VIEW_KINDS,

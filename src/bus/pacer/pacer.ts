@@ -108,7 +108,7 @@ export type PacedItem = z.infer<typeof pacedItemSchema>;
 
 /** Publishes one item for paced release. `msgID` dedups the fan-out publish itself. */
 export async function publishPaced(
-  js: JetStreamClient,
+  js: Pick<JetStreamClient, 'publish'>,
   fanoutSubject: string,
   item: PacedItem,
   opts: { msgID?: string; timeoutMs?: number } = {},

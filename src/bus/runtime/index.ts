@@ -21,7 +21,7 @@ export {
   startHandlerRuntime,
 } from './handler-runtime.ts';
 export { done, type Outcome, recheckAfter, recheckAt } from './outcome.ts';
-export { keyOfPartitionedSubject, partitionedSubject } from './partition.ts';
+export { keyOfPartitionedSubject, partitionedSubject, partitionOf } from './partition.ts';
 export { RECHECK_HEADERS } from './recheck.ts';
 export { DEFAULT_HANDLER_TIMEOUT_MS, type HandlerRuntimeOptions } from './runtime-options.ts';
 export { stopOnSignals } from './shutdown.ts';

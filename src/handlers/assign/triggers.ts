@@ -17,22 +17,16 @@
 // * Without a previous record (a creation, or history aged out) the object counts as absent
 //   before: the superset is woken, which costs a few no-op reconciles and never misses one.
 
-import type { RecordedObject } from '../bus/messages.ts';
+import type { RecordedObject } from '../../bus/messages.ts';
 import {
   assignSubjects,
   fleetOf,
   type InstanceLike,
   isPoolMember,
   type Resolution,
-} from '../core/assignment.ts';
-import {
-  type AssignWorld,
-  configSubjectOf,
-  INSTANCE_KIND,
-  instanceOf,
-  isConfigKind,
-} from './assign-world.ts';
-import { formatWorkKey, type ObjectWorkKey } from './work-keys.ts';
+} from '../../core/assignment.ts';
+import { formatWorkKey, type ObjectWorkKey } from '../work-keys.ts';
+import { type AssignWorld, configSubjectOf, INSTANCE_KIND, instanceOf, isConfigKind } from './world.ts';
 
 export interface RecordedChange {
   kind: string;

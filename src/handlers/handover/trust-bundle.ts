@@ -11,12 +11,12 @@
 // (core/instances/render.ts). Until that grant is applied (and reaches the apiserver's
 // authorizer) the read is refused, which, like a Secret not written yet, is a reason to look
 // again, not a failure.
-import { servingCertSecretName } from '../api/constants.ts';
-import type { WritesClient } from '../kube/clients.ts';
-import { ignoreNotFound, isForbidden } from '../kube/errors.ts';
-import { apiUrl, HttpMethod, sendForJson } from '../kube/request.ts';
-import { objectPath } from '../kube/writer.ts';
-import type { TrustBundle, TrustBundleReader } from './handover.ts';
+import { servingCertSecretName } from '../../api/constants.ts';
+import type { WritesClient } from '../../kube/clients.ts';
+import { ignoreNotFound, isForbidden } from '../../kube/errors.ts';
+import { apiUrl, HttpMethod, sendForJson } from '../../kube/request.ts';
+import { objectPath } from '../../kube/writer.ts';
+import type { TrustBundle, TrustBundleReader } from '../handover.ts';
 
 const SECRETS = { apiVersion: 'v1', resource: 'secrets', namespaced: true } as const;
 const TRUST_BUNDLE_KEY = 'ca.crt';

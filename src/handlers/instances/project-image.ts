@@ -1,7 +1,7 @@
 // The image instances run: the project's own, the one the instances handler itself runs (its
 // Deployment passes it in SWITCHYARD_IMAGE), so a control-plane upgrade rolls the replicas to
 // the same release. spec.image overrides parts of it per instance (core/instances/render.ts).
-import type { ImageRef } from '../core/instances/render.ts';
+import type { ImageRef } from '../../core/instances/render.ts';
 
 const IMAGE_ENV = 'SWITCHYARD_IMAGE';
 const DEFAULT_IMAGE = 'switchyard:dev';

@@ -1,12 +1,12 @@
-import { handoverWorkSchema } from '../bus/messages.ts';
-import type { Config } from '../config/schema.ts';
-import type { HandoverPolicy } from '../core/handover.ts';
-import { systemClock } from '../runtime/clock.ts';
-import { HANDOVER, HANDOVER_VIEW_KINDS, handoverConsumers, handoverHandler } from './handover.ts';
-import { operatorNamespace } from './operator-namespace.ts';
-import { HANDOVER_RESYNC } from './resync-concerns.ts';
-import { runHandlerProcess } from './run-handler.ts';
+import { handoverWorkSchema } from '../../bus/messages.ts';
+import type { Config } from '../../config/schema.ts';
+import type { HandoverPolicy } from '../../core/handover.ts';
+import { systemClock } from '../../runtime/clock.ts';
+import { HANDOVER_VIEW_KINDS, handoverConsumers, handoverHandler } from '../handover.ts';
+import { operatorNamespace } from '../operator-namespace.ts';
+import { runHandlerProcess } from '../run-handler.ts';
 import { reusedTrustBundles, trustBundleReader } from './trust-bundle.ts';
+import { HANDOVER_WORK } from './wakes.ts';
 
 /**
  * `switchyard handover`: replicas may run side by side; any one may be killed at any moment
@@ -14,7 +14,7 @@ import { reusedTrustBundles, trustBundleReader } from './trust-bundle.ts';
  */
 export function runHandover(argv: string[]): Promise<void> {
   return runHandlerProcess(argv, {
-    concern: HANDOVER,
+    work: HANDOVER_WORK,
     viewKinds: HANDOVER_VIEW_KINDS,
     consumers: (config) => handoverConsumers(config.bus.partitions.handover),
     schema: handoverWorkSchema,
@@ -28,7 +28,6 @@ export function runHandover(argv: string[]): Promise<void> {
         policy: handoverPolicyOf(config.handover),
         defaultNamespace: operatorNamespace(),
       }),
-    resync: HANDOVER_RESYNC,
     running: 'handing over',
   });
 }

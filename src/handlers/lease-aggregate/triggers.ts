@@ -1,5 +1,5 @@
 // What a recorded change wakes in lease-aggregate: the instances whose aggregate it can change.
-// Pure, like every trigger function (assign-triggers.ts): the router calls it with the record
+// Pure, like every trigger function (assign/triggers.ts): the router calls it with the record
 // and the object's previous record, and publishes one work item per instance.
 //
 // An instance's aggregate reads its Leases (content changes and revivals are records;
@@ -8,8 +8,8 @@
 // and the targets naming its Service. Each trigger names the instances before and after the
 // change, so a Lease relabelled, a slice moved or a config reassigned wakes both sides. Loose on
 // purpose: a woken instance whose aggregate did not change writes nothing.
-import { SERVICE_NAME_LABEL, WEBHOOK_SERVER_LABEL, webhookServiceName } from '../api/constants.ts';
-import type { RecordedObject } from '../bus/messages.ts';
+import { SERVICE_NAME_LABEL, WEBHOOK_SERVER_LABEL, webhookServiceName } from '../../api/constants.ts';
+import type { RecordedObject } from '../../bus/messages.ts';
 
 export interface RecordedChange {
   kind: string;

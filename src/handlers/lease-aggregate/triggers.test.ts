@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { WEBHOOK_SERVER_LABEL } from '../api/constants.ts';
-import type { RecordedObject } from '../bus/messages.ts';
-import { leaseAggregateTriggers, type RecordedChange } from './lease-aggregate-triggers.ts';
+import { WEBHOOK_SERVER_LABEL } from '../../api/constants.ts';
+import type { RecordedObject } from '../../bus/messages.ts';
+import { leaseAggregateTriggers, type RecordedChange } from './triggers.ts';
 
 const meta = (name: string, extra: Record<string, unknown> = {}) => ({
   name,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { RecordedObject } from '../bus/messages.ts';
-import type { KeyedSubject } from './assign-world.ts';
-import { handoverTriggers } from './handover-triggers.ts';
+import type { RecordedObject } from '../../bus/messages.ts';
+import type { KeyedSubject } from '../assign/world.ts';
+import { handoverTriggers } from './triggers.ts';
 
 const object = (name: string, generation?: number): RecordedObject => ({
   metadata: {

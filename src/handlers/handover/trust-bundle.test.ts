@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TrustBundle } from './handover.ts';
+import type { TrustBundle } from '../handover.ts';
 import { reusedTrustBundles } from './trust-bundle.ts';
 
 const signal = new AbortController().signal;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { RecordedObject } from '../bus/messages.ts';
-import type { KeyedSubject } from './assign-world.ts';
-import { configStatusTriggers } from './config-status-triggers.ts';
+import type { RecordedObject } from '../../bus/messages.ts';
+import type { KeyedSubject } from '../assign/world.ts';
+import { configStatusTriggers } from './triggers.ts';
 
 const object = (name: string): RecordedObject => ({
   metadata: { name, uid: `uid-${name}`, resourceVersion: '1' },

@@ -6,18 +6,18 @@
 // A record whose content was omitted (too large for the bus) has no spec: a config is then left
 // out (it cannot be resolved, and guessing would move it), an instance counts as present with
 // no default and no sharding — the apiserver would have to hold a >1 MiB instance for that.
-import { CRD_CONFIG_KIND, XRD_CONFIG_KIND } from '../api/conversion-config.ts';
-import type { RecordedObject } from '../bus/messages.ts';
-import type { ObjectView } from '../bus/view.ts';
+import { CRD_CONFIG_KIND, XRD_CONFIG_KIND } from '../../api/conversion-config.ts';
+import type { RecordedObject } from '../../bus/messages.ts';
+import type { ObjectView } from '../../bus/view.ts';
 import {
   type ConfigSubject,
   type Fleet,
   fleetOf,
   type InstanceLike,
   sameInstanceLikes,
-} from '../core/assignment.ts';
-import { derivedFromView } from '../views/view-reads.ts';
-import type { ObjectWorkKey } from './work-keys.ts';
+} from '../../core/assignment.ts';
+import { derivedFromView } from '../../views/view-reads.ts';
+import type { ObjectWorkKey } from '../work-keys.ts';
 
 /** The concern's name: its work subjects, field manager (`switchyard-assign`) and logs. */
 export const ASSIGN_CONCERN = 'assign';

@@ -8,7 +8,7 @@ import {
   readCa,
   readCertificates,
   readLeaf,
-} from '../core/instances/certificate-facts.ts';
+} from '../../core/instances/certificate-facts.ts';
 import {
   bundlePem,
   type CertificateDecision,
@@ -18,9 +18,9 @@ import {
   type KeyPair,
   leafValidity,
   servingDnsNames,
-} from '../core/instances/serving-cert.ts';
-import type { KubeWriter } from '../kube/writer.ts';
-import { type SecretRead, type SecretReader, writeSecret } from './instance-secrets.ts';
+} from '../../core/instances/serving-cert.ts';
+import type { KubeWriter } from '../../kube/writer.ts';
+import { type SecretRead, type SecretReader, writeSecret } from './secrets.ts';
 
 export interface CertificateDeps {
   secrets: SecretReader;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { RecordedObject } from '../bus/messages.ts';
-import { assignSubjects, fleetOf, type Resolution, resolveIn } from '../core/assignment.ts';
-import { assignTriggers, type RecordedChange } from './assign-triggers.ts';
-import { type AssignWorld, configSubjectOf, instanceOf } from './assign-world.ts';
-import { formatWorkKey } from './work-keys.ts';
+import type { RecordedObject } from '../../bus/messages.ts';
+import { assignSubjects, fleetOf, type Resolution, resolveIn } from '../../core/assignment.ts';
+import { formatWorkKey } from '../work-keys.ts';
+import { assignTriggers, type RecordedChange } from './triggers.ts';
+import { type AssignWorld, configSubjectOf, instanceOf } from './world.ts';
 
 let rv = 0;
 function object(

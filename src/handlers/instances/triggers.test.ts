@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { WEBHOOK_SERVER_LABEL } from '../api/constants.ts';
-import type { RecordedObject } from '../bus/messages.ts';
-import { deletingInstances, instancesTriggers } from './instances-triggers.ts';
+import { WEBHOOK_SERVER_LABEL } from '../../api/constants.ts';
+import type { RecordedObject } from '../../bus/messages.ts';
+import { deletingInstances, instancesTriggers } from './triggers.ts';
 
 const instance = (rv: string, spec: object, status: object = {}, extra: object = {}): RecordedObject =>
   ({ metadata: { name: 'a', uid: 'u', resourceVersion: rv, ...extra }, spec, status }) as RecordedObject;

@@ -1,5 +1,5 @@
 // What a recorded change wakes in the instances handler: the instances whose children, status
-// or deletion decision it can change. Pure, like every trigger function (assign-triggers.ts):
+// or deletion decision it can change. Pure, like every trigger function (assign/triggers.ts):
 // the router calls it with the record and the object's previous record, and publishes one work
 // item per instance.
 //
@@ -12,11 +12,11 @@
 //   * While an instance is being deleted, any config or target change: the deletion decision
 //     reads them all, and a finalizer must go once the last dependent moves away, with no one
 //     touching the instance.
-import { WEBHOOK_SERVER_LABEL } from '../api/constants.ts';
-import { isTargetViewKind } from '../api/resources.ts';
-import type { RecordedObject } from '../bus/messages.ts';
-import { isConfigKind } from './assign-world.ts';
-import { instanceOfService, type RecordedChange } from './lease-aggregate-triggers.ts';
+import { WEBHOOK_SERVER_LABEL } from '../../api/constants.ts';
+import { isTargetViewKind } from '../../api/resources.ts';
+import type { RecordedObject } from '../../bus/messages.ts';
+import { isConfigKind } from '../assign/world.ts';
+import { instanceOfService, type RecordedChange } from '../lease-aggregate/triggers.ts';
 
 type Loose = {
   metadata?: { name?: string; labels?: Record<string, string> };

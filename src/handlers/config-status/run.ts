@@ -1,23 +1,17 @@
-import { workItemSchema } from '../bus/messages.ts';
-import { systemClock } from '../runtime/clock.ts';
-import {
-  CONFIG_STATUS,
-  CONFIG_STATUS_VIEW_KINDS,
-  configStatusConsumers,
-  configStatusHandler,
-} from './config-status.ts';
-import { CONFIG_STATUS_RESYNC } from './resync-concerns.ts';
-import { runHandlerProcess } from './run-handler.ts';
+import { workItemSchema } from '../../bus/messages.ts';
+import { systemClock } from '../../runtime/clock.ts';
+import { CONFIG_STATUS_VIEW_KINDS, configStatusConsumers, configStatusHandler } from '../config-status.ts';
+import { runHandlerProcess } from '../run-handler.ts';
+import { CONFIG_STATUS_WORK } from './wakes.ts';
 
 /** `switchyard config-status`: replicas may run side by side; any one may be killed at any moment. */
 export function runConfigStatus(argv: string[]): Promise<void> {
   return runHandlerProcess(argv, {
-    concern: CONFIG_STATUS,
+    work: CONFIG_STATUS_WORK,
     viewKinds: CONFIG_STATUS_VIEW_KINDS,
     consumers: (config) => configStatusConsumers(config.bus.partitions.configStatus),
     schema: workItemSchema,
     handler: ({ view, writer }) => configStatusHandler({ view, writer, clock: systemClock }),
-    resync: CONFIG_STATUS_RESYNC,
     running: 'validating configs',
   });
 }

@@ -1,14 +1,14 @@
 import { readFileSync } from 'node:fs';
-import { workItemSchema } from '../bus/messages.ts';
-import { systemClock } from '../runtime/clock.ts';
-import { x509Issuer } from '../tls/x509-issuer.ts';
+import { workItemSchema } from '../../bus/messages.ts';
+import { systemClock } from '../../runtime/clock.ts';
+import { x509Issuer } from '../../tls/x509-issuer.ts';
+import { INSTANCES_VIEW_KINDS, instancesConsumers, instancesHandler } from '../instances.ts';
+import { handoverServiceAccount, operatorNamespace } from '../operator-namespace.ts';
+import { runHandlerProcess } from '../run-handler.ts';
 import { AppliedRenderings } from './applied-renderings.ts';
-import { secretReader } from './instance-secrets.ts';
-import { INSTANCES, INSTANCES_VIEW_KINDS, instancesConsumers, instancesHandler } from './instances.ts';
-import { handoverServiceAccount, operatorNamespace } from './operator-namespace.ts';
 import { projectImage } from './project-image.ts';
-import { INSTANCES_RESYNC } from './resync-concerns.ts';
-import { runHandlerProcess } from './run-handler.ts';
+import { secretReader } from './secrets.ts';
+import { INSTANCES_WORK } from './wakes.ts';
 
 /**
  * `switchyard instances`: replicas may run side by side; any one may be killed at any moment
@@ -17,7 +17,7 @@ import { runHandlerProcess } from './run-handler.ts';
  */
 export function runInstances(argv: string[]): Promise<void> {
   return runHandlerProcess(argv, {
-    concern: INSTANCES,
+    work: INSTANCES_WORK,
     viewKinds: INSTANCES_VIEW_KINDS,
     consumers: (config) => instancesConsumers(config.bus.partitions.instances),
     schema: workItemSchema,
@@ -39,7 +39,6 @@ export function runInstances(argv: string[]): Promise<void> {
           natsCaPem: readCaFile(config.nats.tls.caFile),
         },
       }),
-    resync: INSTANCES_RESYNC,
     running: 'reconciling instances',
   });
 }

@@ -2,10 +2,10 @@
 // assignment assign wrote into its status, which the phase reads), and every config of a
 // target whose definition changed (its versions and schemas are what the rules compile
 // against; its spec.conversion is what `Applied` reads). Pure; the router publishes the keys.
-import { isTargetViewKind } from '../api/resources.ts';
-import type { RecordedObject } from '../bus/messages.ts';
-import { type AssignWorld, CONFIG_KINDS, type KeyedSubject } from './assign-world.ts';
-import type { ObjectWorkKey } from './work-keys.ts';
+import { isTargetViewKind } from '../../api/resources.ts';
+import type { RecordedObject } from '../../bus/messages.ts';
+import { type AssignWorld, CONFIG_KINDS, type KeyedSubject } from '../assign/world.ts';
+import type { ObjectWorkKey } from '../work-keys.ts';
 
 export function configStatusTriggers(
   change: { kind: string; object: RecordedObject },

@@ -1,14 +1,13 @@
-import { workItemSchema } from '../bus/messages.ts';
-import { systemClock } from '../runtime/clock.ts';
+import { workItemSchema } from '../../bus/messages.ts';
+import { systemClock } from '../../runtime/clock.ts';
 import {
-  LEASE_AGGREGATE,
   LEASE_AGGREGATE_VIEW_KINDS,
   leaseAggregateConsumers,
   leaseAggregateHandler,
-} from './lease-aggregate.ts';
-import { operatorNamespace } from './operator-namespace.ts';
-import { LEASE_AGGREGATE_RESYNC } from './resync-concerns.ts';
-import { runHandlerProcess } from './run-handler.ts';
+} from '../lease-aggregate.ts';
+import { operatorNamespace } from '../operator-namespace.ts';
+import { runHandlerProcess } from '../run-handler.ts';
+import { LEASE_AGGREGATE_WORK } from './wakes.ts';
 
 /**
  * `switchyard lease-aggregate`: replicas may run side by side; any one may be killed at any
@@ -16,7 +15,7 @@ import { runHandlerProcess } from './run-handler.ts';
  */
 export function runLeaseAggregate(argv: string[]): Promise<void> {
   return runHandlerProcess(argv, {
-    concern: LEASE_AGGREGATE,
+    work: LEASE_AGGREGATE_WORK,
     viewKinds: LEASE_AGGREGATE_VIEW_KINDS,
     consumers: (config) => leaseAggregateConsumers(config.bus.partitions.leaseAggregate),
     schema: workItemSchema,
@@ -29,7 +28,6 @@ export function runLeaseAggregate(argv: string[]): Promise<void> {
         handoverPartitions: config.bus.partitions.handover,
         defaultNamespace: operatorNamespace(),
       }),
-    resync: LEASE_AGGREGATE_RESYNC,
     running: 'aggregating',
   });
 }

@@ -1,15 +1,15 @@
 // `switchyard assign`: the assign handler and its pacer (src/handlers/assign.ts). Kubernetes is
 // written through the writes client only (status of configs and instances); everything it
 // reads comes from the bus.
-import { stopOnSignals } from '../bus/runtime/index.ts';
-import { startAssignWorker } from '../handlers/assign.ts';
-import { ASSIGN_CONCERN, ASSIGN_VIEW_KINDS } from '../handlers/assign-world.ts';
-import { startResync } from '../handlers/resync.ts';
-import { ASSIGN_RESYNC } from '../handlers/resync-concerns.ts';
-import { startWorker, workerClients } from '../handlers/run-handler.ts';
-import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
-import { observeHandlerRuntime } from '../metrics/worker-metrics.ts';
-import { systemClock } from '../runtime/clock.ts';
+import { stopOnSignals } from '../../bus/runtime/index.ts';
+import { fieldManagerFor, KubeWriter } from '../../kube/writer.ts';
+import { observeHandlerRuntime } from '../../metrics/worker-metrics.ts';
+import { systemClock } from '../../runtime/clock.ts';
+import { startAssignWorker } from '../assign.ts';
+import { startResync } from '../resync.ts';
+import { startWorker, workerClients } from '../run-handler.ts';
+import { ASSIGN_WORK } from './wakes.ts';
+import { ASSIGN_CONCERN, ASSIGN_VIEW_KINDS } from './world.ts';
 
 const COMPONENT = 'assign';
 
@@ -38,7 +38,7 @@ export async function runAssign(argv: string[]): Promise<void> {
     nc: bus.nc,
     bucketReplicas: bus.topology.streamReplicas,
     view,
-    spec: ASSIGN_RESYNC,
+    work: ASSIGN_WORK,
     partitions: config.bus.partitions,
     settings: config.resync,
     clock: systemClock,

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { encodeMessage, type ObjectEvent, objectEventSchema } from '../bus/messages.ts';
-import { objectSubject } from '../bus/subjects.ts';
-import { ObjectView } from '../bus/view.ts';
-import { ASSIGN_VIEW_KINDS, assignWorldOf, claimantsOf, fleetOfView } from './assign-world.ts';
+import { encodeMessage, type ObjectEvent, objectEventSchema } from '../../bus/messages.ts';
+import { objectSubject } from '../../bus/subjects.ts';
+import { ObjectView } from '../../bus/view.ts';
+import { ASSIGN_VIEW_KINDS, assignWorldOf, claimantsOf, fleetOfView } from './world.ts';
 
 const log = pino({ level: 'silent' });
 

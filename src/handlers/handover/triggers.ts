@@ -15,9 +15,9 @@
 // Otherwise spec changes only, read from metadata.generation: other status writes and heartbeats
 // wake nothing. The handover's own patch bumps the target's generation and wakes one no-op look.
 // Pure, like every trigger function; the router publishes one item per target.
-import { isTargetViewKind } from '../api/resources.ts';
-import type { RecordedObject } from '../bus/messages.ts';
-import { type AssignWorld, CONFIG_KINDS } from './assign-world.ts';
+import { isTargetViewKind } from '../../api/resources.ts';
+import type { RecordedObject } from '../../bus/messages.ts';
+import { type AssignWorld, CONFIG_KINDS } from '../assign/world.ts';
 
 export function handoverTriggers(
   change: { kind: string; op: 'upsert' | 'delete'; object: RecordedObject },

@@ -6,10 +6,10 @@
 // freshly issued key material, not a function of the instance, so a stale attempt must not
 // replace what a newer one issued (it gets 409 and retries over the newer Secret).
 import type { V1Secret } from '@kubernetes/client-node';
-import type { WritesClient } from '../kube/clients.ts';
-import { ignoreNotFound } from '../kube/errors.ts';
-import { apiUrl, HttpMethod, sendForJson } from '../kube/request.ts';
-import { type KubeWriter, objectPath, type ResourceRef } from '../kube/writer.ts';
+import type { WritesClient } from '../../kube/clients.ts';
+import { ignoreNotFound } from '../../kube/errors.ts';
+import { apiUrl, HttpMethod, sendForJson } from '../../kube/request.ts';
+import { type KubeWriter, objectPath, type ResourceRef } from '../../kube/writer.ts';
 
 export const SECRETS: ResourceRef = { apiVersion: 'v1', resource: 'secrets', namespaced: true };
 
