@@ -9,7 +9,7 @@
 import { type ConversionConfig, conversionConfigSchema, targetNameOf } from '../api/conversion-config.ts';
 import { ownKind, TARGET_OF_CONFIG, TARGET_VIEW_KINDS } from '../api/resources.ts';
 import type { WorkItem } from '../bus/messages.ts';
-import { done, type Handler, type HandlerConsumerSpec } from '../bus/runtime/index.ts';
+import { done, type Handler, type HandlerConsumerSpec, PermanentError } from '../bus/runtime/index.ts';
 import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { decideConfigStatus, instanceServing } from '../core/config-status.ts';
@@ -17,6 +17,7 @@ import { validateConfig } from '../core/config-validation.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
 import type { KubeWriter } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
+import { readRecorded } from '../views/view-reads.ts';
 import { CONFIG_KINDS, INSTANCE_KIND } from './assign/world.ts';
 import { type ObjectWorkKey, objectWorkSubject, parseWorkKey } from './work-keys.ts';
 
@@ -50,17 +51,23 @@ export interface ConfigStatusDeps {
 export function configStatusHandler(deps: ConfigStatusDeps): Handler<WorkItem> {
   return async (item, ctx) => {
     const key = parseWorkKey(item.key);
-    if (!key || !(CONFIG_KINDS as readonly string[]).includes(key.kind)) return done;
+    if (!key || !(CONFIG_KINDS as readonly string[]).includes(key.kind)) {
+      throw new PermanentError(
+        `config-status has no key ${JSON.stringify(item.key)}: expected <crdconfig|xrdconfig>/<name>`,
+      );
+    }
     await deps.view.waitFor(item.seq);
-    const record = deps.view.record({ kind: key.kind, namespace: '', name: key.name });
-    // Gone, or recorded without its content: nothing to state (a fix is a new record).
-    if (!record || record.omitted) return done;
-    const parsed = conversionConfigSchema.safeParse(record.object);
-    if (!parsed.success) {
-      ctx.log.warn({ config: item.key }, 'config does not parse; admission should have refused it');
+    const read = readRecorded(deps.view, key, conversionConfigSchema);
+    // Gone: nothing to state.
+    if (read.kind === 'absent') return done;
+    if (read.kind === 'unreadable') {
+      ctx.log.warn(
+        { config: item.key, reason: read.reason },
+        'config unreadable; admission should have refused it',
+      );
       return done;
     }
-    const config = parsed.data;
+    const config = read.object;
     const write = decideConfigStatus({
       current: config.status,
       generation: config.metadata.generation,
@@ -78,7 +85,7 @@ export function configStatusHandler(deps: ConfigStatusDeps): Handler<WorkItem> {
       ref,
       { apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: key.name }, status: write },
       // Decided on exactly this version of the config: a stale attempt gets 409.
-      { signal: ctx.signal, resourceVersion: record.object.metadata.resourceVersion },
+      { signal: ctx.signal, resourceVersion: config.metadata.resourceVersion },
     );
     ctx.log.info(
       { config: item.key, phase: write.phase, validated: write.conditions[0]?.reason },

@@ -398,7 +398,7 @@ function readSubject(view: HandoverView, target: string, defaultNamespace: strin
     return { kind: 'skip', why: `destination ${resolution.instance} ${instance.kind}` };
   const { resourceVersion: targetVersion } = live.metadata;
   if (!targetVersion) return { kind: 'skip', why: 'recorded without a resourceVersion' };
-  const namespace = instance.instance.spec.namespace ?? defaultNamespace;
+  const namespace = instance.object.spec.namespace ?? defaultNamespace;
   return {
     kind: 'handover',
     config: configRead,
@@ -406,7 +406,7 @@ function readSubject(view: HandoverView, target: string, defaultNamespace: strin
     namespace,
     targetKind,
     live: { ...live, metadata: { ...live.metadata, resourceVersion: targetVersion } },
-    replicas: destinationReplicas(view, instance.instance, namespace, nowMs),
+    replicas: destinationReplicas(view, instance.object, namespace, nowMs),
   };
 }
 

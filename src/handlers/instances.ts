@@ -112,9 +112,9 @@ export function instancesHandler(deps: InstancesDeps): Handler<WorkItem> {
       ctx.log.warn({ reason: read.reason }, 'instance unreadable; not reconciled');
       return done;
     }
-    const meta = read.instance.metadata as DeletionMeta;
-    if (meta.deletionTimestamp !== undefined) return handleDeletion(deps, read.instance, ctx);
-    return reconcile(deps, await ensureFinalizer(deps, read.instance, ctx), ctx);
+    const meta = read.object.metadata as DeletionMeta;
+    if (meta.deletionTimestamp !== undefined) return handleDeletion(deps, read.object, ctx);
+    return reconcile(deps, await ensureFinalizer(deps, read.object, ctx), ctx);
   };
 }
 

@@ -95,7 +95,7 @@ export function leaseAggregateHandler(deps: LeaseAggregateDeps): Handler<WorkIte
       ctx.log.warn({ reason: read.reason }, 'instance unreadable; not aggregated');
       return done;
     }
-    const { instance } = read;
+    const instance = read.object;
     const name = instance.metadata.name;
     const namespace = instance.spec.namespace ?? deps.defaultNamespace;
     const expectation = readExpectationView(deps.view);

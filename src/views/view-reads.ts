@@ -88,20 +88,34 @@ export function parsedList<T>(
   );
 }
 
-export type InstanceRead =
-  | { kind: 'found'; instance: WebhookServer }
+/**
+ * One object as the view holds it, as every handler reads the key of its work item (controller-
+ * runtime's get-or-not-found, once): absent (deleted, or never recorded: nothing to do, its
+ * deletion was a record of its own), unreadable (recorded without its content, or it does not
+ * parse: a fix is a new record and a new trigger), or found and parsed.
+ */
+export type RecordRead<T> =
+  | { kind: 'found'; object: T }
   | { kind: 'absent' }
   | { kind: 'unreadable'; reason: string };
 
-/** A ConversionWebhookServer (cluster-scoped) as the view holds it. */
-export function readInstance(view: ViewReads, name: string): InstanceRead {
-  const record = view.record({ kind: 'webhookserver', namespace: '', name });
+export function readRecorded<T>(
+  view: Pick<ObjectView, 'record'>,
+  ref: { kind: string; namespace?: string; name: string },
+  schema: ZodType<T>,
+): RecordRead<T> {
+  const record = view.record({ kind: ref.kind, namespace: ref.namespace ?? '', name: ref.name });
   if (record === undefined) return { kind: 'absent' };
   if (record.omitted) return { kind: 'unreadable', reason: 'recorded without its content (too large)' };
-  const parsed = parseRecorded(webhookServerSchema, record.object);
+  const parsed = parseRecorded(schema, record.object);
   return parsed.success
-    ? { kind: 'found', instance: parsed.data }
+    ? { kind: 'found', object: parsed.data }
     : { kind: 'unreadable', reason: z.prettifyError(parsed.error) };
+}
+
+/** A ConversionWebhookServer (cluster-scoped) as the view holds it. */
+export function readInstance(view: ViewReads, name: string): RecordRead<WebhookServer> {
+  return readRecorded(view, { kind: 'webhookserver', name }, webhookServerSchema);
 }
 
 /**
