@@ -19,10 +19,10 @@ import { workItemSchema } from '../src/bus/messages.ts';
 import { type HandlerRuntime, startHandlerRuntime } from '../src/bus/runtime/index.ts';
 import { ObjectView } from '../src/bus/view.ts';
 import { defaultConfig } from '../src/config/schema.ts';
+import { CONFIG_STATUS_WORK } from '../src/handlers/config-status/wakes.ts';
 import {
   CONFIG_STATUS,
   CONFIG_STATUS_VIEW_KINDS,
-  configStatusConsumers,
   configStatusHandler,
 } from '../src/handlers/config-status.ts';
 import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
@@ -119,7 +119,7 @@ beforeAll(async () => {
     nc: bus.nc,
     concern: CONFIG_STATUS,
     log,
-    consumers: configStatusConsumers(PARTITIONS),
+    consumers: CONFIG_STATUS_WORK.consumers(PARTITIONS),
     schema: workItemSchema,
     deadLetterSubject: `dlq.${CONFIG_STATUS}`,
     handle: configStatusHandler({

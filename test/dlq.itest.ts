@@ -18,7 +18,8 @@ import {
 import { workSubject } from '../src/bus/subjects.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { defaultConfig } from '../src/config/schema.ts';
-import { CONFIG_STATUS, configStatusConsumers } from '../src/handlers/config-status.ts';
+import { CONFIG_STATUS_WORK } from '../src/handlers/config-status/wakes.ts';
+import { CONFIG_STATUS } from '../src/handlers/config-status.ts';
 import { natsCredentialFlags } from '../src/local-cluster/nats-credentials.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
@@ -47,7 +48,7 @@ beforeAll(async () => {
   runtime = await startHandlerRuntime({
     nc: bus.nc,
     concern: CONFIG_STATUS,
-    consumers: configStatusConsumers(PARTITIONS),
+    consumers: CONFIG_STATUS_WORK.consumers(PARTITIONS),
     schema: workItemSchema,
     deadLetterSubject: `dlq.${CONFIG_STATUS}`,
     log,

@@ -24,12 +24,7 @@ import { ObjectView } from '../src/bus/view.ts';
 import { defaultConfig } from '../src/config/schema.ts';
 import { trustBundleReader } from '../src/handlers/handover/trust-bundle.ts';
 import { HANDOVER_WORK } from '../src/handlers/handover/wakes.ts';
-import {
-  HANDOVER,
-  HANDOVER_VIEW_KINDS,
-  handoverConsumers,
-  handoverHandler,
-} from '../src/handlers/handover.ts';
+import { HANDOVER, HANDOVER_VIEW_KINDS, handoverHandler } from '../src/handlers/handover.ts';
 import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
 import { type ApplyOptions, fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
@@ -104,7 +99,7 @@ beforeAll(async () => {
     nc: bus.nc,
     concern: HANDOVER,
     log,
-    consumers: handoverConsumers(PARTITIONS),
+    consumers: HANDOVER_WORK.consumers(PARTITIONS),
     schema: handoverWorkSchema,
     deadLetterSubject: `dlq.${HANDOVER}`,
     handle,

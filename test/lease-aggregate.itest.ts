@@ -14,10 +14,10 @@ import { type HandlerRuntime, startHandlerRuntime } from '../src/bus/runtime/ind
 import { ObjectView } from '../src/bus/view.ts';
 import { defaultConfig } from '../src/config/schema.ts';
 import { SERVED_TARGETS_KNOWN } from '../src/core/instance-aggregate.ts';
+import { LEASE_AGGREGATE_WORK } from '../src/handlers/lease-aggregate/wakes.ts';
 import {
   LEASE_AGGREGATE,
   LEASE_AGGREGATE_VIEW_KINDS,
-  leaseAggregateConsumers,
   leaseAggregateHandler,
 } from '../src/handlers/lease-aggregate.ts';
 import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
@@ -77,7 +77,7 @@ beforeAll(async () => {
     nc: bus.nc,
     concern: LEASE_AGGREGATE,
     log,
-    consumers: leaseAggregateConsumers(PARTITIONS),
+    consumers: LEASE_AGGREGATE_WORK.consumers(PARTITIONS),
     schema: workItemSchema,
     deadLetterSubject: `dlq.${LEASE_AGGREGATE}`,
     handle: (item, ctx) => {

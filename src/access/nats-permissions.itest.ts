@@ -12,7 +12,8 @@ import { ensureConsumer, planHandlerConsumers } from '../bus/runtime/index.ts';
 import { STREAMS } from '../bus/topology.ts';
 import { ObjectView } from '../bus/view.ts';
 import { defaultConfig } from '../config/schema.ts';
-import { HANDOVER_VIEW_KINDS, handoverConsumers } from '../handlers/handover.ts';
+import { HANDOVER_WORK } from '../handlers/handover/wakes.ts';
+import { HANDOVER_VIEW_KINDS } from '../handlers/handover.ts';
 import { REPLICA_VIEW_KINDS } from '../webhook/world.ts';
 import type { NatsIdentity } from './nats-permissions.ts';
 
@@ -87,7 +88,7 @@ describe('NATS users: each component may do its role and nothing else', () => {
     const ack = await watchers.js.publish('k8s.crd._.widgets_2eexample_2ecom', '{}');
     expect(ack.stream).toBe(STREAMS.records);
     expect((await watchers.js.publish('hb.lease.ns.l', '{}')).stream).toBe(STREAMS.heartbeats);
-    const [partition0] = planHandlerConsumers(handoverConsumers(config.bus.partitions.handover));
+    const [partition0] = planHandlerConsumers(HANDOVER_WORK.consumers(config.bus.partitions.handover));
     if (!partition0) throw new Error('no handover consumer planned');
     await ensureConsumer(await adminJsm(), partition0);
     await expectDenied(watchers.nc, `$JS.API.CONSUMER.MSG.NEXT.${STREAMS.work}.${partition0.name}`, '{}');
@@ -98,7 +99,7 @@ describe('NATS users: each component may do its role and nothing else', () => {
 
   it('a handler consumes its own work and cannot publish records, heartbeats or pull another concern', async () => {
     const handover = await connectAs('handover');
-    const planned = planHandlerConsumers(handoverConsumers(config.bus.partitions.handover));
+    const planned = planHandlerConsumers(HANDOVER_WORK.consumers(config.bus.partitions.handover));
     const [first] = planned;
     if (!first) throw new Error('no handover consumer planned');
     for (const p of planned) await ensureConsumer(handover.jsm, p);

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { planHandlerConsumers } from '../bus/runtime/index.ts';
 import { subjectMatches } from '../bus/subjects.ts';
 import { configSchema, defaultConfig } from '../config/schema.ts';
-import { handoverConsumers } from '../handlers/handover.ts';
+import { HANDOVER_WORK } from '../handlers/handover/wakes.ts';
 import { resyncPacerOf } from '../handlers/resync.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
 import { passwordVariable, renderAuthorization } from './nats-authorization.ts';
@@ -55,7 +55,7 @@ describe('natsPermissions', () => {
         const handover = allowed('handover');
         const others = HANDLERS.filter((h) => h !== 'handover').flatMap(allowed);
         const may = (patterns: string[], subject: string) => patterns.some((p) => subjectMatches(p, subject));
-        for (const c of planHandlerConsumers(handoverConsumers(partitions))) {
+        for (const c of planHandlerConsumers(HANDOVER_WORK.consumers(partitions))) {
           const next = `$JS.API.CONSUMER.MSG.NEXT.${c.stream}.${c.name}`;
           if (!may(handover, next) || may(others, next)) return false;
         }

@@ -37,12 +37,17 @@ import { type HandlerConsumerSpec, planHandlerConsumers } from '../bus/runtime/i
 import { RENEWED_KINDS } from '../bus/subjects.ts';
 import { bucketStream, STREAMS } from '../bus/topology.ts';
 import type { Config } from '../config/schema.ts';
+import { ASSIGN_WORK } from '../handlers/assign/wakes.ts';
 import { ASSIGN_VIEW_KINDS } from '../handlers/assign/world.ts';
-import { ASSIGN_PACER, assignConsumers } from '../handlers/assign.ts';
-import { CONFIG_STATUS_VIEW_KINDS, configStatusConsumers } from '../handlers/config-status.ts';
-import { HANDOVER_VIEW_KINDS, handoverConsumers } from '../handlers/handover.ts';
-import { INSTANCES_VIEW_KINDS, instancesConsumers } from '../handlers/instances.ts';
-import { LEASE_AGGREGATE_VIEW_KINDS, leaseAggregateConsumers } from '../handlers/lease-aggregate.ts';
+import { ASSIGN_PACER } from '../handlers/assign.ts';
+import { CONFIG_STATUS_WORK } from '../handlers/config-status/wakes.ts';
+import { CONFIG_STATUS_VIEW_KINDS } from '../handlers/config-status.ts';
+import { HANDOVER_WORK } from '../handlers/handover/wakes.ts';
+import { HANDOVER_VIEW_KINDS } from '../handlers/handover.ts';
+import { INSTANCES_WORK } from '../handlers/instances/wakes.ts';
+import { INSTANCES_VIEW_KINDS } from '../handlers/instances.ts';
+import { LEASE_AGGREGATE_WORK } from '../handlers/lease-aggregate/wakes.ts';
+import { LEASE_AGGREGATE_VIEW_KINDS } from '../handlers/lease-aggregate.ts';
 import { PACER_BUCKETS } from '../handlers/pacer-buckets.ts';
 import { resyncPacerOf } from '../handlers/resync.ts';
 import { ROUTER_CONSUMER } from '../handlers/router.ts';
@@ -209,7 +214,7 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
       return [
         ...verifyTopology(),
         ...keepView(ASSIGN_VIEW_KINDS),
-        ...handleConcern('assign', assignConsumers(p.assign)),
+        ...handleConcern('assign', ASSIGN_WORK.consumers(p.assign)),
         ...handleConcern(ASSIGN_PACER.concern, pacerConsumers(ASSIGN_PACER)),
         ...usePacerBucket(ASSIGN_PACER.bucket),
         ...resyncConcern('assign'),
@@ -220,7 +225,7 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
       return [
         ...verifyTopology(),
         ...keepView(LEASE_AGGREGATE_VIEW_KINDS),
-        ...handleConcern('lease-aggregate', leaseAggregateConsumers(p.leaseAggregate)),
+        ...handleConcern('lease-aggregate', LEASE_AGGREGATE_WORK.consumers(p.leaseAggregate)),
         ...resyncConcern('lease-aggregate'),
         workOf('handover'),
       ];
@@ -228,21 +233,21 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
       return [
         ...verifyTopology(),
         ...keepView(HANDOVER_VIEW_KINDS),
-        ...handleConcern('handover', handoverConsumers(p.handover)),
+        ...handleConcern('handover', HANDOVER_WORK.consumers(p.handover)),
         ...resyncConcern('handover'),
       ];
     case 'config-status':
       return [
         ...verifyTopology(),
         ...keepView(CONFIG_STATUS_VIEW_KINDS),
-        ...handleConcern('config-status', configStatusConsumers(p.configStatus)),
+        ...handleConcern('config-status', CONFIG_STATUS_WORK.consumers(p.configStatus)),
         ...resyncConcern('config-status'),
       ];
     case 'instances':
       return [
         ...verifyTopology(),
         ...keepView(INSTANCES_VIEW_KINDS),
-        ...handleConcern('instances', instancesConsumers(p.instances)),
+        ...handleConcern('instances', INSTANCES_WORK.consumers(p.instances)),
         ...resyncConcern('instances'),
         workOf('handover'),
       ];

@@ -35,44 +35,24 @@ export function parseStatsArgs(flags: readonly string[]): { json: boolean } {
  * exports. Loaded only for `bus stats` (the setup Job needs none of it).
  */
 export async function handlerConcernPlans(config: Config): Promise<ConcernPlan[]> {
-  const [
-    router,
-    assignWorld,
-    assign,
-    leaseAggregate,
-    handover,
-    configStatus,
-    instances,
-    pacer,
-    resync,
-    specs,
-  ] = await Promise.all([
+  const [router, assign, { ASSIGN_WORK }, pacer, resync, { CONCERNS }] = await Promise.all([
     import('../handlers/router.ts'),
-    import('../handlers/assign/world.ts'),
     import('../handlers/assign.ts'),
-    import('../handlers/lease-aggregate.ts'),
-    import('../handlers/handover.ts'),
-    import('../handlers/config-status.ts'),
-    import('../handlers/instances.ts'),
+    import('../handlers/assign/wakes.ts'),
     import('../bus/pacer/pacer.ts'),
     import('../handlers/resync.ts'),
     import('../handlers/concerns.ts'),
   ]);
   const { ASSIGN_PACER } = assign;
-  const p = config.bus.partitions;
-  const handlers = [
-    { concern: assignWorld.ASSIGN_CONCERN, consumers: assign.assignConsumers(p.assign) },
-    { concern: ASSIGN_PACER.concern, consumers: pacer.pacerConsumers(ASSIGN_PACER) },
-    {
-      concern: leaseAggregate.LEASE_AGGREGATE,
-      consumers: leaseAggregate.leaseAggregateConsumers(p.leaseAggregate),
-    },
-    { concern: handover.HANDOVER, consumers: handover.handoverConsumers(p.handover) },
-    { concern: configStatus.CONFIG_STATUS, consumers: configStatus.configStatusConsumers(p.configStatus) },
-    { concern: instances.INSTANCES, consumers: instances.instancesConsumers(p.instances) },
-  ];
+  const handlers = CONCERNS.flatMap((work) => [
+    { concern: work.concern, consumers: work.consumers(config.bus.partitions[work.partitionsOf]) },
+    // assign's fan-out pacer, which releases the configs an instance change reaches.
+    ...(work === ASSIGN_WORK
+      ? [{ concern: ASSIGN_PACER.concern, consumers: pacer.pacerConsumers(ASSIGN_PACER) }]
+      : []),
+  ]);
   // Each handler concern's resync pacer (`<concern>-resync`), which releases its resync rounds.
-  const resyncPacers = specs.CONCERNS.map(({ concern }) => {
+  const resyncPacers = CONCERNS.map(({ concern }) => {
     const spec = resync.resyncPacerOf(concern);
     return { concern: spec.concern, consumers: pacer.pacerConsumers(spec) };
   });

@@ -10,7 +10,6 @@
 
 import type { JetStreamManager, MsgRequest, StoredMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
-import type { ZodType } from 'zod';
 import type { Bus } from '../bus/connect.ts';
 import {
   type ConcernSchema,
@@ -37,19 +36,14 @@ import {
   tallyRetries,
   type WorkConcern,
 } from '../bus/dead-letters.ts';
-import { handoverWorkSchema, objectEventSchema, workItemSchema } from '../bus/messages.ts';
+import { objectEventSchema } from '../bus/messages.ts';
 import { pacedItemSchema } from '../bus/pacer/pacer.ts';
 import { errorMessage } from '../bus/runtime/index.ts';
 import { STREAMS } from '../bus/topology.ts';
 import { ConfigError, loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
-import { ASSIGN_CONCERN } from '../handlers/assign/world.ts';
-import { ASSIGN_PACER, assignConsumers } from '../handlers/assign.ts';
+import { ASSIGN_PACER } from '../handlers/assign.ts';
 import { CONCERNS } from '../handlers/concerns.ts';
-import { CONFIG_STATUS, configStatusConsumers } from '../handlers/config-status.ts';
-import { HANDOVER, handoverConsumers } from '../handlers/handover.ts';
-import { INSTANCES, instancesConsumers } from '../handlers/instances.ts';
-import { LEASE_AGGREGATE, leaseAggregateConsumers } from '../handlers/lease-aggregate.ts';
 import { resyncPacerOf } from '../handlers/resync.ts';
 import { connectOperatorBus } from './operator-bus.ts';
 
@@ -71,19 +65,11 @@ const REQUEST_TIMEOUT_MS = 10_000;
  * with. A dead letter is re-driven only to a subject one of these consumers takes.
  */
 export function workConcerns(config: Config): WorkConcern[] {
-  const p = config.bus.partitions;
-  const concern = (name: string, consumers: WorkConcern['consumers'], schema: ZodType<unknown>) => ({
-    concern: name,
-    consumers,
-    schema,
-  });
-  return [
-    concern(ASSIGN_CONCERN, assignConsumers(p.assign), workItemSchema),
-    concern(LEASE_AGGREGATE, leaseAggregateConsumers(p.leaseAggregate), workItemSchema),
-    concern(HANDOVER, handoverConsumers(p.handover), handoverWorkSchema),
-    concern(CONFIG_STATUS, configStatusConsumers(p.configStatus), workItemSchema),
-    concern(INSTANCES, instancesConsumers(p.instances), workItemSchema),
-  ];
+  return CONCERNS.map((work) => ({
+    concern: work.concern,
+    consumers: work.consumers(config.bus.partitions[work.partitionsOf]),
+    schema: work.schema,
+  }));
 }
 
 /**

@@ -34,7 +34,6 @@ import {
 import { type Pacer, startPacer } from '../bus/pacer/index.ts';
 import {
   done,
-  type HandlerConsumerSpec,
   type HandlerContext,
   type HandlerRuntime,
   type Outcome,
@@ -55,6 +54,7 @@ import { assignedEvent } from '../core/transition-events.ts';
 import type { EventSink } from '../kube/event-recorder.ts';
 import type { KubeWriter } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
+import { ASSIGN_WORK } from './assign/wakes.ts';
 import {
   ASSIGN_CONCERN,
   assignWorldOf,
@@ -68,18 +68,6 @@ import {
 import { enqueueWork } from './enqueue-work.ts';
 import { HANDOVER_WORK } from './handover/wakes.ts';
 import { type ObjectWorkKey, parseWorkKey } from './work-keys.ts';
-
-export function assignConsumers(partitions: number): HandlerConsumerSpec {
-  return {
-    mode: 'partitioned',
-    stream: STREAMS.work,
-    durable: ASSIGN_CONCERN,
-    prefix: `work.${ASSIGN_CONCERN}`,
-    partitions,
-    ackWaitMs: 30_000,
-    maxDeliver: 10,
-  };
-}
 
 export interface AssignDeps {
   view: ObjectView;
@@ -323,7 +311,7 @@ export async function startAssignWorker(opts: {
   const runtime = await startHandlerRuntime({
     nc: opts.nc,
     concern: ASSIGN_CONCERN,
-    consumers: assignConsumers(opts.partitions),
+    consumers: ASSIGN_WORK.consumers(opts.partitions),
     schema: workItemSchema,
     handle: handler.handle,
     deadLetterSubject: `dlq.${ASSIGN_CONCERN}`,

@@ -6,6 +6,8 @@
 // of them, or a handler, publishes work.
 import type { z } from 'zod';
 import type { RecordedObject, WorkItem } from '../bus/messages.ts';
+import type { HandlerConsumerSpec } from '../bus/runtime/index.ts';
+import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
 import type { Config } from '../config/schema.ts';
 import { ASSIGN_VIEW_KINDS, type AssignWorld, assignWorldOf } from './assign/world.ts';
@@ -55,13 +57,15 @@ export interface Wake {
   cause?: string;
 }
 
-export interface ConcernWork {
+export interface ConcernWork<T extends WorkItem = WorkItem> {
   /** The concern's name: its work subjects, message ids, consumers and logs. */
   concern: string;
   /** What its work item carries: the work item, or one with fields of the concern's own. */
-  schema: z.ZodType<WorkItem>;
+  schema: z.ZodType<T>;
   /** Which of the bus's partition counts (`bus.partitions.*`) its work subjects are hashed into. */
   partitionsOf: keyof Partitions;
+  /** Its partitioned consumers on WORK for `partitions` (docs/bus.md): one key at a time, fleet-wide. */
+  consumers(partitions: number): HandlerConsumerSpec;
   /** `work.<concern>.<partition>.<key…>`: where one key's work goes. */
   workSubject(key: string, partitions: number): string;
   /** Where a paced key waits for the concern's pacer; only a concern whose wakes can be paced has one. */
@@ -70,4 +74,20 @@ export interface ConcernWork {
   wakes(routed: RoutedChange): Wake[];
   /** Every key of the concern as the view holds it, for its resync rounds (resync.ts). */
   resyncKeys(view: Pick<ObjectView, 'list'>): string[];
+}
+
+/**
+ * A concern's partitioned consumers on WORK. ack_wait bounds failover after a crash, not how long
+ * a handler may run (the runtime confirms progress): 30 s unless its work holds longer writes.
+ */
+export function workConsumers(concern: string, partitions: number, ackWaitMs = 30_000): HandlerConsumerSpec {
+  return {
+    mode: 'partitioned',
+    stream: STREAMS.work,
+    durable: concern,
+    prefix: `work.${concern}`,
+    partitions,
+    ackWaitMs,
+    maxDeliver: 10,
+  };
 }

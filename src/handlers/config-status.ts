@@ -9,8 +9,7 @@
 import { type ConversionConfig, conversionConfigSchema, targetNameOf } from '../api/conversion-config.ts';
 import { ownKind, TARGET_OF_CONFIG, TARGET_VIEW_KINDS } from '../api/resources.ts';
 import type { WorkItem } from '../bus/messages.ts';
-import { done, type Handler, type HandlerConsumerSpec, PermanentError } from '../bus/runtime/index.ts';
-import { STREAMS } from '../bus/topology.ts';
+import { done, type Handler, PermanentError } from '../bus/runtime/index.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { decideConfigStatus, instanceServing } from '../core/config-status.ts';
 import { validateConfig } from '../core/config-validation.ts';
@@ -19,28 +18,12 @@ import type { KubeWriter } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { readRecorded } from '../views/view-reads.ts';
 import { CONFIG_KINDS, INSTANCE_KIND } from './assign/world.ts';
-import { type ObjectWorkKey, objectWorkSubject, parseWorkKey } from './work-keys.ts';
+import { parseWorkKey } from './work-keys.ts';
 
 export const CONFIG_STATUS = 'config-status';
 
 /** What the view must hold: the configs, their targets, and the instances whose Services they may name. */
 export const CONFIG_STATUS_VIEW_KINDS = [...CONFIG_KINDS, ...TARGET_VIEW_KINDS, INSTANCE_KIND];
-
-export function configStatusConsumers(partitions: number): HandlerConsumerSpec {
-  return {
-    stream: STREAMS.work,
-    durable: CONFIG_STATUS,
-    ackWaitMs: 30_000,
-    maxDeliver: 10,
-    mode: 'partitioned',
-    prefix: `work.${CONFIG_STATUS}`,
-    partitions,
-  };
-}
-
-export function configStatusSubject(key: ObjectWorkKey, partitions: number): string {
-  return objectWorkSubject(CONFIG_STATUS, key, partitions);
-}
 
 export interface ConfigStatusDeps {
   view: Pick<ObjectView, 'waitFor' | 'record' | 'list'>;

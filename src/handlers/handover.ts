@@ -40,13 +40,11 @@ import type { HandoverWork } from '../bus/messages.ts';
 import {
   done,
   type Handler,
-  type HandlerConsumerSpec,
   type HandlerContext,
   type Outcome,
   recheckAfter,
   recheckAt,
 } from '../bus/runtime/index.ts';
-import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { assignSubjects, fleetOf, subjectOf } from '../core/assignment.ts';
 import { findCondition } from '../core/conditions.ts';
@@ -98,19 +96,6 @@ export const HANDOVER_VIEW_KINDS = [
   'lease',
   'endpointslice',
 ] as const;
-
-/** The partitioned consumers of the concern (`docs/bus.md`): one target at a time, fleet-wide. */
-export function handoverConsumers(partitions: number): HandlerConsumerSpec {
-  return {
-    stream: STREAMS.work,
-    durable: HANDOVER,
-    ackWaitMs: 30_000,
-    maxDeliver: 10,
-    mode: 'partitioned',
-    prefix: `work.${HANDOVER}`,
-    partitions,
-  };
-}
 
 /**
  * The trust bundle the instance's replicas serve under: the `ca.crt` of its serving Secret,

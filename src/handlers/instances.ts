@@ -24,13 +24,10 @@ import {
   describeError,
   done,
   type Handler,
-  type HandlerConsumerSpec,
   type HandlerContext,
   recheckAfter,
   recheckAt,
 } from '../bus/runtime/index.ts';
-import { workSubject } from '../bus/subjects.ts';
-import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { type ConditionState, findCondition, sameCondition, setCondition } from '../core/conditions.ts';
 import { INSTANCE_NAMESPACE_LABEL, INSTANCE_NAMESPACE_OPTED_IN } from '../core/instance-admission.ts';
@@ -66,23 +63,6 @@ const REFS = {
   podDisruptionBudget: { apiVersion: 'policy/v1', resource: 'poddisruptionbudgets', namespaced: true },
   deployment: { apiVersion: 'apps/v1', resource: 'deployments', namespaced: true },
 } as const satisfies Record<string, ResourceRef>;
-
-export function instancesConsumers(partitions: number): HandlerConsumerSpec {
-  return {
-    stream: STREAMS.work,
-    durable: INSTANCES,
-    ackWaitMs: 60_000,
-    maxDeliver: 10,
-    mode: 'partitioned',
-    prefix: `work.${INSTANCES}`,
-    partitions,
-  };
-}
-
-/** The work subject of an instance, for the router and tests. */
-export function instancesSubject(instance: string, partitions: number): string {
-  return workSubject(INSTANCES, instance, partitions);
-}
 
 export interface InstancesDeps {
   view: Pick<ObjectView, 'waitFor' | 'record' | 'list' | 'renewTime'>;

@@ -15,9 +15,7 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { KINDS, TARGET_VIEW_KINDS } from '../api/resources.ts';
 import type { WorkItem } from '../bus/messages.ts';
-import { done, type Handler, type HandlerConsumerSpec, recheckAt } from '../bus/runtime/index.ts';
-import { workSubject } from '../bus/subjects.ts';
-import { STREAMS } from '../bus/topology.ts';
+import { done, type Handler, recheckAt } from '../bus/runtime/index.ts';
 import type { ObjectView } from '../bus/view.ts';
 import {
   decideInstanceAggregate,
@@ -50,24 +48,6 @@ export const LEASE_AGGREGATE_VIEW_KINDS = [
   'xrdconfig',
   ...TARGET_VIEW_KINDS,
 ] as const;
-
-/** The partitioned consumers of the concern (`docs/bus.md`): one instance at a time, fleet-wide. */
-export function leaseAggregateConsumers(partitions: number): HandlerConsumerSpec {
-  return {
-    stream: STREAMS.work,
-    durable: LEASE_AGGREGATE,
-    ackWaitMs: 30_000,
-    maxDeliver: 10,
-    mode: 'partitioned',
-    prefix: `work.${LEASE_AGGREGATE}`,
-    partitions,
-  };
-}
-
-/** The work subject of an instance, for the router and tests. */
-export function leaseAggregateSubject(instance: string, partitions: number): string {
-  return workSubject(LEASE_AGGREGATE, instance, partitions);
-}
 
 /** What the handler reads: the view's read side (a test passes a fake). */
 export type LeaseAggregateView = Pick<ObjectView, 'waitFor' | 'record' | 'list' | 'renewTime'>;

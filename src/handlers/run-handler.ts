@@ -4,12 +4,13 @@
 // SIGTERM drains and closes everything. Each `run-<concern>.ts` only says what differs.
 // The view and every handler runtime a worker starts are handed to the worker's metrics here
 // (and in handlers/assign/run.ts, handlers/router/run.ts): neither knows the metrics.
+
 import { KubeConfig } from '@kubernetes/client-node';
 import { type Logger, pino } from 'pino';
-import type { ZodType } from 'zod';
 import { type Bus, connectBus } from '../bus/connect.ts';
 import { followConnection } from '../bus/connection-state.ts';
-import { type Handler, type HandlerConsumerSpec, startHandlerRuntime } from '../bus/runtime/index.ts';
+import type { WorkItem } from '../bus/messages.ts';
+import { type Handler, startHandlerRuntime } from '../bus/runtime/index.ts';
 import { topologyOptions } from '../bus/topology.ts';
 import { ObjectView } from '../bus/view.ts';
 import { loadConfig } from '../config/load.ts';
@@ -33,12 +34,10 @@ export interface HandlerProcessContext {
   writer: KubeWriter;
 }
 
-export interface HandlerProcess<T> {
-  /** The concern's registration (<concern>/wakes.ts): its name, and every key for resync. */
-  work: ConcernWork;
+export interface HandlerProcess<T extends WorkItem> {
+  /** The concern's registration (<concern>/wakes.ts): its name, consumers, payload schema, and every key for resync. */
+  work: ConcernWork<T>;
   viewKinds: readonly string[];
-  consumers: (config: Config) => HandlerConsumerSpec;
-  schema: ZodType<T>;
   handler: (process: HandlerProcessContext) => Handler<T>;
   /** Logged once running, e.g. "handing over". */
   running: string;
@@ -98,16 +97,19 @@ export function workerClients(component: string, config: Config): KubeClients {
   return createKubeClients({ kubeConfig: kc, component, kubernetes: config.kubernetes });
 }
 
-export async function runHandlerProcess<T>(argv: string[], spec: HandlerProcess<T>): Promise<void> {
+export async function runHandlerProcess<T extends WorkItem>(
+  argv: string[],
+  spec: HandlerProcess<T>,
+): Promise<void> {
   const { config, log, health, bus, view } = await startWorker(argv, spec.work.concern, spec.viewKinds);
   const clients = workerClients(spec.work.concern, config);
-  const consumers = spec.consumers(config);
+  const consumers = spec.work.consumers(config.bus.partitions[spec.work.partitionsOf]);
   const runtime = await startHandlerRuntime({
     nc: bus.nc,
     concern: spec.work.concern,
     log,
     consumers,
-    schema: spec.schema,
+    schema: spec.work.schema,
     deadLetterSubject: `dlq.${spec.work.concern}`,
     handle: spec.handler({
       config,

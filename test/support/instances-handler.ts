@@ -6,12 +6,8 @@ import { ObjectView } from '../../src/bus/view.ts';
 import { defaultConfig } from '../../src/config/schema.ts';
 import { AppliedRenderings } from '../../src/handlers/instances/applied-renderings.ts';
 import { secretReader } from '../../src/handlers/instances/secrets.ts';
-import {
-  INSTANCES,
-  INSTANCES_VIEW_KINDS,
-  instancesConsumers,
-  instancesHandler,
-} from '../../src/handlers/instances.ts';
+import { INSTANCES_WORK } from '../../src/handlers/instances/wakes.ts';
+import { INSTANCES, INSTANCES_VIEW_KINDS, instancesHandler } from '../../src/handlers/instances.ts';
 import { createKubeClients } from '../../src/kube/clients.ts';
 import { fieldManagerFor, KubeWriter } from '../../src/kube/writer.ts';
 import type { LocalClusterInfo } from '../../src/local-cluster/cluster.ts';
@@ -63,7 +59,7 @@ export async function startInstancesHandler(
     nc: bus.nc,
     concern: INSTANCES,
     log: opts.log,
-    consumers: instancesConsumers(opts.partitions),
+    consumers: INSTANCES_WORK.consumers(opts.partitions),
     schema: workItemSchema,
     deadLetterSubject: `dlq.${INSTANCES}`,
     handle: opts.wrap ? opts.wrap(handler) : handler,

@@ -3,7 +3,7 @@
 // paced fan-out, and the config or instance whose assign-owned status the change wrote (an echo
 // of assign's own write, status-echo.ts).
 import { workItemSchema } from '../../bus/messages.ts';
-import type { ConcernWork, Wake } from '../concern.ts';
+import { type ConcernWork, type Wake, workConsumers } from '../concern.ts';
 import { statusEchoes } from '../status-echo.ts';
 import { formatWorkKey, objectFanoutSubject, objectKeyOf, objectWorkSubject } from '../work-keys.ts';
 import { assignTriggers } from './triggers.ts';
@@ -12,6 +12,7 @@ import { ASSIGN_CONCERN, CONFIG_KINDS, INSTANCE_KIND } from './world.ts';
 export const ASSIGN_WORK: ConcernWork = {
   concern: ASSIGN_CONCERN,
   schema: workItemSchema,
+  consumers: (partitions) => workConsumers(ASSIGN_CONCERN, partitions),
   partitionsOf: 'assign',
   workSubject: (key, partitions) => objectWorkSubject(ASSIGN_CONCERN, objectKeyOf(key), partitions),
   fanoutSubject: (key) => objectFanoutSubject(ASSIGN_CONCERN, objectKeyOf(key)),

@@ -1,6 +1,5 @@
-import { workItemSchema } from '../../bus/messages.ts';
 import { systemClock } from '../../runtime/clock.ts';
-import { CONFIG_STATUS_VIEW_KINDS, configStatusConsumers, configStatusHandler } from '../config-status.ts';
+import { CONFIG_STATUS_VIEW_KINDS, configStatusHandler } from '../config-status.ts';
 import { runHandlerProcess } from '../run-handler.ts';
 import { CONFIG_STATUS_WORK } from './wakes.ts';
 
@@ -9,8 +8,6 @@ export function runConfigStatus(argv: string[]): Promise<void> {
   return runHandlerProcess(argv, {
     work: CONFIG_STATUS_WORK,
     viewKinds: CONFIG_STATUS_VIEW_KINDS,
-    consumers: (config) => configStatusConsumers(config.bus.partitions.configStatus),
-    schema: workItemSchema,
     handler: ({ view, writer }) => configStatusHandler({ view, writer, clock: systemClock }),
     running: 'validating configs',
   });

@@ -3,7 +3,7 @@
 // instance that changed.
 import { workItemSchema } from '../../bus/messages.ts';
 import { CONFIG_KINDS } from '../assign/world.ts';
-import type { ConcernWork } from '../concern.ts';
+import { type ConcernWork, workConsumers } from '../concern.ts';
 import { CONFIG_STATUS } from '../config-status.ts';
 import { formatWorkKey, objectKeyOf, objectWorkSubject } from '../work-keys.ts';
 import { configStatusTriggers } from './triggers.ts';
@@ -11,6 +11,7 @@ import { configStatusTriggers } from './triggers.ts';
 export const CONFIG_STATUS_WORK: ConcernWork = {
   concern: CONFIG_STATUS,
   schema: workItemSchema,
+  consumers: (partitions) => workConsumers(CONFIG_STATUS, partitions),
   partitionsOf: 'configStatus',
   workSubject: (key, partitions) => objectWorkSubject(CONFIG_STATUS, objectKeyOf(key), partitions),
   wakes: ({ change, world }) => configStatusTriggers(change, world).map((k) => ({ key: formatWorkKey(k) })),

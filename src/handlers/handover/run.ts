@@ -1,8 +1,7 @@
-import { handoverWorkSchema } from '../../bus/messages.ts';
 import type { Config } from '../../config/schema.ts';
 import type { HandoverPolicy } from '../../core/handover.ts';
 import { systemClock } from '../../runtime/clock.ts';
-import { HANDOVER_VIEW_KINDS, handoverConsumers, handoverHandler } from '../handover.ts';
+import { HANDOVER_VIEW_KINDS, handoverHandler } from '../handover.ts';
 import { operatorNamespace } from '../operator-namespace.ts';
 import { runHandlerProcess } from '../run-handler.ts';
 import { reusedTrustBundles, trustBundleReader } from './trust-bundle.ts';
@@ -16,8 +15,6 @@ export function runHandover(argv: string[]): Promise<void> {
   return runHandlerProcess(argv, {
     work: HANDOVER_WORK,
     viewKinds: HANDOVER_VIEW_KINDS,
-    consumers: (config) => handoverConsumers(config.bus.partitions.handover),
-    schema: handoverWorkSchema,
     handler: ({ config, view, writer, clients }) =>
       handoverHandler({
         view,

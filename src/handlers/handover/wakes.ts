@@ -3,16 +3,17 @@
 // (triggers.ts); assign wakes it for a move, lease-aggregate when a report releases a waiting
 // target, and instances when a target must trust a renewed bundle (cause `trust`), all through
 // enqueue-work.ts, so the same work for the same record has the same id whoever publishes it.
-import { handoverWorkSchema } from '../../bus/messages.ts';
+import { type HandoverWork, handoverWorkSchema } from '../../bus/messages.ts';
 import { workSubject } from '../../bus/subjects.ts';
 import { CONFIG_KINDS, configSubjectOf } from '../assign/world.ts';
-import type { ConcernWork } from '../concern.ts';
+import { type ConcernWork, workConsumers } from '../concern.ts';
 import { HANDOVER } from '../handover.ts';
 import { handoverTriggers } from './triggers.ts';
 
-export const HANDOVER_WORK: ConcernWork = {
+export const HANDOVER_WORK: ConcernWork<HandoverWork> = {
   concern: HANDOVER,
   schema: handoverWorkSchema,
+  consumers: (partitions) => workConsumers(HANDOVER, partitions),
   partitionsOf: 'handover',
   workSubject: (target, partitions) => workSubject(HANDOVER, target, partitions),
   wakes: ({ change, previous, world }) => handoverTriggers(change, previous, world).map((key) => ({ key })),

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { workItemSchema } from '../../bus/messages.ts';
 import { systemClock } from '../../runtime/clock.ts';
 import { x509Issuer } from '../../tls/x509-issuer.ts';
-import { INSTANCES_VIEW_KINDS, instancesConsumers, instancesHandler } from '../instances.ts';
+import { INSTANCES_VIEW_KINDS, instancesHandler } from '../instances.ts';
 import { handoverServiceAccount, operatorNamespace } from '../operator-namespace.ts';
 import { runHandlerProcess } from '../run-handler.ts';
 import { AppliedRenderings } from './applied-renderings.ts';
@@ -19,8 +18,6 @@ export function runInstances(argv: string[]): Promise<void> {
   return runHandlerProcess(argv, {
     work: INSTANCES_WORK,
     viewKinds: INSTANCES_VIEW_KINDS,
-    consumers: (config) => instancesConsumers(config.bus.partitions.instances),
-    schema: workItemSchema,
     handler: ({ config, view, writer, clients, bus }) =>
       instancesHandler({
         view,

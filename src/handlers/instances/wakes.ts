@@ -4,13 +4,14 @@
 import { workItemSchema } from '../../bus/messages.ts';
 import { workSubject } from '../../bus/subjects.ts';
 import { INSTANCE_KIND } from '../assign/world.ts';
-import type { ConcernWork } from '../concern.ts';
+import { type ConcernWork, workConsumers } from '../concern.ts';
 import { INSTANCES } from '../instances.ts';
 import { deletingInstances, instancesTriggers } from './triggers.ts';
 
 export const INSTANCES_WORK: ConcernWork = {
   concern: INSTANCES,
   schema: workItemSchema,
+  consumers: (partitions) => workConsumers(INSTANCES, partitions, 60_000),
   partitionsOf: 'instances',
   workSubject: (instance, partitions) => workSubject(INSTANCES, instance, partitions),
   wakes: ({ change, previous, view }) =>

@@ -1,10 +1,5 @@
-import { workItemSchema } from '../../bus/messages.ts';
 import { systemClock } from '../../runtime/clock.ts';
-import {
-  LEASE_AGGREGATE_VIEW_KINDS,
-  leaseAggregateConsumers,
-  leaseAggregateHandler,
-} from '../lease-aggregate.ts';
+import { LEASE_AGGREGATE_VIEW_KINDS, leaseAggregateHandler } from '../lease-aggregate.ts';
 import { operatorNamespace } from '../operator-namespace.ts';
 import { runHandlerProcess } from '../run-handler.ts';
 import { LEASE_AGGREGATE_WORK } from './wakes.ts';
@@ -17,8 +12,6 @@ export function runLeaseAggregate(argv: string[]): Promise<void> {
   return runHandlerProcess(argv, {
     work: LEASE_AGGREGATE_WORK,
     viewKinds: LEASE_AGGREGATE_VIEW_KINDS,
-    consumers: (config) => leaseAggregateConsumers(config.bus.partitions.leaseAggregate),
-    schema: workItemSchema,
     handler: ({ config, view, writer, bus }) =>
       leaseAggregateHandler({
         view,

@@ -4,7 +4,7 @@
 import { workItemSchema } from '../../bus/messages.ts';
 import { workSubject } from '../../bus/subjects.ts';
 import { INSTANCE_KIND } from '../assign/world.ts';
-import type { ConcernWork, Wake } from '../concern.ts';
+import { type ConcernWork, type Wake, workConsumers } from '../concern.ts';
 import { LEASE_AGGREGATE } from '../lease-aggregate.ts';
 import { statusEchoes } from '../status-echo.ts';
 import { leaseAggregateTriggers } from './triggers.ts';
@@ -12,6 +12,7 @@ import { leaseAggregateTriggers } from './triggers.ts';
 export const LEASE_AGGREGATE_WORK: ConcernWork = {
   concern: LEASE_AGGREGATE,
   schema: workItemSchema,
+  consumers: (partitions) => workConsumers(LEASE_AGGREGATE, partitions),
   partitionsOf: 'leaseAggregate',
   workSubject: (instance, partitions) => workSubject(LEASE_AGGREGATE, instance, partitions),
   wakes({ change, previous }): Wake[] {
