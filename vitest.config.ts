@@ -13,6 +13,9 @@ export default defineConfig({
           name: 'unit',
           include: ['src/**/*.test.ts'],
           environment: 'node',
+          // Property tests run thousands of cases; on a loaded two-core machine one took 5.1 s
+          // against vitest's 5 s default. A hung test still fails, at 30 s.
+          testTimeout: 30_000,
         },
       },
       {

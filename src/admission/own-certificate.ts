@@ -102,7 +102,7 @@ export function certificatePass(
           caSecret: secretShape(CA_SECRET, options.namespace),
           servingSecret: secretShape(SERVING_SECRET, options.namespace),
           publishedBundles: publishedBundles(config),
-          nowMs: Date.now(),
+          nowMs: systemClock.now(),
           signal,
         });
         const patch = config && ensured.bundlePem !== undefined && caBundlePatch(config, ensured.bundlePem);

@@ -9,6 +9,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { systemClock } from '../runtime/clock.ts';
 import { readBody, sendJson, sendText } from '../runtime/http-body.ts';
 import { HttpsService } from '../runtime/https-service.ts';
 import type { CertificatePair } from '../runtime/serving-certificate.ts';
@@ -102,10 +103,14 @@ export class AdmissionServer extends HttpsService {
       if (uid === undefined) return sendText(res, 400, message);
       return sendJson(res, reviewOf(deny(uid, badRequest(message))));
     }
-    const started = performance.now();
+    const started = systemClock.monotonic();
     const response = await this.decide(parsed.value);
     this.log.info(
-      { ...describe(parsed.value), allowed: response.allowed, ms: Math.round(performance.now() - started) },
+      {
+        ...describe(parsed.value),
+        allowed: response.allowed,
+        ms: Math.round(systemClock.monotonic() - started),
+      },
       response.allowed ? 'admitted' : `denied: ${response.status?.message}`,
     );
     sendJson(res, reviewOf(response));

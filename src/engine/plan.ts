@@ -8,7 +8,7 @@ export type Direction = 'hubToSpoke' | 'spokeToHub';
 export const DIRECTIONS: readonly Direction[] = ['hubToSpoke', 'spokeToHub'];
 
 /** A rule's `when`, resolved: the rule applies only if the input's field equals the value. */
-export interface Condition {
+export interface OpCondition {
   segments: Segments;
   equals: unknown;
   /** When it does not hold: copy the input's value at `from` to `to` unchanged (else skip). */
@@ -18,7 +18,7 @@ export interface Condition {
 interface OpBase {
   ruleIndex: number;
   strategy: Strategy;
-  when?: Condition;
+  when?: OpCondition;
 }
 
 /** Copy the input's value at `from` to `to` in the output (absent stays absent). */

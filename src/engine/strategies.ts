@@ -22,7 +22,7 @@ import {
 } from '../api/rules.ts';
 import { type Diagnostic, error, warning } from './diagnostics.ts';
 import { parsePath, type Segments } from './paths.ts';
-import { type Condition, DIRECTIONS, type Direction, type Op } from './plan.ts';
+import { DIRECTIONS, type Direction, type Op, type OpCondition } from './plan.ts';
 import {
   describeShape,
   differingKeywords,
@@ -63,7 +63,7 @@ export interface ResolvedRule {
   carriesUnless?: { when: RuleCondition; segments: Segments };
 }
 
-export type Resolution =
+export type RuleResolution =
   | { ok: true; rule: ResolvedRule; warnings: Diagnostic[] }
   | { ok: false; diagnostics: Diagnostic[] };
 
@@ -86,7 +86,7 @@ type Transform = Omit<ResolvedRule, 'ruleIndex' | 'strategy' | 'acknowledged'> &
 export type SkipOutcome = 'nothing' | 'carry' | 'lose';
 type TransformResult = { ok: true; transform: Transform } | { ok: false; diagnostics: Diagnostic[] };
 
-export function resolveRule(rule: Rule, ruleIndex: number, ctx: PairContext): Resolution {
+export function resolveRule(rule: Rule, ruleIndex: number, ctx: PairContext): RuleResolution {
   const at: Located = { ruleIndex, ctx };
   const malformed = malformedRule(rule, at);
   if (malformed) return { ok: false, diagnostics: [malformed] };
@@ -401,7 +401,7 @@ function uncoveredEnumValues(
 
 // --- `when`: the rule applies only to objects whose field equals a value.
 
-type ConditionResult = { ok: true; condition: Condition } | { ok: false; diagnostics: Diagnostic[] };
+type ConditionResult = { ok: true; condition: OpCondition } | { ok: false; diagnostics: Diagnostic[] };
 
 /** The discriminator is read from the input, hub or spoke, so both sides must declare it. */
 function resolveCondition(when: RuleCondition, at: Located): ConditionResult {
@@ -438,7 +438,7 @@ function resolveCondition(when: RuleCondition, at: Located): ConditionResult {
  */
 function withCondition(
   rule: ResolvedRule,
-  condition: Condition,
+  condition: OpCondition,
   onSkip: SkipOutcome,
   when: RuleCondition,
 ): ResolvedRule {

@@ -23,7 +23,7 @@ import type { EventsV1Api, EventsV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { retryDelayMs } from '../runtime/backoff.ts';
 import { systemClock } from '../runtime/clock.ts';
-import { statusOf } from './errors.ts';
+import { isConflict, statusOf } from './errors.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 
 export interface ObjectRef {
@@ -297,11 +297,11 @@ export class EventRecorder {
         return;
       } catch (err) {
         const status = statusOf(err);
-        if (status === 409 && attempt > 1) {
+        if (isConflict(err) && attempt > 1) {
           this.count.emitted++; // an earlier attempt landed; its response was lost
           return;
         }
-        if (status === 409 && isKeyed(event)) {
+        if (isConflict(err) && isKeyed(event)) {
           this.count.deduplicated++;
           return;
         }

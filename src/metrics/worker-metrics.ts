@@ -20,6 +20,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { ConsumerState, HandlerCounters, HandlerRuntime } from '../bus/runtime/index.ts';
 import type { ViewLag } from '../bus/view-lag.ts';
 import type { EventCounters } from '../kube/event-recorder.ts';
+import { systemClock } from '../runtime/clock.ts';
 import { HistogramFamily } from './histogram-family.ts';
 
 export const workerRegistry = new Registry();
@@ -144,14 +145,14 @@ const CONSUMER_STATE_MAX_AGE_MS = 10_000;
 let consumerStates: { at: number; states: { concern: string; state: ConsumerState }[] } | undefined;
 
 async function currentConsumerStates(): Promise<{ concern: string; state: ConsumerState }[]> {
-  if (consumerStates && Date.now() - consumerStates.at < CONSUMER_STATE_MAX_AGE_MS)
+  if (consumerStates && systemClock.monotonic() - consumerStates.at < CONSUMER_STATE_MAX_AGE_MS)
     return consumerStates.states;
   const read = await Promise.all(
     [...runtimes].map(async (r) =>
       (await r.consumerStates()).map((state) => ({ concern: r.concern, state })),
     ),
   );
-  consumerStates = { at: Date.now(), states: read.flat() };
+  consumerStates = { at: systemClock.monotonic(), states: read.flat() };
   return consumerStates.states;
 }
 

@@ -1,7 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { RecordedObject } from '../bus/messages.ts';
-import { ApiStatusError } from '../kube/errors.ts';
-import { apiUrl, HttpMethod, send } from '../kube/request.ts';
+import { ignoreNotFound } from '../kube/errors.ts';
+import { apiUrl, HttpMethod, sendForJson } from '../kube/request.ts';
 
 export interface ObjectList {
   items: RecordedObject[];
@@ -25,14 +25,10 @@ export async function listObjects(
     url.searchParams.set('limit', '500');
     for (const [k, v] of Object.entries({ ...query, continue: cont }))
       if (v !== undefined) url.searchParams.set(k, v);
-    const res = await send(kc, HttpMethod.GET, url);
-    const body = (await res.json()) as {
+    const body = await sendForJson<{
       items?: RecordedObject[];
       metadata?: { resourceVersion?: string; continue?: string };
-      message?: string;
-    };
-    if (res.status !== 200)
-      throw new ApiStatusError(res.status, body.message ?? `list ${path}: HTTP ${res.status}`);
+    }>(kc, HttpMethod.GET, url);
     items.push(...(body.items ?? []));
     resourceVersion = body.metadata?.resourceVersion ?? resourceVersion;
     cont = body.metadata?.continue || undefined;
@@ -42,10 +38,6 @@ export async function listObjects(
 
 /** Whether the apiserver serves a group version (XRDs exist only where Crossplane is installed). */
 export async function servesGroupVersion(kc: KubeConfig, groupVersionPath: string): Promise<boolean> {
-  const res = await send(kc, HttpMethod.GET, apiUrl(kc, groupVersionPath));
-  await res.body?.cancel();
-  if (res.status === 404) return false;
-  if (res.status !== 200)
-    throw new ApiStatusError(res.status, `discovery ${groupVersionPath}: HTTP ${res.status}`);
-  return true;
+  const served = await ignoreNotFound(sendForJson(kc, HttpMethod.GET, apiUrl(kc, groupVersionPath)));
+  return served !== undefined;
 }

@@ -320,7 +320,12 @@ export class ObjectWatcher {
     const key = keyOfIdentity(object.metadata);
     const previous = this.known.get(key);
     const digest = this.resource.contentDigest?.(object);
-    const event: ObjectEvent = { op: 'upsert', object, observedBy, observedAt: new Date().toISOString() };
+    const event: ObjectEvent = {
+      op: 'upsert',
+      object,
+      observedBy,
+      observedAt: new Date(systemClock.now()).toISOString(),
+    };
     const renewal = this.resource.renewal?.(object);
     if (
       digest !== undefined &&
@@ -372,7 +377,7 @@ export class ObjectWatcher {
       op: 'delete',
       object: asObject,
       observedBy,
-      observedAt: new Date().toISOString(),
+      observedAt: new Date(systemClock.now()).toISOString(),
     };
     const result = await this.writer.write(
       objectSubject(this.subjectKey(asObject.metadata)),
