@@ -5,8 +5,6 @@
 // worker configured for one replica warns and starts; a later run with 3 keeps 3, a pacer that
 // re-creates its lost bucket creates it with 3, and 1 brings everything back to one. On a single
 // server, asking for 3 fails with what to do and changes nothing.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   AckPolicy,
@@ -19,12 +17,11 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOwnBus } from '../../test/support/bus.ts';
+import { type OwnNatsCluster, startOwnNatsCluster, type WithNatsUsers } from '../../test/support/nats.ts';
 import { runSwitchyard } from '../../test/support/processes.ts';
+import { waitFor } from '../../test/support/wait.ts';
 import { ASSIGN_PACER } from '../handlers/assign.ts';
 import { PACER_BUCKETS } from '../handlers/pacer-buckets.ts';
-import { NatsCluster } from '../local-cluster/nats-cluster.ts';
-import { makeLocalNatsCredentials } from '../local-cluster/nats-credentials.ts';
-import { waitFor } from '../local-cluster/wait.ts';
 import { systemClock } from '../runtime/clock.ts';
 import { connectBus, natsServerList } from './connect.ts';
 import { type Pacer, publishPaced, startPacer } from './pacer/pacer.ts';
@@ -37,9 +34,7 @@ const BUCKET_STREAM = bucketStream(ASSIGN_PACER.bucket);
 /** Every stream of the topology and the slot bucket a pacer created. */
 const REPLICATED = [...Object.values(STREAMS), BUCKET_STREAM];
 
-let dir: string;
-let credentialsDir: string;
-let cluster: NatsCluster;
+let nats: OwnNatsCluster & WithNatsUsers;
 let nc: NatsConnection;
 let js: JetStreamClient;
 let jsm: JetStreamManager;
@@ -47,7 +42,7 @@ let pacer: Pacer | undefined;
 const published = { records: 0, paced: 0 };
 
 /** The CLI as the bus-setup Job and an operator run it, as the bus-setup user, on `url`. */
-function switchyard(args: string[], url: string, credentials = credentialsDir) {
+function switchyard(args: string[], url: string, credentials = nats.users.dir) {
   return runSwitchyard([
     ...args,
     `--nats.url=${url}`,
@@ -57,7 +52,7 @@ function switchyard(args: string[], url: string, credentials = credentialsDir) {
 }
 
 async function busSetup(replicas: StreamReplicas): Promise<void> {
-  const run = await switchyard(['bus', 'setup', `--bus.streamReplicas=${replicas}`], cluster.url);
+  const run = await switchyard(['bus', 'setup', `--bus.streamReplicas=${replicas}`], nats.cluster.url);
   expect(run.stderr, `bus setup with ${replicas} replicas`).toBe('');
   expect(run.code).toBe(0);
 }
@@ -148,12 +143,9 @@ async function nothingLost(): Promise<void> {
 // leaves this file out, and the main pass runs it.
 describe('bus.streamReplicas on a live bus', () => {
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'switchyard-replicas-'));
-    const users = await makeLocalNatsCredentials(dir);
-    credentialsDir = users.dir;
-    cluster = await NatsCluster.start(dir, log, users.authorization);
+    nats = await startOwnNatsCluster('replicas', log, { users: true });
     nc = await connect({
-      servers: natsServerList(cluster.url),
+      servers: natsServerList(nats.cluster.url),
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
     });
@@ -164,9 +156,7 @@ describe('bus.streamReplicas on a live bus', () => {
   afterAll(async () => {
     await pacer?.stop();
     await nc?.close();
-    const violations = (await cluster?.permissionViolations()) ?? [];
-    await cluster?.stop();
-    await rm(dir, { recursive: true, force: true });
+    const violations = (await nats?.stop()) ?? [];
     // bus setup and bus stats ran as the bus-setup user: a refusal means its grants are wrong.
     expect(violations, 'nats-server refused the bus-setup user').toEqual([]);
   });
@@ -199,17 +189,17 @@ describe('bus.streamReplicas on a live bus', () => {
   });
 
   it('shows in bus stats every stream on three replicas, its leader and each copy current', async () => {
-    const json = await switchyard(['bus', 'stats', '-o', 'json'], cluster.url);
+    const json = await switchyard(['bus', 'stats', '-o', 'json'], nats.cluster.url);
     expect(json.code).toBe(0);
     const report = JSON.parse(json.stdout) as BusReport;
-    const names = new Set(cluster.nodes.map((n) => n.name));
+    const names = new Set(nats.cluster.nodes.map((n) => n.name));
     for (const name of REPLICATED) {
       const s = report.streams.find((x) => x.name === name);
       expect(s?.replication, name).toMatchObject({ replicas: 3, inSync: 3 });
       expect(new Set(s?.replication.members.map((m) => m.name)), name).toEqual(names);
       expect(names.has(s?.replication.leader ?? ''), name).toBe(true);
     }
-    const table = await switchyard(['bus', 'stats'], cluster.url);
+    const table = await switchyard(['bus', 'stats'], nats.cluster.url);
     const lines = table.stdout.split('\n');
     const cells = (first: string) => lines.find((l) => l.startsWith(`${first} `))?.split(/\s{2,}/);
     expect(cells(STREAMS.latest)?.slice(7, 9)).toEqual(['3', '3']);
@@ -222,7 +212,7 @@ describe('bus.streamReplicas on a live bus', () => {
     const lines: string[] = [];
     const captured = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
     const worker = await connectBus({
-      servers: cluster.url,
+      servers: nats.cluster.url,
       name: 'replicas-itest-worker',
       log: captured,
       topology: DEFAULT_TOPOLOGY,

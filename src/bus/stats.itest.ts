@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type OwnBus, startOwnBus } from '../../test/support/bus.ts';
+import { unreachableNatsUrl } from '../../test/support/nats.ts';
 import { runSwitchyard } from '../../test/support/processes.ts';
 import { handlerConcernPlans } from '../cli/bus.ts';
 import { defaultConfig } from '../config/schema.ts';
-import { freePort } from '../local-cluster/free-port.ts';
 import { ensureConsumer, planHandlerConsumers } from './runtime/consumers.ts';
 import { partitionedSubject, partitionOf } from './runtime/partition.ts';
 import { scheduleRecheck } from './runtime/recheck.ts';
@@ -323,11 +323,7 @@ describe('switchyard bus stats', () => {
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/unknown output format yaml/);
 
-    const unreachable = await runSwitchyard([
-      'bus',
-      'stats',
-      `--nats.url=nats://127.0.0.1:${await freePort()}`,
-    ]);
+    const unreachable = await runSwitchyard(['bus', 'stats', `--nats.url=${await unreachableNatsUrl()}`]);
     expect(unreachable.code).toBe(1);
     expect(unreachable.stderr).toMatch(/cannot reach the bus/);
 

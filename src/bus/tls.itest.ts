@@ -1,51 +1,47 @@
 // TLS to NATS (issue 29): against a nats-server of our own with a `tls {}` block and the local
-// stack's users, certificates from the project's issuer (src/local-cluster/nats-tls.ts). A
+// stack's users, certificates from the project's issuer as the local stack's NATS has them. A
 // component that trusts the server's CA connects over TLS as its user; one that trusts another CA,
 // or none, is refused with the certificate named; a client that does not speak TLS gets nothing
 // from the server; a client told to use TLS refuses a server without it; and a new certificate is
 // served after a reload while the connections made before it stay up. Runs on either NATS backend.
 import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createConnection, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NatsServer } from '../local-cluster/nats.ts';
-import { type LocalNatsCredentials, makeLocalNatsCredentials } from '../local-cluster/nats-credentials.ts';
-import { LocalNatsTls } from '../local-cluster/nats-tls.ts';
-import { waitFor } from '../local-cluster/wait.ts';
+import {
+  type OwnNatsServer,
+  startOwnNats,
+  unrelatedNatsCaFile,
+  type WithNatsUsers,
+} from '../../test/support/nats.ts';
+import { waitFor } from '../../test/support/wait.ts';
 import { type Bus, connectBus } from './connect.ts';
 import type { NatsTlsFiles } from './tls.ts';
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'tls-itest' });
 const USER = 'bus-setup';
-let dir: string;
-let server: NatsServer;
-let users: LocalNatsCredentials;
+let nats: OwnNatsServer & WithNatsUsers;
 let trusted: NatsTlsFiles;
 const open: Bus[] = [];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'switchyard-nats-tls-'));
-  users = await makeLocalNatsCredentials(dir);
-  server = await NatsServer.start(join(dir, 'tls-server'), log, users.authorization, { tls: true });
-  if (!server.tls) throw new Error('the server was started without its TLS files');
-  trusted = { caFile: server.tls.paths.caFile, certFile: '', keyFile: '' };
+  nats = await startOwnNats('nats-tls', log, { users: true, tls: true });
+  if (!nats.server.tls) throw new Error('the server was started without its TLS files');
+  trusted = { caFile: nats.server.tls.paths.caFile, certFile: '', keyFile: '' };
 });
 
 afterAll(async () => {
   for (const bus of open) await bus.close().catch(() => undefined);
-  await server?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await nats?.stop();
 });
 
 function connectAs(url: string, tls: NatsTlsFiles | undefined): Promise<Bus> {
   return connectBus({
     servers: url,
-    credentials: { user: USER, passwordFile: join(users.dir, USER) },
+    credentials: { user: USER, passwordFile: join(nats.users.dir, USER) },
     tls,
     name: 'tls-itest',
     log,
@@ -64,7 +60,7 @@ interface MonitoredConnection {
 }
 
 async function connections(): Promise<MonitoredConnection[]> {
-  const res = await fetch(`${server.monitorUrl}/connz?auth=true`);
+  const res = await fetch(`${nats.server.monitorUrl}/connz?auth=true`);
   return ((await res.json()) as { connections: MonitoredConnection[] }).connections;
 }
 
@@ -81,7 +77,7 @@ async function readInfo(socket: Socket): Promise<{ tls_required?: boolean }> {
 
 /** The serial number of the certificate the server presents to a new connection, verified against `caPem`. */
 async function servedSerial(caPem: string): Promise<string> {
-  const { port } = new URL(server.url);
+  const { port } = new URL(nats.server.url);
   const socket = createConnection(Number(port), '127.0.0.1');
   try {
     await once(socket, 'connect');
@@ -98,7 +94,7 @@ async function servedSerial(caPem: string): Promise<string> {
 
 describe('TLS to NATS', () => {
   it('a component trusting the server CA connects over TLS, as its user', async () => {
-    const bus = await connectAs(server.url, trusted);
+    const bus = await connectAs(nats.server.url, trusted);
     expect(bus.nc.info?.tls_required).toBe(true);
     await bus.nc.flush();
     const mine = (await connections()).find((c) => c.name === 'tls-itest');
@@ -108,30 +104,30 @@ describe('TLS to NATS', () => {
   });
 
   it('a client trusting another CA is refused, the certificate verification named', async () => {
-    const other = await LocalNatsTls.create(join(dir, 'other-ca'), Date.now());
-    await expect(connectAs(server.url, { ...trusted, caFile: other.paths.caFile })).rejects.toThrow(
+    const otherCaFile = await unrelatedNatsCaFile(join(nats.dir, 'other-ca'));
+    await expect(connectAs(nats.server.url, { ...trusted, caFile: otherCaFile })).rejects.toThrow(
       /certificate was refused \(UNABLE_TO_VERIFY_LEAF_SIGNATURE\): it must chain to nats.tls.caFile .*other-ca/,
     );
   });
 
   it('a client without a CA verifies against the system CAs, which do not know the server', async () => {
-    await expect(connectAs(server.url, undefined)).rejects.toThrow(
+    await expect(connectAs(nats.server.url, undefined)).rejects.toThrow(
       /certificate was refused \(\w+\): it must chain to the system’s CAs/,
     );
   });
 
   it('a missing CA file is named before any connection', async () => {
-    await expect(connectAs(server.url, { ...trusted, caFile: join(dir, 'missing.crt') })).rejects.toThrow(
-      /cannot read nats.tls.caFile .*missing.crt: ENOENT/,
-    );
+    await expect(
+      connectAs(nats.server.url, { ...trusted, caFile: join(nats.dir, 'missing.crt') }),
+    ).rejects.toThrow(/cannot read nats.tls.caFile .*missing.crt: ENOENT/);
   });
 
   it('a client that does not speak TLS gets no answer: the server closes the connection', async () => {
-    const { port } = new URL(server.url);
+    const { port } = new URL(nats.server.url);
     const socket = createConnection(Number(port), '127.0.0.1');
     await once(socket, 'connect');
     expect((await readInfo(socket)).tls_required).toBe(true);
-    const password = users.passwords[USER];
+    const password = nats.users.passwords[USER];
     let answer = '';
     socket.on('data', (chunk: Buffer) => {
       answer += chunk.toString('utf8');
@@ -142,34 +138,34 @@ describe('TLS to NATS', () => {
   });
 
   it('a client configured with a CA refuses a server without TLS', async () => {
-    const plain = await NatsServer.start(join(dir, 'plain-server'), log, users.authorization);
+    const plain = await startOwnNats('nats-plain', log, { users: nats.users });
     try {
-      await expect(connectAs(plain.url, trusted)).rejects.toThrow(/server does not support 'tls'/);
+      await expect(connectAs(plain.server.url, trusted)).rejects.toThrow(/server does not support 'tls'/);
     } finally {
       await plain.stop();
     }
   });
 
   it('a rotated certificate is served after a reload, without a restart; connections made before stay up', async () => {
-    if (!server.tls) throw new Error('no TLS files');
-    const before = await connectAs(server.url, trusted);
+    if (!nats.server.tls) throw new Error('no TLS files');
+    const before = await connectAs(nats.server.url, trusted);
     const statuses: string[] = [];
     void (async () => {
       for await (const s of before.nc.status()) statuses.push(s.type);
     })();
-    const pid = server.pid;
-    const oldSerial = await servedSerial(server.tls.caPem);
+    const pid = nats.server.pid;
+    const oldSerial = await servedSerial(nats.server.tls.caPem);
 
-    const certPem = await server.rotateCertificate();
+    const certPem = await nats.server.rotateCertificate();
     const newSerial = new X509Certificate(certPem).serialNumber;
     expect(newSerial).not.toBe(oldSerial);
     await waitFor(
       'new connections to be served the rotated certificate',
-      async () => ((await servedSerial(server.tls?.caPem ?? '')) === newSerial ? true : undefined),
+      async () => ((await servedSerial(nats.server.tls?.caPem ?? '')) === newSerial ? true : undefined),
       { timeoutMs: 15_000 },
     );
 
-    const after = await connectAs(server.url, trusted);
+    const after = await connectAs(nats.server.url, trusted);
     await after.nc.flush();
     await before.nc.flush();
     expect(before.nc.isClosed(), 'the connection made before the rotation is open').toBe(false);
@@ -177,7 +173,7 @@ describe('TLS to NATS', () => {
       statuses.filter((s) => s === 'disconnect' || s === 'reconnect'),
       'it never dropped',
     ).toEqual([]);
-    expect(server.pid, 'the same server process (no restart)').toBe(pid);
-    expect(server.running).toBe(true);
+    expect(nats.server.pid, 'the same server process (no restart)').toBe(pid);
+    expect(nats.server.running).toBe(true);
   });
 });

@@ -1,20 +1,17 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { DEFAULT_TOPOLOGY, ensureTopology, type TopologyOptions } from '../../src/bus/topology.ts';
-import { NatsServer } from '../../src/local-cluster/nats.ts';
-import { type LocalNatsAddress, natsConnectOptions } from '../../src/local-cluster/nats-client.ts';
-import { makeLocalNatsCredentials } from '../../src/local-cluster/nats-credentials.ts';
+import type { NatsServer } from '../../src/local-cluster/nats.ts';
+import type { LocalNatsAddress } from '../../src/local-cluster/nats-client.ts';
+import { connectNats, startOwnNats } from './nats.ts';
 
 /** What `switchyard bus setup` does in a cluster: the topology's one owner applies it. */
 export async function applyBusTopology(
   nats: LocalNatsAddress,
   topology: TopologyOptions = DEFAULT_TOPOLOGY,
 ): Promise<void> {
-  const nc = await connect(natsConnectOptions(nats));
+  const nc = await connectNats(nats);
   try {
     await ensureTopology(await jetstreamManager(nc), topology);
   } finally {
@@ -45,27 +42,19 @@ export async function startOwnBus(
   natsConfig = '',
   opts: { permissionViolationsExpected?: boolean } = {},
 ): Promise<OwnBus> {
-  const dir = await mkdtemp(join(tmpdir(), 'switchyard-nats-'));
-  const users = await makeLocalNatsCredentials(dir);
-  const server = await NatsServer.start(
-    dir,
-    pino({ level: 'warn' }),
-    `${users.authorization}\n${natsConfig}`,
-  );
-  const nc = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  const own = await startOwnNats('nats', pino({ level: 'warn' }), { users: true, config: natsConfig });
+  const nc = await connect({ servers: own.server.url, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   const jsm = await jetstreamManager(nc);
   await ensureTopology(jsm, topology);
   return {
-    server,
-    natsCredentialsDir: users.dir,
+    server: own.server,
+    natsCredentialsDir: own.users.dir,
     nc,
     js: jetstream(nc),
     jsm,
     async stop() {
       await nc.close();
-      await server.stop();
-      const violations = await server.permissionViolations();
-      await rm(dir, { recursive: true, force: true });
+      const violations = await own.stop();
       // A component started on this bus used a subject its NATS user may not: its role is wrong.
       if (violations.length > 0 && !opts.permissionViolationsExpected)
         throw new Error(`nats-server refused components' requests:\n${violations.join('\n')}`);

@@ -9,6 +9,9 @@ import { natsCredentialFlags } from '../../src/local-cluster/nats-credentials.ts
 import { hostPortVariable } from '../../src/local-cluster/node-agent/pod-env.ts';
 import { HEALTH_PORT } from '../../src/runtime/health-server.ts';
 
+/** A process a test started (`switchyardProcess`, a fixture script): stopped, killed or awaited by the test. */
+export type { ManagedProcess };
+
 /**
  * The test's environment as a Switchyard process's: without the harness's own choice of where
  * NATS runs (SWITCHYARD_NATS_BACKEND reads as a mistyped `nats.*` key to the configuration).

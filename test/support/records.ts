@@ -1,12 +1,12 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { DeliverPolicy, type JetStreamClient, jetstreamManager, type StoredMsg } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import { API_VERSION, GROUP, VERSION } from '../../src/api/constants.ts';
 import { decodeMessage, objectEventSchema } from '../../src/bus/messages.ts';
 import { STREAMS } from '../../src/bus/topology.ts';
 import { isNotFound } from '../../src/kube/errors.ts';
-import { type LocalNatsAddress, natsConnectOptions } from '../../src/local-cluster/nats-client.ts';
+import type { LocalNatsAddress } from '../../src/local-cluster/nats-client.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
+import { connectNats } from './nats.ts';
 
 const WEBHOOK_SERVERS = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers' };
 const CONFIGS = { group: GROUP, version: VERSION, plural: 'crdconversionconfigs' };
@@ -44,7 +44,7 @@ export async function awaitRecord(
   subject: string,
   settleMs = 0,
 ): Promise<{ last: StoredMsg; stored: number }> {
-  const nc = await connect(natsConnectOptions(nats));
+  const nc = await connectNats(nats);
   try {
     const jsm = await jetstreamManager(nc);
     await waitFor(

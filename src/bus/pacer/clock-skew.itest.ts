@@ -1,15 +1,12 @@
 // A pacer replica whose clock is 90 s behind (more than the slot bucket's 60 s max_age) must not
 // raise the fleet rate: slots are claimed on the server's clock (issue 9, item 10). The negative
 // control claims on raw clocks and shows the doubling. Against a nats-server of our own.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type JetStreamManager, jetstreamManager, RetentionPolicy } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NatsServer } from '../../local-cluster/nats.ts';
+import { type OwnNatsServer, startOwnNats } from '../../../test/support/nats.ts';
 import { DEFAULT_TOPOLOGY } from '../topology.ts';
 import { PACER_BUCKET_OPTIONS, type Pacer, publishPaced, startPacer } from './pacer.ts';
 import { SlotClaimer } from './slot-claimer.ts';
@@ -19,20 +16,18 @@ const RATE = 50;
 const ITEMS = 150;
 const SKEW_MS = -90_000;
 const skewed = () => Date.now() + SKEW_MS;
-let dir: string;
-let server: NatsServer;
+let nats: OwnNatsServer;
 const conns: NatsConnection[] = [];
 let jsm: JetStreamManager;
 
 async function conn(): Promise<NatsConnection> {
-  const nc = await connect({ servers: server.url });
+  const nc = await connect({ servers: nats.server.url });
   conns.push(nc);
   return nc;
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'switchyard-skew-'));
-  server = await NatsServer.start(dir, log);
+  nats = await startOwnNats('skew', log);
   jsm = await jetstreamManager(await conn());
   await jsm.streams.add({ name: 'FANOUT', subjects: ['fan.>'], retention: RetentionPolicy.Workqueue });
   await jsm.streams.add({ name: 'WORK', subjects: ['work.>'] });
@@ -41,8 +36,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const nc of conns) await nc.close();
-  await server?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await nats?.stop();
 });
 
 /** Releases per second over the whole run and the most in any one-second window, from server stamps. */

@@ -1,31 +1,26 @@
 // The pacer across a nats-server restart (SIGKILL mid-fan-out), on a server of our own: the slot
 // bucket survives, claims that fail while the server is down are retried as bus failures, and every
 // item is released exactly once with none dead-lettered (issue 9, item 3).
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type JetStreamManager, jetstreamManager, RetentionPolicy } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PacerFixtureConfig } from '../../../test/fixtures/bus-pacer.ts';
 import { EventLog, spawnFixture } from '../../../test/fixtures/bus-support.ts';
-import type { ManagedProcess } from '../../local-cluster/managed-process.ts';
-import { NatsServer } from '../../local-cluster/nats.ts';
+import { type OwnNatsServer, startOwnNats } from '../../../test/support/nats.ts';
+import type { ManagedProcess } from '../../../test/support/processes.ts';
 import { publishPaced } from './pacer.ts';
 
 const RATE = 50;
 const ITEMS = 200;
-let dir: string;
-let server: NatsServer;
+let nats: OwnNatsServer;
 let nc: NatsConnection;
 let jsm: JetStreamManager;
 const pacers: ManagedProcess[] = [];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'switchyard-pacer-restart-'));
-  server = await NatsServer.start(dir, pino({ level: process.env.LOG_LEVEL ?? 'warn' }));
-  nc = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  nats = await startOwnNats('pacer-restart', pino({ level: process.env.LOG_LEVEL ?? 'warn' }));
+  nc = await connect({ servers: nats.server.url, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   jsm = await jetstreamManager(nc);
   await jsm.streams.add({ name: 'FANOUT', subjects: ['fan.>'], retention: RetentionPolicy.Workqueue });
   await jsm.streams.add({ name: 'WORK', subjects: ['work.>'] });
@@ -35,15 +30,14 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(pacers.map((p) => p.stop(3_000)));
   await nc?.close();
-  await server?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await nats?.stop();
 });
 
 describe('pacer across a NATS restart', () => {
   it('releases every item exactly once and dead-letters none when nats-server is SIGKILLed mid-fan-out', async () => {
     const events = new EventLog(nc, 'pacer.events');
     const config: PacerFixtureConfig = {
-      natsUrl: server.url,
+      natsUrl: nats.server.url,
       stream: 'FANOUT',
       durable: 'pacer',
       filterSubject: 'fan.>',
@@ -56,7 +50,7 @@ describe('pacer across a NATS restart', () => {
       maxDeliver: 3,
     };
     for (let i = 0; i < 2; i++) {
-      pacers.push(spawnFixture(dir, 'bus-pacer.ts', { BUS_PACER_CONFIG: JSON.stringify(config) }));
+      pacers.push(spawnFixture(nats.dir, 'bus-pacer.ts', { BUS_PACER_CONFIG: JSON.stringify(config) }));
     }
     for (const p of pacers)
       await events.waitFor(`pacer ${p.pid} ready`, (e) => e.type === 'ready' && e.pid === p.pid);
@@ -71,7 +65,7 @@ describe('pacer across a NATS restart', () => {
     await expect
       .poll(async () => (await jsm.streams.info('WORK')).state.messages, { timeout: 20_000 })
       .toBeGreaterThan(60);
-    await server.restart({ kill: true });
+    await nats.server.restart({ kill: true });
 
     await expect
       .poll(

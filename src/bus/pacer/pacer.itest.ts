@@ -2,13 +2,13 @@
 // (test/fixtures/bus-pacer.ts): the configured rate holds for the fleet, not per replica.
 import { type JetStreamManager, jetstreamManager, RetentionPolicy } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PacerFixtureConfig } from '../../../test/fixtures/bus-pacer.ts';
 import { EventLog, spawnFixture, uniqueSuffix } from '../../../test/fixtures/bus-support.ts';
 import { useLocalCluster } from '../../../test/support/local-cluster.ts';
-import type { ManagedProcess } from '../../local-cluster/managed-process.ts';
-import { natsConnectOptions } from '../../local-cluster/nats-client.ts';
+import { connectNats } from '../../../test/support/nats.ts';
+import type { ManagedProcess } from '../../../test/support/processes.ts';
 import { publishPaced } from './pacer.ts';
 
 const { info } = useLocalCluster();
@@ -25,7 +25,7 @@ let jsm: JetStreamManager;
 const pacers: ManagedProcess[] = [];
 
 beforeAll(async () => {
-  nc = await connect({ ...natsConnectOptions(info), maxReconnectAttempts: -1 });
+  nc = await connectNats(info, { maxReconnectAttempts: -1 });
   jsm = await jetstreamManager(nc);
   await jsm.streams.add({
     name: FANOUT,

@@ -3,14 +3,11 @@
 // second publish of a message id still being stored with 10158 ("duplicate message id is in
 // process"); the writer must read the record again rather than give up, which used to send the
 // watcher into a relist (seen 101 and 116 times per rebalance in bench/replicated-bus.ts).
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NatsCluster } from '../../local-cluster/nats-cluster.ts';
+import { type OwnNatsCluster, startOwnNatsCluster } from '../../../test/support/nats.ts';
 import { natsServerList } from '../connect.ts';
 import type { ObjectEvent } from '../messages.ts';
 import { objectSubject } from '../subjects.ts';
@@ -19,22 +16,19 @@ import { RecordWriter, type WriteOutcome } from './record-writer.ts';
 
 const OBJECTS = 200;
 const topology = { ...DEFAULT_TOPOLOGY, streamReplicas: 3 as const };
-let dir: string;
-let cluster: NatsCluster;
+let nats: OwnNatsCluster;
 const connections: NatsConnection[] = [];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'switchyard-records-cluster-'));
-  cluster = await NatsCluster.start(dir, pino({ level: 'warn' }));
-  const setup = await connect({ servers: natsServerList(cluster.url) });
+  nats = await startOwnNatsCluster('records-cluster', pino({ level: 'warn' }));
+  const setup = await connect({ servers: natsServerList(nats.cluster.url) });
   connections.push(setup);
   await ensureTopology(await jetstreamManager(setup), topology);
 });
 
 afterAll(async () => {
   for (const nc of connections) await nc.close();
-  await cluster?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await nats?.stop();
 });
 
 /** A writer connected to one node, as a watcher replica is to whichever node it reached. */
@@ -69,8 +63,8 @@ function change(i: number): { subject: string; event: ObjectEvent } {
 describe('recording on a replicated K8S stream', () => {
   it('stores each change once when two writers on different nodes record it at the same instant', async () => {
     const [a, b] = await Promise.all([
-      writerOn(cluster.nodes[0]?.url ?? ''),
-      writerOn(cluster.nodes[1]?.url ?? ''),
+      writerOn(nats.cluster.nodes[0]?.url ?? ''),
+      writerOn(nats.cluster.nodes[1]?.url ?? ''),
     ]);
     const outcomes: WriteOutcome[] = [];
     for (let i = 0; i < OBJECTS; i++) {

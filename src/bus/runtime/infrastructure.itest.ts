@@ -1,27 +1,23 @@
 // A message whose attempts all fail on the bus (not on itself) is republished afresh, never
 // dead-lettered; a real failure still is. Against a nats-server of our own.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type JetStreamManager, jetstreamManager, RetentionPolicy } from '@nats-io/jetstream';
 import { connect, type NatsConnection, TimeoutError } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { NatsServer } from '../../local-cluster/nats.ts';
+import { type OwnNatsServer, startOwnNats } from '../../../test/support/nats.ts';
 import { startHandlerRuntime } from './handler-runtime.ts';
+import { done } from './outcome.ts';
 import { REPUBLISHED_FROM_HEADER } from './republish.ts';
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'warn' });
-let dir: string;
-let server: NatsServer;
+let nats: OwnNatsServer;
 let nc: NatsConnection;
 let jsm: JetStreamManager;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'switchyard-infra-'));
-  server = await NatsServer.start(dir, log);
-  nc = await connect({ servers: server.url });
+  nats = await startOwnNats('infra', log);
+  nc = await connect({ servers: nats.server.url });
   jsm = await jetstreamManager(nc);
   await jsm.streams.add({ name: 'W', subjects: ['w.>'], retention: RetentionPolicy.Workqueue });
   await jsm.streams.add({ name: 'DLQ', subjects: ['dlq.>'] });
@@ -29,8 +25,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await nc?.close();
-  await server?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await nats?.stop();
 });
 
 describe('bus failures are not poison', () => {
@@ -56,6 +51,7 @@ describe('bus failures are not poison', () => {
         if (item.kind === 'bug') throw new Error('a real bug');
         origins.push(ctx.headers?.get(REPUBLISHED_FROM_HEADER) || undefined);
         if (busFailures-- > 0) throw new TimeoutError();
+        return done;
       },
     });
     try {

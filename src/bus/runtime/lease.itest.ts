@@ -2,9 +2,6 @@
 // own (so nothing else shares it) with handler replicas as processes (test/fixtures/bus-worker.ts).
 // The server accepts a late ack from an attempt it already redelivered, and that ack frees a
 // `max_ack_pending: 1` partition: the runtime must never send one.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type JetStreamManager, jetstreamManager, RetentionPolicy } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -12,8 +9,8 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type BusEvent, EventLog, spawnFixture, uniqueSuffix } from '../../../test/fixtures/bus-support.ts';
 import type { WorkerConfig } from '../../../test/fixtures/bus-worker.ts';
-import type { ManagedProcess } from '../../local-cluster/managed-process.ts';
-import { NatsServer } from '../../local-cluster/nats.ts';
+import { type OwnNatsServer, startOwnNats } from '../../../test/support/nats.ts';
+import type { ManagedProcess } from '../../../test/support/processes.ts';
 import { ensureConsumer, type HandlerConsumerSpec, planHandlerConsumers } from './consumers.ts';
 import { HANDLER_GRACE_MS } from './handler-runtime.ts';
 import { leaseTimings } from './lease.ts';
@@ -21,16 +18,14 @@ import { partitionedSubject } from './partition.ts';
 
 const ACK_WAIT_MS = 3_000;
 const timings = leaseTimings(ACK_WAIT_MS);
-let dir: string;
-let server: NatsServer;
+let nats: OwnNatsServer;
 let nc: NatsConnection;
 let jsm: JetStreamManager;
 const workers: ManagedProcess[] = [];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'switchyard-lease-'));
-  server = await NatsServer.start(dir, pino({ level: process.env.LOG_LEVEL ?? 'warn' }));
-  nc = await connect({ servers: server.url, maxReconnectAttempts: -1 });
+  nats = await startOwnNats('lease', pino({ level: process.env.LOG_LEVEL ?? 'warn' }));
+  nc = await connect({ servers: nats.server.url, maxReconnectAttempts: -1 });
   jsm = await jetstreamManager(nc);
 });
 
@@ -40,8 +35,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   await nc?.close();
-  await server?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await nats?.stop();
 });
 
 /** One partition, so every message is "key K" for serialization purposes. */
@@ -74,7 +68,7 @@ function startWorker(
 ): ManagedProcess {
   const run = spec.stream.replace('LEASE_', '');
   const config: WorkerConfig = {
-    natsUrl: server.url,
+    natsUrl: nats.server.url,
     concern: spec.durable,
     consumers: spec,
     deadLetterSubject: `leasedlq${run}.${spec.durable}`,
@@ -82,7 +76,7 @@ function startWorker(
     effectBucket: `lease_effects_${run}`,
     ...extra,
   };
-  const w = spawnFixture(dir, 'bus-worker.ts', { BUS_WORKER_CONFIG: JSON.stringify(config) });
+  const w = spawnFixture(nats.dir, 'bus-worker.ts', { BUS_WORKER_CONFIG: JSON.stringify(config) });
   workers.push(w);
   return w;
 }

@@ -10,17 +10,18 @@ import {
   jetstreamManager,
   RetentionPolicy,
 } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { uniqueSuffix } from '../../../test/fixtures/bus-support.ts';
 import { useLocalCluster } from '../../../test/support/local-cluster.ts';
-import { natsConnectOptions } from '../../local-cluster/nats-client.ts';
-import { waitFor } from '../../local-cluster/wait.ts';
+import { connectNats } from '../../../test/support/nats.ts';
+import { waitFor } from '../../../test/support/wait.ts';
 import { type DeadLetterRecord, readDeadLetter } from './dead-letter.ts';
 import { startHandlerRuntime } from './handler-runtime.ts';
+import { done } from './outcome.ts';
 
 const { info } = useLocalCluster();
 const log = pino({ level: process.env.LOG_LEVEL ?? 'error', name: 'poison-itest' });
@@ -37,7 +38,7 @@ let jsm: JetStreamManager;
 let js: JetStreamClient;
 
 beforeAll(async () => {
-  nc = await connect({ ...natsConnectOptions(info), maxReconnectAttempts: -1 });
+  nc = await connectNats(info, { maxReconnectAttempts: -1 });
   jsm = await jetstreamManager(nc);
   js = jsm.jetstream();
   await jsm.streams.add({ name: STREAM, subjects: [`itpz${run}.>`], retention: RetentionPolicy.Workqueue });
@@ -123,6 +124,7 @@ describe('the handler runtime under fuzzed poison, on a real JetStream', () => {
       deadLetterSubject: dlqSubject,
       handle: async (item) => {
         processed.set(item.n, (processed.get(item.n) ?? 0) + 1);
+        return done;
       },
     });
     try {

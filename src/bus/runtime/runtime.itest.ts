@@ -6,17 +6,18 @@ import {
   jetstreamManager,
   RetentionPolicy,
 } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { uniqueSuffix } from '../../../test/fixtures/bus-support.ts';
 import { useLocalCluster } from '../../../test/support/local-cluster.ts';
-import { natsConnectOptions } from '../../local-cluster/nats-client.ts';
-import { waitFor } from '../../local-cluster/wait.ts';
+import { connectNats } from '../../../test/support/nats.ts';
+import { waitFor } from '../../../test/support/wait.ts';
 import { ensureConsumer, planHandlerConsumers } from './consumers.ts';
 import { readDeadLetter } from './dead-letter.ts';
 import { type HandlerRuntime, startHandlerRuntime } from './handler-runtime.ts';
+import { done } from './outcome.ts';
 import { partitionedSubject } from './partition.ts';
 
 const { info } = useLocalCluster();
@@ -32,7 +33,7 @@ let jsm: JetStreamManager;
 let js: JetStreamClient;
 
 beforeAll(async () => {
-  nc = await connect({ ...natsConnectOptions(info), maxReconnectAttempts: -1 });
+  nc = await connectNats(info, { maxReconnectAttempts: -1 });
   jsm = await jetstreamManager(nc);
   js = jsm.jetstream();
   await jsm.streams.add({ name: STREAM, subjects: [subj('>')], retention: RetentionPolicy.Workqueue });
@@ -73,6 +74,7 @@ describe('handler runtime', () => {
           throw new Error(`handler always fails for item ${item.n}`);
         }
         processedAt.set(item.n, Date.now());
+        return done;
       },
     });
     try {
@@ -154,6 +156,7 @@ describe('handler runtime', () => {
       deadLetterSubject: `itrtdlq${run}.lastgasp`,
       handle: async () => {
         handlerRuns++;
+        return done;
       },
     });
     try {
@@ -191,6 +194,7 @@ describe('handler runtime', () => {
       pullExpiresMs: 2_000,
       handle: async (item) => {
         seen.add(item.n);
+        return done;
       },
     });
     try {

@@ -8,13 +8,13 @@ import {
   RetentionPolicy,
 } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type BusEvent, EventLog, spawnFixture, uniqueSuffix } from '../../../test/fixtures/bus-support.ts';
 import type { WorkerConfig } from '../../../test/fixtures/bus-worker.ts';
 import { useLocalCluster } from '../../../test/support/local-cluster.ts';
-import type { ManagedProcess } from '../../local-cluster/managed-process.ts';
-import { natsConnectOptions } from '../../local-cluster/nats-client.ts';
+import { connectNats } from '../../../test/support/nats.ts';
+import type { ManagedProcess } from '../../../test/support/processes.ts';
 import type { HandlerConsumerSpec } from './consumers.ts';
 import { HANDLER_GRACE_MS } from './handler-runtime.ts';
 import { leaseTimings } from './lease.ts';
@@ -35,7 +35,7 @@ let effects: KV;
 const workers: ManagedProcess[] = [];
 
 beforeAll(async () => {
-  nc = await connect({ ...natsConnectOptions(info), maxReconnectAttempts: -1 });
+  nc = await connectNats(info, { maxReconnectAttempts: -1 });
   jsm = await jetstreamManager(nc);
   js = jsm.jetstream();
   await jsm.streams.add({ name: STREAM, subjects: [subj('>')], retention: RetentionPolicy.Workqueue });
