@@ -117,14 +117,6 @@ beforeAll(async () => {
   await createInstance(admin, B, { replicas: 2 });
   await createTwoVersionTarget(admin, TARGET, 'Widget');
   await createRenameConfig(admin, CONFIG, TARGET);
-  await waitFor(
-    `${TARGET} first applied on ${A}`,
-    async () => {
-      const ready = handoverReady(await configStatus(admin, CONFIG));
-      return ready?.status === 'True' ? true : undefined;
-    },
-    { timeoutMs: 120_000, intervalMs: 250 },
-  );
   subject = await loadedSubject({
     installed,
     jsm,

@@ -7,7 +7,7 @@ import { webhookServiceName } from '../../../src/api/constants.ts';
 import { SWITCHYARD_NAMESPACE } from '../../../src/local-cluster/install.ts';
 import { waitFor } from '../../../src/local-cluster/wait.ts';
 import { ConversionLoad, type LoadOptions, type LoadTarget } from '../../../src/scenario/conversion-load.ts';
-import { SERVED_FIELD } from '../../../src/scenario/fleet.ts';
+import { configStatus, handoverReady, SERVED_FIELD } from '../../../src/scenario/fleet.ts';
 import type { InstalledCluster } from '../../e2e/support/installed-cluster.ts';
 import { auditLogFromNow } from '../../support/audit-log.ts';
 import type { Subject } from './chaos-case.ts';
@@ -97,6 +97,13 @@ export async function loadedSubject(opts: {
   instances: readonly string[];
 }): Promise<Subject> {
   const { admin, cluster, witness } = opts.installed;
+  // Before its first apply the target converts nothing (conversion None): a read at the other
+  // version then misses the renamed field, which is the cluster before Switchyard, not a fault.
+  await waitFor(
+    `${opts.target} first applied (${opts.config} HandoverReady)`,
+    async () => (handoverReady(await configStatus(admin, opts.config))?.status === 'True' ? true : undefined),
+    { timeoutMs: 120_000, intervalMs: 250 },
+  );
   const audit = await auditLogFromNow(cluster.auditLog);
   const load = new ConversionLoad(loadTarget(admin, opts.target, 'Widget', opts.namespace), {
     run: opts.run,
