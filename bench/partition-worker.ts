@@ -5,7 +5,7 @@
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { type HandlerConsumerSpec, startHandlerRuntime } from '../src/bus/runtime/index.ts';
+import { done, type HandlerConsumerSpec, startHandlerRuntime } from '../src/bus/runtime/index.ts';
 
 const config = z
   .object({
@@ -40,6 +40,7 @@ const runtime = await startHandlerRuntime({
   handle: async () => {
     busyWait(config.cpuMs);
     await new Promise((r) => setTimeout(r, config.ioMs));
+    return done;
   },
 });
 process.once('SIGTERM', () => {

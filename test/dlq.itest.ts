@@ -11,6 +11,7 @@ import { redriveMsgId } from '../src/bus/dead-letters.ts';
 import { workItemSchema } from '../src/bus/messages.ts';
 import {
   deadLetterHeaders,
+  done,
   type HandlerRuntime,
   PermanentError,
   startHandlerRuntime,
@@ -58,6 +59,7 @@ beforeAll(async () => {
       if (broken && item.key.startsWith('poison'))
         throw new PermanentError(`cannot reconcile ${item.key}: the handler is still broken`);
       processed.set(item.key, (processed.get(item.key) ?? 0) + 1);
+      return done;
     },
   });
 });

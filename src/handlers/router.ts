@@ -26,9 +26,11 @@ import {
   type RecordedObject,
 } from '../bus/messages.ts';
 import {
+  done,
   type HandlerConsumerSpec,
   type HandlerContext,
   type HandlerRuntime,
+  type Outcome,
   startHandlerRuntime,
 } from '../bus/runtime/index.ts';
 import { parseObjectSubject } from '../bus/subjects.ts';
@@ -90,9 +92,9 @@ export class Router {
     this.deps = deps;
   }
 
-  readonly route = async (event: ObjectEvent, ctx: HandlerContext): Promise<void> => {
+  readonly route = async (event: ObjectEvent, ctx: HandlerContext): Promise<Outcome> => {
     const key = parseObjectSubject(ctx.subject);
-    if (!key) return;
+    if (!key) return done;
     const previous = await this.previousRecord(ctx.headers, event.object.metadata.uid);
     await this.deps.view.waitFor(ctx.seq);
     const change = { kind: key.kind, op: event.op, object: event.object };
@@ -119,6 +121,7 @@ export class Router {
         'routed',
       );
     }
+    return done;
   };
 
   private async previousRecord(

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { RecordWriter } from '../../src/bus/records/record-writer.ts';
 import { DEFAULT_TOPOLOGY, type TopologyOptions, tombstoneTtl } from '../../src/bus/topology.ts';
 import { ObjectView } from '../../src/bus/view.ts';
-import { ASSIGN_VIEW_KINDS } from '../../src/handlers/assign-world.ts';
+import { ASSIGN_VIEW_KINDS } from '../../src/handlers/assign/world.ts';
 import { startRouter } from '../../src/handlers/router.ts';
 import { loadRecorded, ObjectWatcher } from '../../src/watchers/object-watcher.ts';
 import { RECORDED_RESOURCES, type WatchedResource } from '../../src/watchers/resources.ts';

@@ -42,6 +42,7 @@ import type { HandlerConsumerSpec } from '../runtime/consumers.ts';
 import { describeError, isInfrastructureError } from '../runtime/errors.ts';
 import type { HandlerCounters } from '../runtime/handler-counters.ts';
 import { type HandlerRuntime, startHandlerRuntime } from '../runtime/handler-runtime.ts';
+import { done } from '../runtime/outcome.ts';
 import { originOf } from '../runtime/republish.ts';
 import { retryWhileBusUnavailable } from '../runtime/while-unavailable.ts';
 import type { StreamReplicas } from '../topology.ts';
@@ -229,6 +230,7 @@ export async function startPacer(opts: PacerOptions): Promise<Pacer> {
       });
       releasedCount++;
       ctx.log.debug({ slot, target: item.subject }, 'released');
+      return done;
     },
   });
   opts.log.info({ concern: opts.concern, rate, bucket: opts.bucket }, 'pacer started');

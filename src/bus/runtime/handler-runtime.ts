@@ -90,7 +90,7 @@ import { describeError } from './errors.ts';
 import type { HandlerContext } from './handler.ts';
 import { type HandlerCounters, noHandlerCounters } from './handler-counters.ts';
 import { type LeaseTimings, leaseTimings, pullExpiryMs } from './lease.ts';
-import { done, type Outcome } from './outcome.ts';
+import type { Outcome } from './outcome.ts';
 import { keyOfPartitionedSubject } from './partition.ts';
 import { admitPayload } from './payload.ts';
 import { recheckDueOf } from './recheck.ts';
@@ -439,10 +439,8 @@ class Runtime<T> implements HandlerRuntime {
     };
     try {
       // Through a promise, so a handler that throws synchronously is a failure like any other.
-      const settled = new Promise<Outcome | undefined>((resolve) =>
-        resolve(this.opts.handle(data, ctx) as Promise<Outcome | undefined>),
-      ).then(
-        (outcome): AttemptResult => ({ type: 'returned', outcome: outcome ?? done }),
+      const settled = new Promise<Outcome>((resolve) => resolve(this.opts.handle(data, ctx))).then(
+        (outcome): AttemptResult => ({ type: 'returned', outcome }),
         (err: unknown): AttemptResult => ({
           type: 'failed',
           kind: this.opts.classify(err),

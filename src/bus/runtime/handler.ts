@@ -29,6 +29,8 @@ export interface HandlerContext {
   recheckDueAtMs?: number;
 }
 
-/** Resolves with an {@link Outcome} (nothing means `done`) once its effect is durable; throws to fail. */
-// biome-ignore lint/suspicious/noConfusingVoidType: a handler with no return statement resolves to void, which means done.
-export type Handler<T> = (data: T, ctx: HandlerContext) => Promise<Outcome | undefined | void>;
+/**
+ * Resolves with the attempt's {@link Outcome} once its effect is durable (`done`, or a re-check);
+ * throws to fail. Always an outcome: a handler says it is done, nothing is assumed.
+ */
+export type Handler<T> = (data: T, ctx: HandlerContext) => Promise<Outcome>;
