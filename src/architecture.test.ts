@@ -51,16 +51,23 @@ function firstCircle(graph: Map<string, string[]>): string[] | undefined {
   return undefined;
 }
 
-const production = sourceFiles(SRC).filter((f) => !/\.(test|itest|fuzz\.test)\.ts$/.test(f));
+const every = sourceFiles(SRC);
+const production = every.filter((f) => !/\.(test|itest)\.ts$/.test(f));
 const graph = importGraph(production);
+/** With the tests: a bus itest importing the local stack ties the bus to it as much as code does. */
+const graphWithTests = importGraph(every);
 
 describe('the import graph of src/', () => {
   it('has no circle', () => {
     expect(firstCircle(graph)).toBeUndefined();
   });
 
-  it.each(['metrics', 'handlers', 'local-cluster'])('keeps src/bus from importing src/%s', (layer) => {
-    const offending = [...graph]
+  it.each([
+    'metrics',
+    'handlers',
+    'local-cluster',
+  ])('keeps src/bus, its tests included, from importing src/%s', (layer) => {
+    const offending = [...graphWithTests]
       .filter(([file]) => relative(SRC, file).startsWith('bus/'))
       .flatMap(([file, targets]) =>
         targets
