@@ -39,10 +39,13 @@ export class ManagedProcess {
     });
     this.child.stdout?.pipe(out, { end: false });
     this.child.stderr?.pipe(out, { end: false });
+    // 'exit' can come while the pipes still hold the process's last lines: the file is closed
+    // only once both are drained ('close'), or a late chunk would be written after its end.
+    this.child.once('close', () => out.end());
+    out.on('error', (err) => log.warn({ process: spec.name, err }, 'process log file not written'));
     this.exited = new Promise((resolve) => {
       this.child.once('exit', (code, signal) => {
         this.exitCode = code;
-        out.end();
         log.debug({ process: spec.name, code, signal }, 'process exited');
         resolve(code);
       });
