@@ -3,6 +3,9 @@
 // after the server is back (after a NATS restart a replica's view once stalled for ~40 s without
 // noticing: shared/notes/what-a-nats-restart-does-today.md). Here and not in src/bus: freezing
 // the server needs it as a process, and src/bus also runs against NATS in a container.
+import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
+import { jetstream } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { followLatest } from '../src/bus/follow-latest.ts';
@@ -173,4 +176,109 @@ describe('a view knows how far behind the bus it is', () => {
       follower.stop();
     }
   });
+
+  it('fills what it skipped while behind from the history, and vouches for every message it handed', {
+    timeout: 60_000,
+  }, async () => {
+    // A reader cut off (its connection delivers nothing) while x, y and x again are written:
+    // the mirror drops the first x before the reader gets there. Its consumer is recreated
+    // after the last message it took, as a view does when it stalls.
+    const proxy = await pausableProxy(new URL(bus.server.url).port);
+    const nc = await connect({ servers: `nats://127.0.0.1:${proxy.port}` });
+    const filters = ['k8s.crdconfig._.hist-x', 'k8s.crdconfig._.hist-y'];
+    const follow = async (history: string | undefined) => {
+      const handed: { subject: string; seq: number; settled: number }[] = [];
+      const follower = await followLatest({
+        js: jetstream(nc),
+        stream: STREAMS.latest,
+        filters,
+        history,
+        onMessage: (m, settled) => handed.push({ subject: m.subject, seq: m.seq, settled }),
+        log,
+      });
+      return { follower, handed };
+    };
+    const withHistory = await follow(STREAMS.records);
+    const without = await follow(undefined);
+    try {
+      await Promise.all([withHistory.follower.caughtUp, without.follower.caughtUp]);
+      proxy.pause();
+      const firstX = await record('hist-x');
+      const y = await record('hist-y');
+      const replacingX = await record('hist-x');
+      await waitFor('the mirror to have dropped the first x', async () => {
+        const info = await bus.jsm.streams.info(STREAMS.latest);
+        return info.state.last_seq >= replacingX ? true : undefined;
+      });
+      const restarted = Promise.all([withHistory.follower.restart(), without.follower.restart()]);
+      proxy.resume();
+      await restarted;
+      for (const reader of [withHistory, without])
+        await waitFor('the replacing x handed', () =>
+          reader.follower.handedSeq >= replacingX ? true : undefined,
+        );
+
+      const ofX = (h: { subject: string }) => h.subject.endsWith('.hist-x');
+      expect(
+        without.handed.filter(ofX).map((h) => h.seq),
+        'the mirror alone lost the first x',
+      ).toEqual([replacingX]);
+      expect(
+        without.handed.find((h) => h.seq === y)?.settled,
+        'without the history, y is not vouched for',
+      ).toBeLessThan(y);
+
+      expect(
+        withHistory.handed.map((h) => h.seq),
+        'with the history: both versions of x and y, in stream order, once each',
+      ).toEqual([firstX, y, replacingX]);
+      expect(
+        withHistory.handed.map((h) => h.settled),
+        'each vouched for as it is handed',
+      ).toEqual([firstX, y, replacingX]);
+      expect(withHistory.follower.settledSeq).toBe(replacingX);
+    } finally {
+      withHistory.follower.stop();
+      without.follower.stop();
+      await nc.close();
+      await proxy.close();
+    }
+  });
 });
+
+/** A TCP proxy to the server whose deliveries to the client can be held back, and then let through in order. */
+async function pausableProxy(upstreamPort: string) {
+  const links = new Set<{ client: Socket; held: Buffer[] }>();
+  let paused = false;
+  const server: Server = createServer((client) => {
+    const upstream = tcpConnect(Number(upstreamPort), '127.0.0.1');
+    const link = { client, held: [] as Buffer[] };
+    links.add(link);
+    client.pipe(upstream);
+    upstream.on('data', (chunk: Buffer) => {
+      if (paused) link.held.push(chunk);
+      else client.write(chunk);
+    });
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      links.delete(link);
+    };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('the proxy has no port');
+  return {
+    port: address.port,
+    pause() {
+      paused = true;
+    },
+    resume() {
+      paused = false;
+      for (const link of links) for (const chunk of link.held.splice(0)) link.client.write(chunk);
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -146,6 +146,15 @@ describe('NATS users: each component may do its role and nothing else', () => {
     await expectDenied(replica.nc, 'work.handover.0.x', '{}');
     await expectDenied(replica.nc, 'dlq.webhook-server', '{}');
     await expectDenied(replica.nc, `$JS.API.CONSUMER.CREATE.${STREAMS.work}.mine`, '{}');
+    // It may read a record of the history by sequence (what a lagging view fills a gap with),
+    // and nothing of the router's consumer there.
+    const recorded = await own.js.publish('k8s.crd._.history-probe', '{}');
+    expect((await replica.jsm.streams.getMessage(STREAMS.records, { seq: recorded.seq }))?.subject).toBe(
+      'k8s.crd._.history-probe',
+    );
+    for (const api of ['CREATE', 'DELETE', 'INFO', 'MSG.NEXT'])
+      await expectDenied(replica.nc, `$JS.API.CONSUMER.${api}.${STREAMS.records}.router`, '{}');
+    await expectDenied(replica.nc, `$JS.API.CONSUMER.CREATE.${STREAMS.records}`, '{}');
   });
 
   it('explain reads the handover view, renewals included, and publishes nothing', async () => {

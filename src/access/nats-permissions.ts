@@ -18,7 +18,8 @@
  * consume work; a handler consumes its own work subject, publishes the work it
  * causes, and cannot publish records. What is wider than the role, and why:
  * - every component that keeps a view reads all of K8S_LATEST and HEARTBEATS
- *   (its view filters by kind in the process: one ordered consumer per stream);
+ *   (its view filters by kind in the process: one ordered consumer per stream), and
+ *   K8S's records by sequence (a message get) to fill what a lagging view skipped;
  * - a re-check is a message schedule whose target the server does not check
  *   against the publisher's permissions: a handler can only schedule on
  *   `recheck.<its concern>.>`, but the schedule could name another concern's
@@ -110,12 +111,20 @@ function readWithOrderedConsumers(stream: string): string[] {
   ];
 }
 
-/** What an `ObjectView` of `kinds` reads: the latest record of every object, and renewals if it holds Leases. */
+/**
+ * What an `ObjectView` of `kinds` reads: the latest record of every object, the history's
+ * records by sequence when it fell behind and the latest lost some (a message get: no consumer
+ * on K8S, where the router's is), and renewals if it holds Leases.
+ */
 function keepView(kinds: readonly string[]): string[] {
   const renewals = kinds.some((kind) => RENEWED_KINDS.includes(kind))
     ? readWithOrderedConsumers(STREAMS.heartbeats)
     : [];
-  return [...readWithOrderedConsumers(STREAMS.latest), ...renewals];
+  return [
+    ...readWithOrderedConsumers(STREAMS.latest),
+    `${API}.STREAM.MSG.GET.${STREAMS.records}`,
+    ...renewals,
+  ];
 }
 
 /** A record by sequence or the latest of a subject, exactly (`record-writer.ts`, the router's previous record). */

@@ -107,4 +107,68 @@ describe('the sequence a reader of a compacting stream vouches for', () => {
       { numRuns: Number(process.env.SWITCHYARD_FUZZ_RUNS ?? 2_000) },
     );
   });
+
+  it('vouches for every message at once when each gap is filled from the history', () => {
+    const s = new SettledSequence();
+    s.observe(1, 0);
+    // 2 and 3 were replaced; read from the history before 4.
+    expect(s.filled(2)).toBe(2);
+    expect(s.filled(3)).toBe(3);
+    expect(s.observe(4, 7)).toBe(4);
+  });
+
+  it('a filled gap does not close a window an unfilled one opened', () => {
+    const s = new SettledSequence();
+    s.observe(1, 4);
+    expect(s.observe(3, 2)).toBe(1);
+    expect(s.filled(4)).toBe(1);
+    expect(s.observe(5, 0)).toBe(5);
+  });
+
+  it('a reader that fills every gap from the history holds the state at each message it is handed, behind or not', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.constantFrom('a', 'b', 'c', 'd').map((subject) => ({ subject })),
+            fc.constant('read'),
+          ),
+          { maxLength: 120 },
+        ),
+        (steps) => {
+          const stream = new CompactingStream();
+          const settled = new SettledSequence();
+          const held = new Map<string, number>();
+          let handed = 0;
+          let caughtUp = false;
+          const take = (seq: number, subject: string, vouched: number) => {
+            handed = seq;
+            held.set(subject, seq);
+            for (const [s, at] of stateAt(stream.published, vouched))
+              expect(held.get(s) ?? 0, `${s} at settled ${vouched}`).toBeGreaterThanOrEqual(at);
+            return vouched;
+          };
+          const read = () => {
+            const m = stream.next(handed);
+            if (!m) return false;
+            // Once caught up, a gap is read from the history (every record ever published).
+            if (caughtUp)
+              for (const p of stream.published.filter((p) => p.seq > handed && p.seq < m.seq))
+                expect(take(p.seq, p.subject, settled.filled(p.seq))).toBe(p.seq);
+            const vouched = take(m.seq, m.subject, settled.observe(m.seq, m.pending));
+            if (caughtUp) expect(vouched).toBe(m.seq);
+            if (m.pending === 0) caughtUp = true;
+            return true;
+          };
+          for (const step of steps) {
+            if (step === 'read') read();
+            else stream.publish(step.subject);
+          }
+          while (read());
+          expect(settled.value).toBe(handed);
+        },
+      ),
+      { numRuns: Number(process.env.SWITCHYARD_FUZZ_RUNS ?? 2_000) },
+    );
+  });
 });

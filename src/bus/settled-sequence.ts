@@ -12,6 +12,10 @@
 // replaced the missing record, or was itself replaced, which opens a gap of its own), or has
 // reached the stream's end. Gaps a filter makes (subjects the reader does not follow) hold it
 // the same way: slower, never wrong.
+//
+// That rule alone never moves while a reader stays behind under sustained changes (every gap
+// seen opens a window before the last closes). So a reader that has the history too fills a gap
+// from it (`filled`, follow-latest.ts), and this rule is what is left when it cannot.
 
 export class SettledSequence {
   private handed = 0;
@@ -21,6 +25,18 @@ export class SettledSequence {
 
   /** The highest sequence such that every record at or below it is held, or was replaced by one held. */
   get value(): number {
+    return this.settled;
+  }
+
+  /**
+   * Every message up to `seq` was read from the stream this one compacts, which keeps every
+   * record (K8S for K8S_LATEST): nothing at or below it is missing, so no gap opens. Returns the
+   * settled sequence after it.
+   */
+  filled(seq: number): number {
+    if (seq <= this.handed) return this.settled;
+    this.handed = seq;
+    if (this.owed === 0) this.settled = seq;
     return this.settled;
   }
 

@@ -1,7 +1,7 @@
-import type { JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../runtime/clock.ts';
-import { followLatest, type LatestFollower } from './follow-latest.ts';
+import { type FollowedMessage, followLatest, type LatestFollower } from './follow-latest.ts';
 import { decodeObjectEvent, type ObjectEvent, type RecordedObject } from './messages.ts';
 import {
   kindFilter,
@@ -102,6 +102,7 @@ export class ObjectView {
         js,
         stream: STREAMS.latest,
         filters: ['k8s.>'],
+        history: STREAMS.records,
         onMessage: (m, settledSeq) => {
           this.apply(m, settledSeq);
           this.settleOpenQuestion();
@@ -294,7 +295,7 @@ export class ObjectView {
    * replay` feeds a view with to rebuild it at a past sequence, in stream order. `settledSeq`:
    * what the follower vouches for after it (K8S itself skips nothing, so by default the record's own).
    */
-  apply(m: Pick<JsMsg, 'subject' | 'seq' | 'data'>, settledSeq = m.seq): void {
+  apply(m: FollowedMessage, settledSeq = m.seq): void {
     const kind = objectSubjectKind(m.subject);
     const key = kind !== undefined && this.kinds.has(kind) ? parseObjectSubject(m.subject) : undefined;
     if (key) {
@@ -355,7 +356,7 @@ export class ObjectView {
     return journal.names;
   }
 
-  private applyHeartbeat(m: JsMsg): void {
+  private applyHeartbeat(m: FollowedMessage): void {
     const key = parseObjectSubject(m.subject);
     if (!key) return;
     const decoded = decodeObjectEvent(m.data);
