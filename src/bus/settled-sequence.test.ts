@@ -37,6 +37,48 @@ function stateAt(published: readonly { seq: number; subject: string }[], seq: nu
   return state;
 }
 
+/** Writes to four subjects and reads, interleaved. */
+const STEPS = fc.array(
+  fc.oneof(
+    fc.constantFrom('a', 'b', 'c', 'd').map((subject) => ({ subject })),
+    fc.constant('read' as const),
+  ),
+  { maxLength: 120 },
+);
+
+/** Runs the steps against the stream (`read` takes the next message), then reads until drained. */
+function interleave(
+  steps: readonly ({ subject: string } | 'read')[],
+  stream: CompactingStream,
+  read: () => boolean,
+): void {
+  for (const step of steps) {
+    if (step === 'read') read();
+    else stream.publish(step.subject);
+  }
+  while (read());
+}
+
+/** A reader that checks, at each message it takes, that it holds the state at what it vouches for. */
+class CheckedReader {
+  readonly settled = new SettledSequence();
+  private readonly held = new Map<string, number>();
+  private readonly stream: CompactingStream;
+  handed = 0;
+
+  constructor(stream: CompactingStream) {
+    this.stream = stream;
+  }
+
+  take(seq: number, subject: string, vouched: number): number {
+    this.handed = seq;
+    this.held.set(subject, seq);
+    for (const [s, at] of stateAt(this.stream.published, vouched))
+      expect(this.held.get(s) ?? 0, `${s} at settled ${vouched}`).toBeGreaterThanOrEqual(at);
+    return vouched;
+  }
+}
+
 describe('the sequence a reader of a compacting stream vouches for', () => {
   it('moves with every message while nothing was skipped', () => {
     const s = new SettledSequence();
@@ -69,41 +111,18 @@ describe('the sequence a reader of a compacting stream vouches for', () => {
 
   it('never vouches for a sequence whose state the reader does not hold, however writes and reads interleave', () => {
     fc.assert(
-      fc.property(
-        fc.array(
-          fc.oneof(
-            fc.constantFrom('a', 'b', 'c', 'd').map((subject) => ({ subject })),
-            fc.constant('read'),
-          ),
-          {
-            maxLength: 120,
-          },
-        ),
-        (steps) => {
-          const stream = new CompactingStream();
-          const settled = new SettledSequence();
-          const held = new Map<string, number>();
-          let handed = 0;
-          const read = () => {
-            const m = stream.next(handed);
-            if (!m) return false;
-            handed = m.seq;
-            held.set(m.subject, m.seq);
-            const vouched = settled.observe(m.seq, m.pending);
-            for (const [subject, seq] of stateAt(stream.published, vouched)) {
-              expect(held.get(subject) ?? 0, `${subject} at settled ${vouched}`).toBeGreaterThanOrEqual(seq);
-            }
-            return true;
-          };
-          for (const step of steps) {
-            if (step === 'read') read();
-            else stream.publish(step.subject);
-          }
-          while (read());
-          // Drained: it vouches for everything it took.
-          expect(settled.value).toBe(handed);
-        },
-      ),
+      fc.property(STEPS, (steps) => {
+        const stream = new CompactingStream();
+        const reader = new CheckedReader(stream);
+        interleave(steps, stream, () => {
+          const m = stream.next(reader.handed);
+          if (!m) return false;
+          reader.take(m.seq, m.subject, reader.settled.observe(m.seq, m.pending));
+          return true;
+        });
+        // Drained: it vouches for everything it took.
+        expect(reader.settled.value).toBe(reader.handed);
+      }),
       { numRuns: Number(process.env.SWITCHYARD_FUZZ_RUNS ?? 2_000) },
     );
   });
@@ -127,47 +146,24 @@ describe('the sequence a reader of a compacting stream vouches for', () => {
 
   it('a reader that fills every gap from the history holds the state at each message it is handed, behind or not', () => {
     fc.assert(
-      fc.property(
-        fc.array(
-          fc.oneof(
-            fc.constantFrom('a', 'b', 'c', 'd').map((subject) => ({ subject })),
-            fc.constant('read'),
-          ),
-          { maxLength: 120 },
-        ),
-        (steps) => {
-          const stream = new CompactingStream();
-          const settled = new SettledSequence();
-          const held = new Map<string, number>();
-          let handed = 0;
-          let caughtUp = false;
-          const take = (seq: number, subject: string, vouched: number) => {
-            handed = seq;
-            held.set(subject, seq);
-            for (const [s, at] of stateAt(stream.published, vouched))
-              expect(held.get(s) ?? 0, `${s} at settled ${vouched}`).toBeGreaterThanOrEqual(at);
-            return vouched;
-          };
-          const read = () => {
-            const m = stream.next(handed);
-            if (!m) return false;
-            // Once caught up, a gap is read from the history (every record ever published).
-            if (caughtUp)
-              for (const p of stream.published.filter((p) => p.seq > handed && p.seq < m.seq))
-                expect(take(p.seq, p.subject, settled.filled(p.seq))).toBe(p.seq);
-            const vouched = take(m.seq, m.subject, settled.observe(m.seq, m.pending));
-            if (caughtUp) expect(vouched).toBe(m.seq);
-            if (m.pending === 0) caughtUp = true;
-            return true;
-          };
-          for (const step of steps) {
-            if (step === 'read') read();
-            else stream.publish(step.subject);
-          }
-          while (read());
-          expect(settled.value).toBe(handed);
-        },
-      ),
+      fc.property(STEPS, (steps) => {
+        const stream = new CompactingStream();
+        const reader = new CheckedReader(stream);
+        let caughtUp = false;
+        interleave(steps, stream, () => {
+          const m = stream.next(reader.handed);
+          if (!m) return false;
+          // Once caught up, a gap is read from the history (every record ever published).
+          if (caughtUp)
+            for (const p of stream.published.filter((p) => p.seq > reader.handed && p.seq < m.seq))
+              expect(reader.take(p.seq, p.subject, reader.settled.filled(p.seq))).toBe(p.seq);
+          const vouched = reader.take(m.seq, m.subject, reader.settled.observe(m.seq, m.pending));
+          if (caughtUp) expect(vouched).toBe(m.seq);
+          if (m.pending === 0) caughtUp = true;
+          return true;
+        });
+        expect(reader.settled.value).toBe(reader.handed);
+      }),
       { numRuns: Number(process.env.SWITCHYARD_FUZZ_RUNS ?? 2_000) },
     );
   });
