@@ -47,6 +47,7 @@ import {
   createWebhookServer,
   deleteConversionConfig,
   deleteWebhookServer,
+  releaseWebhookServer,
 } from './support/records.ts';
 import { startRecordingAndRouting } from './support/watchers.ts';
 
@@ -230,6 +231,7 @@ afterAll(async () => {
     { timeoutMs: 30_000 },
   ).catch(() => undefined);
   for (const stop of stoppers.reverse()) await stop();
+  await releaseWebhookServer(admin, INSTANCE);
   if (namespace) await core.deleteNamespace({ name: namespace }).catch(notFound);
   await bus?.stop();
 }, 60_000);

@@ -45,6 +45,7 @@ import {
   createWebhookServer,
   deleteConversionConfig,
   deleteWebhookServer,
+  releaseWebhookServer,
 } from './support/records.ts';
 import { startRecordingAndRouting } from './support/watchers.ts';
 
@@ -269,7 +270,7 @@ describe('deleting an instance whose replicas run', () => {
     await createConversionConfig(admin, instance, renameConfigSpec(target, { pin: instance }));
     cleanups.push(() => deleteConversionConfig(admin, instance));
     await createWebhookServer(admin, instance, { namespace, replicas: 2 });
-    cleanups.push(() => deleteWebhookServer(admin, instance));
+    cleanups.push(() => releaseWebhookServer(admin, instance));
     await readyReplicas(instance, 2);
     await waitFor('both replicas reporting the target in their Leases', async () => {
       const leases = await leasesOf(instance);
@@ -312,7 +313,7 @@ describe('deleting an instance whose replicas run', () => {
   }, async () => {
     const instance = `idle-${run}`;
     await createWebhookServer(admin, instance, { namespace, replicas: 1 });
-    cleanups.push(() => deleteWebhookServer(admin, instance));
+    cleanups.push(() => releaseWebhookServer(admin, instance));
     await readyReplicas(instance, 1);
     const statuses: { deleting: boolean; conditions: Condition[] }[] = [];
     const instanceWatch = await new Watch(admin).watch(

@@ -51,6 +51,7 @@ import {
 } from './support/identities.ts';
 import { startInstancesHandler } from './support/instances-handler.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
+import { releaseWebhookServer } from './support/records.ts';
 import { startRecordingAndRouting } from './support/watchers.ts';
 
 const cluster = useLocalCluster();
@@ -137,13 +138,7 @@ afterAll(async () => {
   for (const stop of stoppers.reverse()) await stop();
   await custom.deleteClusterCustomObject({ ...configApi, name: CONFIG }).catch(notFound);
   // Whatever a failed test left: no handler runs any more to release the finalizer.
-  await custom
-    .patchClusterCustomObject(
-      { ...instanceApi, name: NAME, body: { metadata: { finalizers: null } } },
-      mergePatch,
-    )
-    .catch(notFound);
-  await custom.deleteClusterCustomObject({ ...instanceApi, name: NAME }).catch(notFound);
+  await releaseWebhookServer(admin, NAME);
   if (namespace) await core.deleteNamespace({ name: namespace }).catch(notFound);
   await bus?.stop();
 });

@@ -1,4 +1,4 @@
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { DeliverPolicy, type JetStreamClient, jetstreamManager, type StoredMsg } from '@nats-io/jetstream';
 import { API_VERSION, GROUP, VERSION } from '../../src/api/constants.ts';
 import { decodeMessage, objectEventSchema } from '../../src/bus/messages.ts';
@@ -70,6 +70,26 @@ export async function deleteWebhookServer(kc: KubeConfig, name: string): Promise
     .catch((err: unknown) => {
       if (!isNotFound(err)) throw err;
     });
+}
+
+/**
+ * The end of a test file that ran an instances handler: the instance is deleted, and once its
+ * handler no longer runs, its finalizer is removed. The cluster is shared by every later file,
+ * and an instance left terminating there is picked up by each of their instances handlers (a
+ * deletion they cannot finish, retried on its partition ahead of their own instances).
+ */
+export async function releaseWebhookServer(kc: KubeConfig, name: string): Promise<void> {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const ignoreNotFound = (err: unknown) => {
+    if (!isNotFound(err)) throw err;
+  };
+  await custom
+    .patchClusterCustomObject(
+      { ...WEBHOOK_SERVERS, name, body: { metadata: { finalizers: null } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    )
+    .catch(ignoreNotFound);
+  await deleteWebhookServer(kc, name);
 }
 
 /** A recorded target (CRD or XRD) or Lease, as the K8S stream holds it. */
