@@ -200,8 +200,11 @@ describe('a view knows how far behind the bus it is', () => {
     };
     const withHistory = await follow(STREAMS.records);
     const without = await follow(undefined);
+    // A history that cannot answer (here: no such stream) leaves the reader where it would be
+    // without one: the gap waits, nothing is handed twice or lost.
+    const unreadable = await follow('NO_SUCH_STREAM');
     try {
-      await Promise.all([withHistory.follower.caughtUp, without.follower.caughtUp]);
+      await Promise.all([withHistory, without, unreadable].map((r) => r.follower.caughtUp));
       proxy.pause();
       const firstX = await record('hist-x');
       const y = await record('hist-y');
@@ -210,10 +213,10 @@ describe('a view knows how far behind the bus it is', () => {
         const info = await bus.jsm.streams.info(STREAMS.latest);
         return info.state.last_seq >= replacingX ? true : undefined;
       });
-      const restarted = Promise.all([withHistory.follower.restart(), without.follower.restart()]);
+      const restarted = Promise.all([withHistory, without, unreadable].map((r) => r.follower.restart()));
       proxy.resume();
       await restarted;
-      for (const reader of [withHistory, without])
+      for (const reader of [withHistory, without, unreadable])
         await waitFor('the replacing x handed', () =>
           reader.follower.handedSeq >= replacingX ? true : undefined,
         );
@@ -237,9 +240,13 @@ describe('a view knows how far behind the bus it is', () => {
         'each vouched for as it is handed',
       ).toEqual([firstX, y, replacingX]);
       expect(withHistory.follower.settledSeq).toBe(replacingX);
+
+      expect(unreadable.handed.map((h) => h.seq)).toEqual(without.handed.map((h) => h.seq));
+      expect(unreadable.handed.map((h) => h.settled)).toEqual(without.handed.map((h) => h.settled));
     } finally {
       withHistory.follower.stop();
       without.follower.stop();
+      unreadable.follower.stop();
       await nc.close();
       await proxy.close();
     }
