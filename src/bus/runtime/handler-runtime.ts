@@ -84,6 +84,7 @@ import { BucketCounts } from '../../runtime/bucket-counts.ts';
 import type { Clock } from '../../runtime/clock.ts';
 import { followConnection } from '../connection-state.ts';
 import { isConsumerNotFound } from '../errors.ts';
+import { STREAMS } from '../topology.ts';
 import { AttemptLease } from './attempt.ts';
 import { ensureConsumer, type PlannedConsumer, planHandlerConsumers } from './consumers.ts';
 import { describeError } from './errors.ts';
@@ -93,7 +94,7 @@ import { type LeaseTimings, leaseTimings, pullExpiryMs } from './lease.ts';
 import type { Outcome } from './outcome.ts';
 import { keyOfPartitionedSubject } from './partition.ts';
 import { admitPayload } from './payload.ts';
-import { recheckDueOf } from './recheck.ts';
+import { failedAttemptsOf, recheckDueOf } from './recheck.ts';
 import {
   type HandlerRuntimeOptions,
   type ResolvedRuntimeOptions,
@@ -387,7 +388,20 @@ class Runtime<T> implements HandlerRuntime {
   }
 
   private delivery(m: JsMsg): DeliveryInfo {
-    return { deliveryCount: m.info.deliveryCount, maxDeliver: this.opts.consumers.maxDeliver };
+    return {
+      deliveryCount: m.info.deliveryCount,
+      maxDeliver: this.opts.consumers.maxDeliver,
+      earlierFailures: failedAttemptsOf(m.headers),
+      holdsPartition: this.holdsPartition(m),
+    };
+  }
+
+  /** Whether `m` came from a partition of WORK, where a waiting retry would hold back the partition's other keys. */
+  private holdsPartition(m: JsMsg): boolean {
+    return (
+      m.info.stream === STREAMS.work &&
+      this.plan.some((c) => c.partition !== undefined && c.name === m.info.consumer)
+    );
   }
 
   /** Admits the message (budget, payload) and runs the handler on it. */

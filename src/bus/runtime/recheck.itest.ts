@@ -1,14 +1,16 @@
 // Durable re-checks (message schedules in WORK) on a nats-server of the test's own, with the
 // real topology: a re-check fires at its time, survives a SIGKILL of nats-server, a newer one
 // replaces the older, and re-checking never spends the attempt budget (issue 11, the contract).
+// A failing key's retries wait the same way, so they never hold back the keys of its partition.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type OwnBus, startOwnBus } from '../../../test/support/bus.ts';
 import { STREAMS } from '../topology.ts';
+import { readDeadLetter } from './dead-letter.ts';
 import { startHandlerRuntime } from './handler-runtime.ts';
 import { done, type Outcome, recheckAfter } from './outcome.ts';
-import { partitionedSubject } from './partition.ts';
+import { partitionedSubject, partitionOf } from './partition.ts';
 import { scheduleRecheck } from './recheck.ts';
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'recheck-itest' });
@@ -160,4 +162,37 @@ describe('durable re-check', () => {
       await runtime.stop();
     }
   });
+
+  it('a key that keeps failing does not hold back the other keys of its partition, and spends its budget once', async () => {
+    const other = keyOnSamePartitionAs('stuck');
+    const { runtime, runs, trigger } = await startRecorder('stuck', (r) => {
+      if (r.key === 'stuck') throw new Error('apiserver says 503');
+      return done;
+    });
+    try {
+      await trigger('stuck');
+      await expect.poll(() => runs.length, { timeout: 10_000 }).toBe(1);
+      await trigger(other);
+      await expect.poll(() => dlqCount('stuck'), { timeout: 30_000 }).toBe(1);
+      // Under naks, the other key ran only after all three failed attempts (max_ack_pending 1).
+      expect(runs.map((r) => r.key)).toEqual(['stuck', other, 'stuck', 'stuck']);
+      expect(
+        runs.map((r) => r.deliveryCount),
+        'each retry is a fresh copy, off the consumer',
+      ).toEqual([1, 1, 1, 1]);
+      expect(runtime.counters()).toMatchObject({ retried: 2, deadLettered: 1, processed: 1 });
+      const dead = await bus.jsm.streams.getMessage(STREAMS.deadLetters, { last_by_subj: 'dlq.stuck' });
+      expect(readDeadLetter({ headers: dead?.header }).reason).toMatch(
+        /^transient on attempt 3 of 3: .*apiserver says 503/,
+      );
+    } finally {
+      await runtime.stop();
+    }
+  });
 });
+
+/** A key that lands on the same partition as `key` (partitionOf is deterministic: FNV-1a). */
+function keyOnSamePartitionAs(key: string): string {
+  const target = partitionOf([key], PARTITIONS);
+  for (let n = 0; ; n++) if (partitionOf([`other-${n}`], PARTITIONS) === target) return `other-${n}`;
+}

@@ -38,19 +38,38 @@ export const RECHECK_HEADERS = {
   due: 'Switchyard-Recheck-Due',
   /** Why the handler asked for it, for logs and `nats stream view`. */
   reason: 'Switchyard-Recheck-Reason',
+  /** On a failed attempt's retry: how many attempts of this trigger failed so far (settlement.ts). */
+  failedAttempts: 'Switchyard-Failed-Attempts',
 } as const;
 
-/** The schedule's headers: the trigger's own (minus the server's `Nats-*`), plus when and why. */
-export function recheckHeaders(original: MsgHdrs | undefined, atMs: number, reason: string): MsgHdrs {
+/**
+ * The schedule's headers: the trigger's own (minus the server's `Nats-*`), plus when and why.
+ * The count of failed attempts is set on a retry and dropped otherwise: an attempt that returned
+ * a decision ends the run of failures.
+ */
+export function recheckHeaders(
+  original: MsgHdrs | undefined,
+  atMs: number,
+  reason: string,
+  failedAttempts?: number,
+): MsgHdrs {
   const h = natsHeaders();
   for (const [name, values] of original ?? []) {
     // Msg-Id, Expected-*, TTL and an earlier fire's Scheduler headers belong to one publish, not to the trigger.
     if (name.toLowerCase().startsWith('nats-')) continue;
+    if (name.toLowerCase() === RECHECK_HEADERS.failedAttempts.toLowerCase()) continue;
     for (const v of values) h.append(name, v);
   }
   h.set(RECHECK_HEADERS.due, new Date(atMs).toISOString());
   h.set(RECHECK_HEADERS.reason, reason.replace(/[\r\n]+/g, ' ').slice(0, 200));
+  if (failedAttempts !== undefined) h.set(RECHECK_HEADERS.failedAttempts, String(failedAttempts));
   return h;
+}
+
+/** Attempts of this trigger that failed before this copy (0 when the header is absent or not a count). */
+export function failedAttemptsOf(headers: MsgHdrs | undefined): number {
+  const value = headers?.get(RECHECK_HEADERS.failedAttempts) ?? '';
+  return /^\d{1,6}$/.test(value) ? Number(value) : 0;
 }
 
 /** When a fired re-check was due (ms since epoch); undefined for any other trigger. */
@@ -68,9 +87,10 @@ export async function scheduleRecheck(
   atMs: number,
   reason: string,
   timeoutMs: number,
+  failedAttempts?: number,
 ): Promise<void> {
   await js.publish(recheckSubject(m.subject), m.data, {
-    headers: recheckHeaders(m.headers, atMs, reason),
+    headers: recheckHeaders(m.headers, atMs, reason, failedAttempts),
     schedule: { specification: new Date(atMs), target: m.subject },
     timeout: timeoutMs,
   });

@@ -1,5 +1,6 @@
 import { headers } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
+import { RECHECK_HEADERS } from './recheck.ts';
 import { originOf, REPUBLISHED_FROM_HEADER, republishHeaders } from './republish.ts';
 
 describe('republishing afresh', () => {
@@ -20,5 +21,11 @@ describe('republishing afresh', () => {
     expect(out.has('Nats-Expected-Last-Subject-Sequence')).toBe(false);
     expect(out.get('Trace')).toBe('abc');
     expect(out.get(REPUBLISHED_FROM_HEADER)).toBe('S:1');
+  });
+
+  it('starts the count of failed attempts over', () => {
+    const h = headers();
+    h.set(RECHECK_HEADERS.failedAttempts, '4');
+    expect(republishHeaders(h, 'S:1').has(RECHECK_HEADERS.failedAttempts)).toBe(false);
   });
 });

@@ -9,6 +9,7 @@
  * second copy.
  */
 import { type MsgHdrs, headers as natsHeaders } from '@nats-io/transport-node';
+import { RECHECK_HEADERS } from './recheck.ts';
 
 export const REPUBLISHED_FROM_HEADER = 'Switchyard-Republished-From';
 
@@ -26,6 +27,8 @@ export function republishHeaders(hdrs: MsgHdrs | undefined, origin: string): Msg
   const out = natsHeaders();
   for (const [k, values] of hdrs ?? []) {
     if (k.toLowerCase().startsWith('nats-')) continue;
+    // Starting over starts the count of failed attempts over too.
+    if (k.toLowerCase() === RECHECK_HEADERS.failedAttempts.toLowerCase()) continue;
     for (const v of values) out.append(k, v);
   }
   out.set(REPUBLISHED_FROM_HEADER, origin);

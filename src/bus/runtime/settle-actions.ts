@@ -1,5 +1,5 @@
 // Carries out the one settlement `settlementFor` (settlement.ts) decided for an attempt: ack,
-// nak, abandon, dead-letter, republish afresh, or schedule a re-check. Every action is sent only
+// nak, abandon, dead-letter, republish afresh, or schedule a re-check or a retry. Every action is sent only
 // while the attempt still holds its lease and the connection is up, so an attempt that may have
 // lost its message never settles it; a publish an action needs that fails falls back to a nak,
 // so the message is tried again rather than lost.
@@ -69,6 +69,8 @@ export class SettleActions {
         return this.republishAfresh(m, attempt, s.reason, log);
       case 'recheck':
         return this.recheck(m, attempt, s.atMs, s.reason, log);
+      case 'retry-later':
+        return this.retryLater(m, attempt, s, log);
     }
   }
 
@@ -97,6 +99,32 @@ export class SettleActions {
     if (!(await this.ack(m, attempt, log))) return;
     this.deps.counts.rechecks++;
     log.debug({ at: new Date(atMs).toISOString(), reason }, 're-check scheduled');
+  }
+
+  /**
+   * A failed attempt's retry that would hold a partition: scheduled like a re-check, with the
+   * attempts failed so far, then acked, so the partition's other keys go on meanwhile.
+   */
+  private async retryLater(
+    m: JsMsg,
+    attempt: AttemptLease,
+    s: Extract<Settlement, { action: 'retry-later' }>,
+    log: Logger,
+  ): Promise<void> {
+    if (!this.mayStillSettle(attempt, log)) return;
+    try {
+      await scheduleRecheck(this.deps.js, m, s.atMs, s.reason, this.deps.requestTimeoutMs, s.failedAttempts);
+    } catch (err) {
+      await this.afterPublishFailed(m, attempt, 'retry schedule', err, log);
+      return;
+    }
+    if (!(await this.ack(m, attempt, log))) return;
+    this.deps.counts.retried++;
+    if (s.kind === 'conflict') this.deps.counts.conflicts++;
+    log.info(
+      { kind: s.kind, failedAttempts: s.failedAttempts, at: new Date(s.atMs).toISOString(), err: s.reason },
+      'handler failed; retrying later, off the partition',
+    );
   }
 
   /**

@@ -113,6 +113,50 @@ describe('settlementFor', () => {
     });
   });
 
+  describe('on a partition, where a nak would hold back every other key', () => {
+    const onPartition = { deliveryCount: 1, maxDeliver: 3, holdsPartition: true };
+
+    it('a retry that waits half a second or more goes off the consumer, carrying the attempts failed so far', () => {
+      expect(settlementFor(failed('transient'), onPartition, policy, NOW)).toEqual({
+        action: 'retry-later',
+        atMs: NOW + 1_000,
+        failedAttempts: 1,
+        kind: 'transient',
+        reason: 'boom',
+      });
+    });
+
+    it('a short wait stays a nak: a conflict retries sooner than a schedule would fire', () => {
+      expect(settlementFor(failed('conflict'), onPartition, policy, NOW)).toMatchObject({
+        action: 'nak',
+        delayMs: 100,
+      });
+    });
+
+    it('a bus failure stays a nak: the schedule would fail the same way', () => {
+      expect(settlementFor(failed('infrastructure'), onPartition, policy, NOW)).toMatchObject({
+        action: 'nak',
+      });
+    });
+
+    it('the budget counts the attempts of earlier copies: the backoff grows and the last one dead-letters', () => {
+      expect(
+        settlementFor(failed('transient'), { ...onPartition, earlierFailures: 1 }, policy, NOW),
+      ).toMatchObject({ action: 'retry-later', atMs: NOW + 2_000, failedAttempts: 2 });
+      expect(settlementFor(failed('transient'), { ...onPartition, earlierFailures: 2 }, policy, NOW)).toEqual(
+        {
+          action: 'dead-letter',
+          kind: 'max-deliver',
+          reason: 'transient on attempt 3 of 3: boom',
+        },
+      );
+    });
+
+    it('off a partition the same failure is a nak, as before', () => {
+      expect(settlementFor(failed('transient'), first, policy, NOW)).toMatchObject({ action: 'nak' });
+    });
+  });
+
   it('keeps the message when the publish a settlement needed failed', () => {
     expect(afterPublishFailed({ deliveryCount: 2, maxDeliver: 3 }, policy, 'no responders')).toEqual({
       action: 'nak',
