@@ -12,8 +12,8 @@
  *   unacknowledged messages of one partition out at once, so two replicas never
  *   work on one key at the same time — whatever the replica count, with no
  *   membership protocol. Parallelism is N; the price is head-of-line blocking
- *   inside a partition (a message being retried holds its partition for its
- *   backoff). Coalescing by `max_msgs_per_subject: 1` must NOT be combined with
+ *   inside a partition while a message runs (a retry that would wait ½ s or
+ *   more goes off the consumer as a schedule, `settlement.ts`). Coalescing by `max_msgs_per_subject: 1` must NOT be combined with
  *   this: on 2.9 replacing an in-flight message frees its ack slot (notes §0.3).
  *
  * `max_deliver` on the server is the handler's attempt budget plus
