@@ -75,7 +75,7 @@ describe('a CA rotation seen through the webhook configuration', () => {
     const bundle = readCertificates(bundlePem([fresh.facts.cert, old.facts.cert])) ?? [];
     const decide = (config: WebhookConfiguration, nowMs: number) =>
       decideCertificates({
-        serviceHost: HOST,
+        purpose: { dnsNames: [HOST], extendedKeyUsages: ['serverAuth'] },
         ca: fresh.facts,
         bundle,
         leaf: readLeaf(leaf.certPem, leaf.keyPem, bundle),

@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { connect } from 'node:tls';
+import { connect, createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import { issuedBy, readCa, readCertificates, readLeaf } from '../core/instances/certificate-facts.ts';
 import {
@@ -39,7 +39,7 @@ describe('x509Issuer', () => {
     });
     expect(issuedBy(leaf.certPem, ca.certPem)).toBe(true);
     const d = decideCertificates({
-      serviceHost: HOST,
+      purpose: { dnsNames: [HOST], extendedKeyUsages: ['serverAuth'] },
       ca: caFacts,
       bundle: [caFacts.cert],
       leaf: leafFacts,
@@ -111,6 +111,75 @@ describe('x509Issuer', () => {
       await once(socket, 'secureConnect');
       expect(socket.authorized).toBe(true);
       socket.destroy();
+    } finally {
+      server.close();
+    }
+  });
+
+  it('serves TLS only by default: serverAuth is its one ExtendedKeyUsage', async () => {
+    const { caFacts, leaf } = await issue();
+    expect(readLeaf(leaf.certPem, leaf.keyPem, [caFacts.cert])?.cert.extendedKeyUsages).toEqual([
+      'serverAuth',
+    ]);
+  });
+
+  it('with clientAuth asked for, carries both usages and every name asked for, wildcards included', async () => {
+    const { ca, caFacts } = await issue();
+    const dnsNames = ['nats.switchyard-system.svc', '*.nats-headless.switchyard-system.svc'];
+    const leaf = await issuer.issueServing({
+      ca,
+      dnsNames,
+      extendedKeyUsages: ['serverAuth', 'clientAuth'],
+      ...leafValidity(caFacts.cert, NOW),
+    });
+    expect(readLeaf(leaf.certPem, leaf.keyPem, [caFacts.cert])?.cert).toMatchObject({
+      dnsNames,
+      extendedKeyUsages: ['serverAuth', 'clientAuth'],
+    });
+  });
+
+  // What a NATS route's TLS does at the accepting end: the dialler's certificate is a client
+  // certificate, verified against the CA, and refused when it may not be used as one.
+  it('a clientAuth leaf is accepted as a client certificate; a serverAuth-only one is refused', async () => {
+    const { ca, caFacts, leaf: serverOnly } = await issue();
+    const both = await issuer.issueServing({
+      ca,
+      dnsNames: [HOST],
+      extendedKeyUsages: ['serverAuth', 'clientAuth'],
+      ...leafValidity(caFacts.cert, NOW),
+    });
+    const server = createTlsServer({
+      cert: both.certPem,
+      key: both.keyPem,
+      ca: ca.certPem,
+      requestCert: true,
+      rejectUnauthorized: false,
+    });
+    const verdicts: { authorized: boolean; error: string | undefined }[] = [];
+    server.on('secureConnection', (socket: TLSSocket) => {
+      verdicts.push({ authorized: socket.authorized, error: socket.authorizationError?.toString() });
+      socket.end();
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      for (const client of [both, serverOnly]) {
+        const socket = connect({
+          host: '127.0.0.1',
+          port,
+          servername: HOST,
+          ca: ca.certPem,
+          cert: client.certPem,
+          key: client.keyPem,
+        });
+        await once(socket, 'secureConnect');
+        await once(socket, 'close');
+      }
+      expect(verdicts).toEqual([
+        { authorized: true, error: undefined },
+        { authorized: false, error: 'INVALID_PURPOSE' },
+      ]);
     } finally {
       server.close();
     }

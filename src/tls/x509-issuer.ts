@@ -9,6 +9,7 @@
 import 'reflect-metadata';
 import { randomBytes, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
+import type { ExtendedKeyUsage } from '../core/instances/certificate-facts.ts';
 import type { CertificateIssuer, KeyPair } from '../core/instances/serving-cert.ts';
 
 const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
@@ -48,6 +49,7 @@ async function issueServing(request: {
   ca: KeyPair;
   dnsNames: readonly string[];
   ipAddresses?: readonly string[];
+  extendedKeyUsages?: readonly ExtendedKeyUsage[];
   notBeforeMs: number;
   notAfterMs: number;
 }): Promise<KeyPair> {
@@ -74,7 +76,10 @@ async function issueServing(request: {
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth], false),
+        new x509.ExtendedKeyUsageExtension(
+          (request.extendedKeyUsages ?? ['serverAuth']).map((usage) => x509.ExtendedKeyUsage[usage]),
+          false,
+        ),
         new x509.SubjectAlternativeNameExtension(
           [
             ...request.dnsNames.map((value) => ({ type: 'dns' as const, value })),

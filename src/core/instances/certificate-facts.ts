@@ -10,8 +10,21 @@ export interface CertificateFacts {
   notBeforeMs: number;
   notAfterMs: number;
   dnsNames: string[];
+  /** Its ExtendedKeyUsage by name; an OID this project does not name stays an OID. */
+  extendedKeyUsages: string[];
   isCa: boolean;
 }
+
+/**
+ * What a leaf may prove (ExtendedKeyUsage): `serverAuth` to serve TLS, `clientAuth` to present
+ * itself as a TLS client too, as a NATS server does on the routes it dials.
+ */
+export type ExtendedKeyUsage = 'serverAuth' | 'clientAuth';
+
+const EXTENDED_KEY_USAGE_OIDS: Readonly<Record<string, ExtendedKeyUsage>> = {
+  '1.3.6.1.5.5.7.3.1': 'serverAuth',
+  '1.3.6.1.5.5.7.3.2': 'clientAuth',
+};
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 
@@ -66,6 +79,7 @@ function factsOf(pem: string, cert: X509Certificate): CertificateFacts {
     notBeforeMs: cert.validFromDate.getTime(),
     notAfterMs: cert.validToDate.getTime(),
     dnsNames: dnsNamesOf(cert.subjectAltName),
+    extendedKeyUsages: (cert.keyUsage ?? []).map((oid) => EXTENDED_KEY_USAGE_OIDS[oid] ?? oid),
     isCa: cert.ca,
   };
 }

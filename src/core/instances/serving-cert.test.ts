@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CertificateFacts } from './certificate-facts.ts';
+import type { CertificateFacts, ExtendedKeyUsage } from './certificate-facts.ts';
 import {
   type CertificateInput,
   DEFAULT_CERTIFICATE_POLICY,
@@ -24,6 +24,7 @@ function cert(
     notBeforeMs,
     notAfterMs: notBeforeMs + days * DAY,
     dnsNames: [],
+    extendedKeyUsages: [],
     isCa: false,
     ...over,
   };
@@ -31,15 +32,24 @@ function cert(
 
 const ca = (fp: string, issuedDaysAgo = 100) => cert(fp, NOW - issuedDaysAgo * DAY, 3650, { isCa: true });
 const leaf = (issuer: string, issuedDaysAgo = 10, over: Partial<CertificateFacts> = {}) => ({
-  cert: cert(`leaf-of-${issuer}`, NOW - issuedDaysAgo * DAY, 365, { dnsNames: [HOST], ...over }),
+  cert: cert(`leaf-of-${issuer}`, NOW - issuedDaysAgo * DAY, 365, {
+    dnsNames: [HOST],
+    extendedKeyUsages: ['serverAuth'],
+    ...over,
+  }),
   keyMatches: true,
   issuerFingerprint: issuer,
+});
+
+const purpose = (dnsNames: string[], ...extendedKeyUsages: ExtendedKeyUsage[]) => ({
+  dnsNames,
+  extendedKeyUsages,
 });
 
 function input(over: Partial<CertificateInput>): CertificateInput {
   const current = ca('ca1');
   return {
-    serviceHost: HOST,
+    purpose: purpose([HOST], 'serverAuth'),
     ca: { cert: current, keyMatches: true },
     bundle: [current],
     leaf: leaf('ca1'),
@@ -96,6 +106,41 @@ describe('decideCertificates: the serving certificate', () => {
       name: 'SANs lack <service>.<namespace>.svc (the namespace changed)',
       over: { leaf: leaf('ca1', 10, { dnsNames: ['blue-webhook-server.old-ns.svc'] }) },
       expected: { action: 'issue', reason: 'NamesChanged' },
+    },
+    {
+      name: 'SANs name more than it is issued for',
+      over: { leaf: leaf('ca1', 10, { dnsNames: [HOST, 'blue.example.com'] }) },
+      expected: { action: 'issue', reason: 'NamesChanged' },
+    },
+    {
+      name: 'issued before its purpose grew names (deploy/nats: the route names on the headless Service)',
+      over: {
+        purpose: purpose([HOST, '*.nats-headless.switchyard-system.svc'], 'serverAuth'),
+      },
+      expected: { action: 'issue', reason: 'NamesChanged' },
+    },
+    {
+      name: 'the same names in another order',
+      over: {
+        purpose: purpose(['b.svc', HOST], 'serverAuth'),
+        leaf: leaf('ca1', 10, { dnsNames: [HOST, 'b.svc'] }),
+      },
+      expected: { action: 'keep' },
+    },
+    {
+      name: 'serverAuth alone where routes need clientAuth too',
+      over: { purpose: purpose([HOST], 'serverAuth', 'clientAuth') },
+      expected: { action: 'issue', reason: 'UsagesChanged' },
+    },
+    {
+      name: 'no ExtendedKeyUsage at all (a certificate made elsewhere)',
+      over: { leaf: leaf('ca1', 10, { extendedKeyUsages: [] }) },
+      expected: { action: 'issue', reason: 'UsagesChanged' },
+    },
+    {
+      name: 'a usage more than it is issued for',
+      over: { leaf: leaf('ca1', 10, { extendedKeyUsages: ['serverAuth', 'clientAuth'] }) },
+      expected: { action: 'issue', reason: 'UsagesChanged' },
     },
     {
       name: 'two thirds of its year gone',

@@ -12,8 +12,10 @@
 //     before expiry, cert-manager's default proportion). Renewing a leaf changes nothing that
 //     targets hold (same CA), so it is cheap; the long margin means the control plane can be
 //     down for months before a certificate expires. Also renewed at once when it is missing,
-//     unreadable, does not match its key, or lacks `<service>.<namespace>.svc`, the name the
-//     apiserver dials (a namespace change).
+//     unreadable, does not match its key, or when its DNS names or usages differ from what it is
+//     issued for (`LeafPurpose`): `<service>.<namespace>.svc`, the name the apiserver dials, after
+//     a namespace change; or a certificate issued before its purpose grew (deploy's NATS
+//     certificate gained the route names and clientAuth), renewed by the next run.
 //   * The CA lives 10 years and is replaced once 4/5 of its life has passed (2 years before
 //     expiry). Replacing it rewrites every target's caBundle, so it is rare; it is also
 //     replaced at once when missing, unreadable or not matching its key.
@@ -29,7 +31,7 @@
 //   * notBefore is backdated 5 minutes so an apiserver whose clock lags a little accepts a
 //     fresh certificate; a leaf never outlives its CA.
 import type { V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
-import type { CertificateFacts } from './certificate-facts.ts';
+import type { CertificateFacts, ExtendedKeyUsage } from './certificate-facts.ts';
 
 export interface CertificatePolicy {
   caValidityMs: number;
@@ -68,9 +70,16 @@ export interface LeafState {
   issuerFingerprint: string | undefined;
 }
 
+/** What a leaf is issued for; one whose names or usages say otherwise is renewed. */
+export interface LeafPurpose {
+  /** Exactly these DNS names, the first also its common name. */
+  dnsNames: readonly string[];
+  /** Exactly these usages. */
+  extendedKeyUsages: readonly ExtendedKeyUsage[];
+}
+
 export interface CertificateInput {
-  /** `<service>.<namespace>.svc`: the name the apiserver dials. */
-  serviceHost: string;
+  purpose: LeafPurpose;
   ca: CaState | undefined;
   /** The trust bundle last written (the serving Secret's ca.crt), as facts. */
   bundle: readonly CertificateFacts[];
@@ -87,6 +96,7 @@ export type LeafReason =
   | 'KeyMismatch'
   | 'Expired'
   | 'NamesChanged'
+  | 'UsagesChanged'
   | 'Expiring'
   | 'UntrustedIssuer'
   | 'NewCaTrusted';
@@ -149,7 +159,10 @@ function decideLeaf(
   if (leaf === undefined) return { action: 'issue', reason: 'Missing' };
   if (!leaf.keyMatches) return { action: 'issue', reason: 'KeyMismatch' };
   if (input.nowMs >= leaf.cert.notAfterMs) return { action: 'issue', reason: 'Expired' };
-  if (!leaf.cert.dnsNames.includes(input.serviceHost)) return { action: 'issue', reason: 'NamesChanged' };
+  if (!sameSet(leaf.cert.dnsNames, input.purpose.dnsNames))
+    return { action: 'issue', reason: 'NamesChanged' };
+  if (!sameSet(leaf.cert.extendedKeyUsages, input.purpose.extendedKeyUsages))
+    return { action: 'issue', reason: 'UsagesChanged' };
   if (leaf.issuerFingerprint !== ca.fingerprint) {
     if (!bundle.some((c) => c.fingerprint === leaf.issuerFingerprint))
       return { action: 'issue', reason: 'UntrustedIssuer' };
@@ -162,6 +175,12 @@ function decideLeaf(
   if (input.nowMs >= renewalPoint(leaf.cert, policy.leafRenewAt))
     return { action: 'issue', reason: 'Expiring' };
   return { action: 'keep' };
+}
+
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  const left = new Set(a);
+  const right = new Set(b);
+  return left.size === right.size && [...left].every((x) => right.has(x));
 }
 
 function trustedEverywhere(fingerprint: string, published: readonly (readonly string[])[]): boolean {
@@ -229,6 +248,11 @@ export function servingDnsNames(service: string, namespace: string): string[] {
   return [`${service}.${namespace}.svc`];
 }
 
+/** An instance's (or the admission webhook's) leaf: its Service's name, serving TLS only. */
+export function servingPurpose(service: string, namespace: string): LeafPurpose {
+  return { dnsNames: servingDnsNames(service, namespace), extendedKeyUsages: ['serverAuth'] };
+}
+
 /** A certificate with its private key, both PEM (the key PKCS#8). */
 export interface KeyPair {
   certPem: string;
@@ -243,6 +267,8 @@ export interface CertificateIssuer {
     dnsNames: readonly string[];
     /** IP addresses the certificate also serves (the local stack's NATS on 127.0.0.1); none by default. */
     ipAddresses?: readonly string[];
+    /** `serverAuth` alone by default; a NATS server's routes need `clientAuth` too. */
+    extendedKeyUsages?: readonly ExtendedKeyUsage[];
     notBeforeMs: number;
     notAfterMs: number;
   }): Promise<KeyPair>;

@@ -16,8 +16,9 @@ import {
   caValidity,
   decideCertificates,
   type KeyPair,
+  type LeafPurpose,
   leafValidity,
-  servingDnsNames,
+  servingPurpose,
 } from '../../core/instances/serving-cert.ts';
 import type { KubeWriter } from '../../kube/writer.ts';
 import { type SecretRead, type SecretReader, writeSecret } from './secrets.ts';
@@ -34,6 +35,8 @@ export interface CertificateRequest {
   caCommonName?: string;
   namespace: string;
   service: string;
+  /** What the leaf is for; `<service>.<namespace>.svc`, serving TLS only, by default. */
+  purpose?: LeafPurpose;
   caSecret: V1Secret;
   servingSecret: V1Secret;
   /** For each target naming the instance's Service: the fingerprints in its published caBundle. */
@@ -97,7 +100,7 @@ function decide(state: CertState, req: CertificateRequest): CertificateDecision 
   const ca = readCa(state.ca?.certPem, state.ca?.keyPem);
   const cas = [...(ca ? [ca.cert] : []), ...state.bundle];
   return decideCertificates({
-    serviceHost: servingDnsNames(req.service, req.namespace)[0] ?? '',
+    purpose: purposeOf(req),
     ca,
     bundle: state.bundle,
     leaf: readLeaf(state.leaf?.certPem, state.leaf?.keyPem, cas),
@@ -128,7 +131,7 @@ async function actOn(
   if (decision.leaf?.action === 'issue' && state.ca && ca) {
     state.leaf = await deps.issuer.issueServing({
       ca: state.ca,
-      dnsNames: servingDnsNames(req.service, req.namespace),
+      ...purposeOf(req),
       ...leafValidity(ca.cert, req.nowMs),
     });
   } else if (pem === state.writtenBundle || state.leaf === undefined) {
@@ -141,6 +144,10 @@ async function actOn(
     await writeSecret(deps.writer, req.servingSecret, data, state.servingRead, req.signal),
   );
   return true;
+}
+
+function purposeOf(req: CertificateRequest): LeafPurpose {
+  return req.purpose ?? servingPurpose(req.service, req.namespace);
 }
 
 function keyPairOf(read: SecretRead | undefined): KeyPair | undefined {
