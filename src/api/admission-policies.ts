@@ -156,6 +156,7 @@ function instancesWrites(): PolicyParts {
       rule('', ['services', 'serviceaccounts', 'secrets']),
       rule('rbac.authorization.k8s.io', ['roles', 'rolebindings']),
       rule('policy', ['poddisruptionbudgets']),
+      rule('networking.k8s.io', ['networkpolicies']),
       rule('coordination.k8s.io', ['leases']),
     ],
     matchConditions: [

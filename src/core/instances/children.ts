@@ -32,7 +32,7 @@ const COMPONENT = 'webhook-server';
 /** The names of what an instance renders into, all in its namespace. */
 export interface ChildNames {
   namespace: string;
-  /** Deployment, Service and PodDisruptionBudget share it: `<instance>-webhook-server`. */
+  /** Deployment, Service, PodDisruptionBudget and NetworkPolicy share it: `<instance>-webhook-server`. */
   workload: string;
   serviceAccount: string;
   /** Role and RoleBinding of the replicas' Lease writes. */

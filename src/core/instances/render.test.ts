@@ -41,6 +41,7 @@ function allObjects(r: RenderedInstance) {
     r.service,
     r.deployment,
     r.podDisruptionBudget,
+    r.networkPolicy,
     r.servingSecret,
     r.caSecret,
   ].filter((o) => o !== undefined);
@@ -61,6 +62,7 @@ describe('renderInstance', () => {
     expect(r.service.metadata?.name).toBe('blue-webhook-server');
     expect(r.deployment.metadata?.name).toBe('blue-webhook-server');
     expect(r.podDisruptionBudget.metadata?.name).toBe('blue-webhook-server');
+    expect(r.networkPolicy.metadata?.name).toBe('blue-webhook-server');
     expect(r.role.metadata?.name).toBe('blue-webhook-server-leases');
     expect(r.roleBinding.metadata?.name).toBe('blue-webhook-server-leases');
     expect(r.trustBundleRole.metadata?.name).toBe('blue-webhook-server-trust-bundle');
@@ -192,6 +194,50 @@ describe('renderInstance', () => {
     const podLabels = r.deployment.spec?.template.metadata?.labels ?? {};
     for (const [k, v] of Object.entries(r.service.spec?.selector ?? {})) expect(podLabels[k]).toBe(v);
     expect(r.deployment.spec?.selector.matchLabels).toEqual(r.service.spec?.selector);
+  });
+
+  it.each([
+    { name: 'defaults', cws: instance() },
+    {
+      name: 'user pod labels, another namespace',
+      cws: instance({ namespace: 'tenant-a', podLabels: { team: 'a' } }),
+    },
+  ])('selects with its NetworkPolicy exactly the Pods its Deployment runs: $name', ({ cws }) => {
+    const r = render(cws);
+    const selector = r.networkPolicy.spec?.podSelector ?? {};
+    const podLabels = r.deployment.spec?.template.metadata?.labels ?? {};
+    expect(selector.matchLabels).toEqual(r.deployment.spec?.selector.matchLabels);
+    expect(selector.matchExpressions).toBeUndefined();
+    for (const [k, v] of Object.entries(selector.matchLabels ?? {}))
+      expect(podLabels[k], `the replicas' Pods must carry ${k}`).toBe(v);
+    expect(
+      render(instance({}, 'green')).networkPolicy.spec?.podSelector?.matchLabels,
+      'another instance in the namespace is not selected',
+    ).not.toEqual(selector.matchLabels);
+    expect(r.networkPolicy.metadata?.namespace).toBe(r.deployment.metadata?.namespace);
+  });
+
+  it('lets in, from any source, exactly the ports the replicas serve; egress stays open', () => {
+    const r = render(instance());
+    const declared = (r.deployment.spec?.template.spec?.containers ?? []).flatMap((c) =>
+      (c.ports ?? []).map((p) => ({ port: p.containerPort, protocol: p.protocol })),
+    );
+    expect(declared.length, 'a replica serves at least its webhook port').toBeGreaterThan(0);
+    expect(r.networkPolicy.spec?.policyTypes, 'egress is not restricted: its peers are unknown').toEqual([
+      'Ingress',
+    ]);
+    const rules = r.networkPolicy.spec?.ingress ?? [];
+    expect(rules, 'one rule: a second could only widen it').toHaveLength(1);
+    expect(Object.keys(rules[0] ?? {}), 'any source: the apiserver’s address cannot be selected').toEqual([
+      'ports',
+    ]);
+    expect(rules[0]?.ports).toEqual(declared);
+    // Every port a probe uses is one of them, or the kubelet's probes would be refused.
+    const c = container(r);
+    for (const probe of [c?.startupProbe, c?.readinessProbe, c?.livenessProbe]) {
+      const named = c?.ports?.find((p) => p.name === probe?.httpGet?.port);
+      expect(rules[0]?.ports?.map((p) => p.port)).toContain(named?.containerPort);
+    }
   });
 
   it.each([

@@ -16,12 +16,15 @@
 //   Role, Binding   get on exactly the serving Secret, for the handover's ServiceAccount: the
 //                   trust bundle (ca.crt) it publishes as a target's caBundle, and no other Secret;
 //   PDB             maxUnavailable 1 (see podDisruptionBudget);
+//   NetworkPolicy   ingress to the replicas on the ports they serve only; egress open
+//                   (network-policy.ts says why);
 //   Secrets         the serving certificate's and its CA's desired shape; their data comes from
 //                   serving-cert.ts decisions and the issuer, never from here.
 import type {
   V1Container,
   V1Deployment,
   V1EnvVar,
+  V1NetworkPolicy,
   V1ObjectMeta,
   V1PodDisruptionBudget,
   V1PodSpec,
@@ -52,6 +55,7 @@ import {
   reservedLabelKeys,
   selectorLabels,
 } from './children.ts';
+import { replicaNetworkPolicy } from './network-policy.ts';
 import { tlsSecretOf } from './serving-cert.ts';
 
 export interface ImageRef {
@@ -98,6 +102,8 @@ export interface RenderedInstance {
   service: V1Service;
   deployment: V1Deployment;
   podDisruptionBudget: V1PodDisruptionBudget;
+  /** Ingress to the Deployment's Pods on their container ports only (network-policy.ts). */
+  networkPolicy: V1NetworkPolicy;
   /** Desired shape only (name, type, labels, owner); data is the issuer's. */
   servingSecret: V1Secret;
   caSecret: V1Secret;
@@ -161,6 +167,7 @@ export function renderInstance(instance: WebhookServer, settings: RenderSettings
     labels: childLabels(instance.metadata.name),
     ownerReferences: [ownerReferenceTo(instance, uid)],
   });
+  const workload = deployment(meta(names.workload), instance, names, settings);
   return {
     ok: true,
     value: {
@@ -178,8 +185,9 @@ export function renderInstance(instance: WebhookServer, settings: RenderSettings
         settings.handoverServiceAccount,
       ),
       service: service(meta(names.workload), instance.metadata.name),
-      deployment: deployment(meta(names.workload), instance, names, settings),
+      deployment: workload,
       podDisruptionBudget: podDisruptionBudget(meta(names.workload), instance.metadata.name),
+      networkPolicy: replicaNetworkPolicy(meta(names.workload), workload),
       servingSecret: tlsSecretOf(meta(names.servingSecret)),
       caSecret: tlsSecretOf(meta(names.caSecret)),
       natsSecret: hasNatsSecret(settings) ? natsSecret(meta(names.natsSecret), settings) : undefined,
