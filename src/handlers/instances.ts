@@ -61,6 +61,7 @@ const REFS = {
   roleBinding: { apiVersion: 'rbac.authorization.k8s.io/v1', resource: 'rolebindings', namespaced: true },
   service: { apiVersion: 'v1', resource: 'services', namespaced: true },
   podDisruptionBudget: { apiVersion: 'policy/v1', resource: 'poddisruptionbudgets', namespaced: true },
+  networkPolicy: { apiVersion: 'networking.k8s.io/v1', resource: 'networkpolicies', namespaced: true },
   deployment: { apiVersion: 'apps/v1', resource: 'deployments', namespaced: true },
 } as const satisfies Record<string, ResourceRef>;
 
@@ -70,12 +71,19 @@ export interface InstancesDeps {
   secrets: SecretReader;
   issuer: CertificateIssuer;
   clock: Clock;
-  settings: RenderSettings;
+  /**
+   * The settings as of this wake, asked once per wake: the NATS CA in them follows a file that
+   * changes while the process runs (instances/nats-ca.ts).
+   */
+  settings: () => RenderSettings;
   /** Where handover work is published, on the handover's partitions (bus.partitions.handover). */
   handover: { js: Pick<JetStreamClient, 'publish'>; partitions: number };
   /** What this process applied lately, per instance: one per process, shared by every wake. */
   applied: AppliedRenderings;
 }
+
+/** The dependencies of one wake: the settings as they were when it began. */
+type WakeDeps = Omit<InstancesDeps, 'settings'> & { settings: RenderSettings };
 
 interface DeletionMeta {
   deletionTimestamp?: string;
@@ -92,14 +100,15 @@ export function instancesHandler(deps: InstancesDeps): Handler<WorkItem> {
       ctx.log.warn({ reason: read.reason }, 'instance unreadable; not reconciled');
       return done;
     }
+    const wake: WakeDeps = { ...deps, settings: deps.settings() };
     const meta = read.object.metadata as DeletionMeta;
-    if (meta.deletionTimestamp !== undefined) return handleDeletion(deps, read.object, ctx);
-    return reconcile(deps, await ensureFinalizer(deps, read.object, ctx), ctx);
+    if (meta.deletionTimestamp !== undefined) return handleDeletion(wake, read.object, ctx);
+    return reconcile(wake, await ensureFinalizer(wake, read.object, ctx), ctx);
   };
 }
 
 /** The finalizer first: an instance must not be deletable past its dependents for a moment. */
-async function ensureFinalizer(deps: InstancesDeps, instance: WebhookServer, ctx: HandlerContext) {
+async function ensureFinalizer(deps: WakeDeps, instance: WebhookServer, ctx: HandlerContext) {
   const finalizers = (instance.metadata as DeletionMeta).finalizers ?? [];
   if (finalizers.includes(IN_USE_FINALIZER)) return instance;
   const patched = await deps.writer.mergePatch<WebhookServer>(
@@ -119,7 +128,7 @@ async function ensureFinalizer(deps: InstancesDeps, instance: WebhookServer, ctx
 /** How often an instance whose namespace does not exist is looked at again. */
 const NAMESPACE_RECHECK_MS = 60_000;
 
-async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: HandlerContext) {
+async function reconcile(deps: WakeDeps, instance: WebhookServer, ctx: HandlerContext) {
   const rendered = renderInstance(instance, deps.settings);
   if (!rendered.ok) {
     ctx.log.warn({ reason: rendered.error }, 'instance does not render');
@@ -184,9 +193,10 @@ async function reconcile(deps: InstancesDeps, instance: WebhookServer, ctx: Hand
 /**
  * Everything but the certificate Secrets and the Deployment: the identity, its Lease access, the
  * handover's read of the serving Secret (before the Secret exists: the read waits on a grant,
- * never the reverse), the Service, the budget, the replicas' NATS credentials.
+ * never the reverse), the Service, the budget, the replicas' NetworkPolicy, their NATS
+ * credentials.
  */
-async function applyAccess(deps: InstancesDeps, r: RenderedInstance, signal: AbortSignal): Promise<void> {
+async function applyAccess(deps: WakeDeps, r: RenderedInstance, signal: AbortSignal): Promise<void> {
   for (const wave of accessWaves(r)) {
     // A wave at once: a newcomer's Pods wait on all of it (one write after the other took 4 s
     // of a 300-target rebalance). Every write settles before the first failure is thrown, so
@@ -212,6 +222,8 @@ function accessWaves(r: RenderedInstance): [ResourceRef, KubernetesObject | unde
       [REFS.role, r.trustBundleRole],
       [REFS.service, r.service],
       [REFS.podDisruptionBudget, r.podDisruptionBudget],
+      // Before the Deployment: no replica starts open to ports it does not serve.
+      [REFS.networkPolicy, r.networkPolicy],
       [SECRETS, r.natsSecret],
     ],
     [
@@ -234,7 +246,7 @@ function accessChildren(r: RenderedInstance): (KubernetesObject | undefined)[] {
  * finds nothing left to send. The handover re-applies spec.conversion with the bundle it reads.
  */
 async function wakeHandoverOfUntrusting(
-  deps: InstancesDeps,
+  deps: WakeDeps,
   service: string,
   bundlePem: string | undefined,
   ctx: HandlerContext,
@@ -274,7 +286,7 @@ function publishedBundles(view: InstancesDeps['view'], service: string): string[
  * stopped, so each withdraws its Lease while its ServiceAccount and Role still exist; then the
  * finalizer released, and the garbage collector removes the rest.
  */
-async function handleDeletion(deps: InstancesDeps, instance: WebhookServer, ctx: HandlerContext) {
+async function handleDeletion(deps: WakeDeps, instance: WebhookServer, ctx: HandlerContext) {
   const finalizers = (instance.metadata as DeletionMeta).finalizers ?? [];
   // Not held by us: nothing to decide, the apiserver deletes it.
   if (!finalizers.includes(IN_USE_FINALIZER)) return done;
@@ -324,7 +336,7 @@ async function handleDeletion(deps: InstancesDeps, instance: WebhookServer, ctx:
  * Pods with it.
  */
 async function scaleToZero(
-  deps: InstancesDeps,
+  deps: WakeDeps,
   instance: WebhookServer,
   ctx: HandlerContext,
 ): Promise<V1Deployment | undefined> {
@@ -346,7 +358,7 @@ async function scaleToZero(
  * instance meanwhile) gets them back: what depends on it needs them serving. Returns the
  * Deployment as it now is.
  */
-async function restoreStoppedReplicas(deps: InstancesDeps, instance: WebhookServer, ctx: HandlerContext) {
+async function restoreStoppedReplicas(deps: WakeDeps, instance: WebhookServer, ctx: HandlerContext) {
   const recorded = deploymentOf(deps.view, instance, deps.settings.defaultNamespace);
   if (!wasStopped(instance, recorded)) return recorded;
   const rendered = renderInstance(instance, deps.settings);
@@ -379,7 +391,7 @@ function deploymentOf(view: InstancesDeps['view'], instance: WebhookServer, defa
  * stated before and leaves out now, so DeletionBlocked is stated only while a deletion waits.
  */
 async function writeStatus(
-  deps: InstancesDeps,
+  deps: WakeDeps,
   instance: WebhookServer,
   deployment: V1Deployment | undefined,
   deletion: ConditionState | undefined,

@@ -5,6 +5,7 @@ import { type Handler, startHandlerRuntime } from '../../src/bus/runtime/index.t
 import { ObjectView } from '../../src/bus/view.ts';
 import { defaultConfig } from '../../src/config/schema.ts';
 import { AppliedRenderings } from '../../src/handlers/instances/applied-renderings.ts';
+import { NatsCaFile } from '../../src/handlers/instances/nats-ca.ts';
 import { secretReader } from '../../src/handlers/instances/secrets.ts';
 import { INSTANCES_WORK } from '../../src/handlers/instances/wakes.ts';
 import { INSTANCES, INSTANCES_VIEW_KINDS, instancesHandler } from '../../src/handlers/instances.ts';
@@ -31,6 +32,10 @@ export async function startInstancesHandler(
     log: Logger;
     replicaEnv: Record<string, string>;
     wrap?: (handler: Handler<WorkItem>) => Handler<WorkItem>;
+    /** What the handler applied lately: a test that forgets an instance in it plays the re-apply period out. */
+    applied?: AppliedRenderings;
+    /** `nats.tls.caFile`: the CA the handler carries into each instance's NATS Secret, re-read at every wake. */
+    natsCaFile?: string;
   },
 ): Promise<() => Promise<void>> {
   const view = new ObjectView(INSTANCES_VIEW_KINDS, opts.log);
@@ -40,20 +45,22 @@ export async function startInstancesHandler(
     component: 'instances-itest',
     kubernetes: defaultConfig().kubernetes,
   });
+  const natsCa = new NatsCaFile(opts.natsCaFile ?? '', opts.log);
   const handler = instancesHandler({
     view,
     writer: new KubeWriter(clients.writes, fieldManagerFor(INSTANCES)),
     handover: { js: bus.js, partitions: opts.partitions },
-    applied: new AppliedRenderings(),
+    applied: opts.applied ?? new AppliedRenderings(),
     secrets: secretReader(clients.writes),
     issuer: x509Issuer(),
     clock: systemClock,
-    settings: {
+    settings: () => ({
       defaultNamespace: 'unused',
       image: { repository: 'switchyard', tag: 'dev' },
       env: opts.replicaEnv,
       handoverServiceAccount: HANDOVER_ACCOUNT,
-    },
+      natsCaPem: natsCa.current(),
+    }),
   });
   const runtime = await startHandlerRuntime({
     nc: bus.nc,

@@ -5,6 +5,7 @@ import { INSTANCES_VIEW_KINDS, instancesHandler } from '../instances.ts';
 import { handoverServiceAccount, operatorNamespace } from '../operator-namespace.ts';
 import { runHandlerProcess } from '../run-handler.ts';
 import { AppliedRenderings } from './applied-renderings.ts';
+import { NatsCaFile } from './nats-ca.ts';
 import { projectImage } from './project-image.ts';
 import { secretReader } from './secrets.ts';
 import { INSTANCES_WORK } from './wakes.ts';
@@ -18,8 +19,17 @@ export function runInstances(argv: string[]): Promise<void> {
   return runHandlerProcess(argv, {
     work: INSTANCES_WORK,
     viewKinds: INSTANCES_VIEW_KINDS,
-    handler: ({ config, view, writer, clients, bus }) =>
-      instancesHandler({
+    handler: ({ config, log, view, writer, clients, bus }) => {
+      const settings = {
+        defaultNamespace: operatorNamespace(),
+        image: projectImage(),
+        env: { SWITCHYARD_NATS_URL: config.nats.url },
+        handoverServiceAccount: handoverServiceAccount(),
+        natsPassword: readPasswordFile(config.nats.webhookServerPasswordFile),
+      };
+      // The CA this handler trusts for NATS, carried to the replicas: re-read at every wake.
+      const natsCa = new NatsCaFile(config.nats.tls.caFile, log);
+      return instancesHandler({
         view,
         writer,
         secrets: secretReader(clients.writes),
@@ -27,25 +37,11 @@ export function runInstances(argv: string[]): Promise<void> {
         clock: systemClock,
         handover: { js: bus.js, partitions: config.bus.partitions.handover },
         applied: new AppliedRenderings(),
-        settings: {
-          defaultNamespace: operatorNamespace(),
-          image: projectImage(),
-          env: { SWITCHYARD_NATS_URL: config.nats.url },
-          handoverServiceAccount: handoverServiceAccount(),
-          natsPassword: readPasswordFile(config.nats.webhookServerPasswordFile),
-          natsCaPem: readCaFile(config.nats.tls.caFile),
-        },
-      }),
+        settings: () => ({ ...settings, natsCaPem: natsCa.current() }),
+      });
+    },
     running: 'reconciling instances',
   });
-}
-
-/**
- * The CA this handler trusts for NATS (`nats.tls.caFile`), carried to the replicas; read at start,
- * so a new CA reaches them when the handler restarts (docs/security.md, "TLS to NATS").
- */
-function readCaFile(file: string): string | undefined {
-  return file === '' ? undefined : readFileSync(file, 'utf8');
 }
 
 /** The replicas' NATS password, when the bus has users; a configured file that cannot be read stops the start. */
