@@ -266,6 +266,74 @@ describe('every overlay of deploy/', () => {
   });
 });
 
+describe('the NATS server’s certificate renews and is served without anyone acting', () => {
+  it.each([
+    'default',
+    'nats-cluster',
+  ])('%s: a daily CronJob runs the credentials Job’s command, and a reloader beside each server may signal it', async (name) => {
+    const objects = await rendered(await overlay([name], []));
+    const job = objects.find((o) => o.kind === 'Job' && o.metadata?.name === 'switchyard-nats-credentials') as
+      | { spec: { template: { spec: JobPodSpec } } }
+      | undefined;
+    const cron = objects.find((o) => o.kind === 'CronJob') as
+      | { spec: { concurrencyPolicy?: string; jobTemplate: { spec: { template: { spec: JobPodSpec } } } } }
+      | undefined;
+    const renewal = cron?.spec.jobTemplate.spec.template.spec;
+    expect(cron?.spec.concurrencyPolicy).toBe('Forbid');
+    // The same run as the Job: its identity, image and arguments, the server certificate included.
+    expect(renewal?.serviceAccountName).toBe(job?.spec.template.spec.serviceAccountName);
+    expect(renewal?.containers[0]?.image).toBe(job?.spec.template.spec.containers[0]?.image);
+    expect(renewal?.containers[0]?.args).toEqual(job?.spec.template.spec.containers[0]?.args);
+    expect(renewal?.containers[0]?.args).toContain('--server-certificate');
+
+    const nats = objects.find((o) => o.kind === 'StatefulSet') as unknown as NatsStatefulSet;
+    const pod = nats.spec.template.spec as NatsStatefulSet['spec']['template']['spec'] & {
+      shareProcessNamespace?: boolean;
+    };
+    const reloader = pod.containers.find((c) => c.name === 'reloader') as
+      | (NatsContainer & {
+          image?: string;
+          args?: string[];
+          volumeMounts?: Mount[];
+          securityContext?: object;
+        })
+      | undefined;
+    const server = pod.containers.find((c) => c.name === 'nats') as NatsContainer & {
+      volumeMounts?: Mount[];
+    };
+    expect(pod.shareProcessNamespace, 'the reloader must see the server’s process').toBe(true);
+    expect(reloader?.image).toBe(job?.spec.template.spec.containers[0]?.image);
+    // Runs as the Pod's user, the server's: a container-level user would keep it from signalling.
+    expect(reloader?.securityContext).not.toHaveProperty('runAsUser');
+    const configMap = objects.find(
+      (o) =>
+        o.kind === 'ConfigMap' &&
+        o.metadata?.name === pod.volumes.find((v) => v.name === 'config')?.configMap?.name,
+    ) as { data: Record<string, string> } | undefined;
+    const pidFile = /^pid_file: (\S+)$/m.exec(configMap?.data['nats.conf'] ?? '')?.[1];
+    const certFile = /cert_file: "([^"]+)\/tls\.crt"/.exec(configMap?.data['nats.conf'] ?? '')?.[1];
+    expect(reloader?.args).toEqual(['nats-reloader', `--tls-dir=${certFile}`, `--pid-file=${pidFile}`]);
+    // It reads what the server reads, through the same volumes, and writes nothing.
+    const mountOf = (c: { volumeMounts?: Mount[] } | undefined, path: string | undefined) =>
+      c?.volumeMounts?.find((m) => path === m.mountPath || path?.startsWith(`${m.mountPath}/`));
+    for (const path of [certFile, pidFile]) {
+      expect(mountOf(reloader, path)?.name, path).toBe(mountOf(server, path)?.name);
+      expect(mountOf(reloader, path)?.readOnly, path).toBe(true);
+    }
+  });
+});
+
+interface Mount {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+}
+
+interface JobPodSpec {
+  serviceAccountName?: string;
+  containers: { image?: string; args?: string[] }[];
+}
+
 describe('deploy/nats-cluster', () => {
   let objects: KubernetesObject[] = [];
   let nats: NatsStatefulSet;

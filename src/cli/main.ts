@@ -25,6 +25,7 @@ export const commands: Record<string, () => Promise<Command>> = {
   instances: async () => (await import('../handlers/instances/run.ts')).runInstances,
   'webhook-server': async () => (await import('../webhook/run.ts')).runWebhookServer,
   'nats-credentials': async () => (await import('./nats-credentials.ts')).runNatsCredentials,
+  'nats-reloader': async () => (await import('../nats-pod/reloader.ts')).runNatsReloader,
   simulate: async () => (await import('./simulate.ts')).runSimulate,
   explain: async () => (await import('./explain.ts')).runExplain,
   replay: async () => (await import('./replay.ts')).runReplay,
