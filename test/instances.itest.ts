@@ -5,6 +5,10 @@
 // Deployment. The local node agent runs the replicas (`switchyard webhook-server`), given a bus
 // address nothing listens on: they never become ready, and the status says so (0 ready,
 // Available False); the data plane itself is tested in test/webhook-server.itest.ts.
+
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   ApiextensionsV1Api,
   AuthorizationV1Api,
@@ -35,6 +39,7 @@ import type { WorkItem } from '../src/bus/messages.ts';
 import type { Handler } from '../src/bus/runtime/index.ts';
 import { readCertificate, readCertificates } from '../src/core/instances/certificate-facts.ts';
 import { HANDOVER } from '../src/handlers/handover.ts';
+import { AppliedRenderings } from '../src/handlers/instances/applied-renderings.ts';
 import { INSTANCES } from '../src/handlers/instances.ts';
 import { isForbidden } from '../src/kube/errors.ts';
 import { fieldManagerFor } from '../src/kube/writer.ts';
@@ -65,12 +70,20 @@ const run = Date.now().toString(36);
 const NAME = `inst-${run}`;
 const CONFIG = `pinned-${run}`;
 const SERVICE = webhookServiceName(NAME);
+/** The replicas' NATS Secret: rendered because the handler is given a bus CA (natsCaFile). */
+const NATS_SECRET = `${SERVICE}-nats`;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const stoppers: Array<() => unknown> = [];
 /** Runs of the handler that finished, per instance: how the test knows a reconcile happened. */
 const finished = new Map<string, number>();
 let namespace = '';
 let bus: OwnBus;
+/** What the handler applied lately: forgetting an instance plays out the re-apply period. */
+const applied = new AppliedRenderings();
+/** The handler's `nats.tls.caFile`, and the CAs the test writes into it. */
+let caDir = '';
+let caFile = '';
+let busCas: string[] = [];
 
 const instanceApi = { group: GROUP, version: VERSION, plural: 'conversionwebhookservers' };
 const configApi = { group: GROUP, version: VERSION, plural: 'crdconversionconfigs' };
@@ -111,6 +124,8 @@ const children = () =>
     ['policy/v1', 'PodDisruptionBudget', SERVICE],
     ['v1', 'Secret', servingCaSecretName(NAME)],
     ['v1', 'Secret', servingCertSecretName(NAME)],
+    ['networking.k8s.io/v1', 'NetworkPolicy', SERVICE],
+    ['v1', 'Secret', NATS_SECRET],
   ].map(
     ([apiVersion, kind, name]) => ({ apiVersion, kind, metadata: { name, namespace } }) as KubernetesObject,
   );
@@ -122,6 +137,15 @@ beforeAll(async () => {
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
   namespace = await createNamespace(admin, 'instances-handler');
   await optInInstanceNamespace(admin, namespace);
+  caDir = await mkdtemp(join(tmpdir(), 'instances-itest-'));
+  caFile = join(caDir, 'ca.crt');
+  const validity = { notBeforeMs: Date.now() - 60_000, notAfterMs: Date.now() + 3_600_000 };
+  busCas = await Promise.all(
+    ['bus CA before', 'bus CA after'].map(
+      async (commonName) => (await x509Issuer().createCa({ commonName, ...validity })).certPem,
+    ),
+  );
+  await writeFile(caFile, busCas[0] ?? '');
   stoppers.push(await startRecordingAndRouting(bus, { kubeConfig: admin, log, partitions: PARTITIONS }));
   stoppers.push(
     await startInstancesHandler(cluster.info, admin, bus, {
@@ -130,6 +154,8 @@ beforeAll(async () => {
       // Unreachable on purpose: replicas that cannot read the bus never become ready.
       replicaEnv: { SWITCHYARD_NATS_URL: 'nats://127.0.0.1:1' },
       wrap: counting,
+      applied,
+      natsCaFile: caFile,
     }),
   );
 });
@@ -141,6 +167,7 @@ afterAll(async () => {
   await releaseWebhookServer(admin, NAME);
   if (namespace) await core.deleteNamespace({ name: namespace }).catch(notFound);
   await bus?.stop();
+  if (caDir) await rm(caDir, { recursive: true, force: true });
 });
 
 describe('the instances handler', () => {
@@ -312,6 +339,80 @@ describe('the instances handler', () => {
       .map((e) => `${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name}`);
     expect(events.length).toBeGreaterThan(0);
     expect(applies).toEqual([]);
+  });
+
+  it('lets in only the port its replicas serve, to exactly its replicas; restores the policy once deleted', {
+    timeout: 90_000,
+  }, async () => {
+    const policyRef = children().find((c) => c.kind === 'NetworkPolicy') as KubernetesObject;
+    const policy = (await read(policyRef)) as KubernetesObject & {
+      spec: {
+        podSelector: { matchLabels?: Record<string, string> };
+        policyTypes: string[];
+        ingress: unknown[];
+      };
+    };
+    const deployment = (await read(children()[0] as KubernetesObject)) as KubernetesObject & {
+      spec: {
+        selector: { matchLabels: Record<string, string> };
+        template: { spec: { containers: { ports?: { containerPort: number; protocol?: string }[] }[] } };
+      };
+    };
+    expect(policy.spec.podSelector.matchLabels).toEqual(deployment.spec.selector.matchLabels);
+    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    const served = deployment.spec.template.spec.containers.flatMap((c) =>
+      (c.ports ?? []).map((p) => ({ port: p.containerPort, protocol: p.protocol ?? 'TCP' })),
+    );
+    expect(policy.spec.ingress).toEqual([{ ports: served }]);
+
+    // Someone deletes it. NetworkPolicies are not recorded on the bus, so no event says so: like
+    // the other unrecorded children it is applied again once the re-apply period has passed since
+    // the last apply (instances/applied-renderings.ts), at the next wake. Forgetting the instance
+    // is that period passing; the annotation is the wake (a resync round, in production).
+    await objects.delete(policyRef);
+    applied.forget(NAME);
+    await custom.patchClusterCustomObject(
+      {
+        ...instanceApi,
+        name: NAME,
+        body: { metadata: { annotations: { 'test.switchyard.dev/poke': `np-${run}` } } },
+      },
+      mergePatch,
+    );
+    const restored = (await waitFor('the NetworkPolicy applied again', () =>
+      read(policyRef).catch(notFound),
+    )) as typeof policy;
+    expect(restored.spec).toEqual(policy.spec);
+    expect(restored.metadata?.uid).not.toBe(policy.metadata?.uid);
+  });
+
+  it('carries a new bus CA to its replicas’ Secret at the next reconcile, without a restart', {
+    timeout: 60_000,
+  }, async () => {
+    const caOf = async () => {
+      const secret = await core.readNamespacedSecret({ name: NATS_SECRET, namespace });
+      return Buffer.from(secret.data?.['ca.crt'] ?? '', 'base64').toString('utf8');
+    };
+    expect(await caOf()).toBe(busCas[0]);
+    const template = JSON.stringify(
+      ((await read(children()[0] as KubernetesObject)) as { spec?: { template?: unknown } }).spec?.template,
+    );
+    // What the kubelet does to the handler's mount when the CA's Secret changes.
+    await writeFile(caFile, busCas[1] ?? '');
+    await custom.patchClusterCustomObject(
+      {
+        ...instanceApi,
+        name: NAME,
+        body: { metadata: { annotations: { 'test.switchyard.dev/poke': `ca-${run}` } } },
+      },
+      mergePatch,
+    );
+    await waitFor('the new CA in the replicas’ Secret', async () =>
+      (await caOf()) === busCas[1] ? true : undefined,
+    );
+    // The replicas read the mounted CA at each reconnect: their Pods are not replaced for it.
+    const after = (await read(children()[0] as KubernetesObject)) as { spec?: { template?: unknown } };
+    expect(JSON.stringify(after.spec?.template)).toBe(template);
   });
 
   it('wakes the handover of a target naming its Service that trusts another bundle', {

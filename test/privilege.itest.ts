@@ -237,6 +237,39 @@ describe('the instances identity', () => {
     expect(message).toMatch(/has not opted in to ConversionWebhookServers/);
   });
 
+  const networkPolicy = (namespace: string, labels?: Record<string, string>): KubernetesObject =>
+    ({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'x-webhook-server', namespace, ...(labels && { labels }) },
+      spec: { podSelector: {}, policyTypes: ['Ingress'], ingress: [{}] },
+    }) as KubernetesObject;
+
+  it('writes a labelled NetworkPolicy in an opted-in namespace (control)', async () => {
+    await objectsAs(instances).create(networkPolicy(teamNamespace, MANAGED));
+  });
+
+  it('cannot write a NetworkPolicy not labelled as Switchyard’s: it could open a tenant’s Pods', async () => {
+    const { code, message } = await refusal(
+      objectsAs(instances).create({
+        ...networkPolicy(teamNamespace),
+        metadata: { name: 'opens-everything', namespace: teamNamespace },
+      }),
+    );
+    expect(code).toBe(403);
+    expect(message).toMatch(/writes only objects labelled app.kubernetes.io\/managed-by=switchyard/);
+  });
+
+  it('cannot write a NetworkPolicy in a namespace that did not opt in, bound or not', async () => {
+    const unbound = await refusal(objectsAs(instances).create(networkPolicy('default', MANAGED)));
+    expect(unbound.code, 'no RoleBinding: RBAC refuses').toBe(403);
+    const unlabelled = await refusal(objectsAs(instances).create(networkPolicy(boundOnly, MANAGED)));
+    expect(unlabelled.code).toBe(403);
+    expect(unlabelled.message, 'bound but not labelled: the policy refuses').toMatch(
+      /has not opted in to ConversionWebhookServers/,
+    );
+  });
+
   it('cannot create an object not labelled as Switchyard’s, nor take over one that was not', async () => {
     const created = await refusal(
       objectsAs(instances).create({
