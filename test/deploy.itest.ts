@@ -323,6 +323,56 @@ describe('the NATS server’s certificate renews and is served without anyone ac
   });
 });
 
+describe('the NATS monitoring port behind credentials', () => {
+  it.each([
+    'default',
+    'nats-cluster',
+  ])('%s: the server’s monitoring is on loopback, the gate answers on the Pod’s port, and the probes go through it', async (name) => {
+    const objects = await rendered(await overlay([name], []));
+    const nats = objects.find((o) => o.kind === 'StatefulSet') as unknown as NatsStatefulSet;
+    const pod = nats.spec.template.spec;
+    const natsConf =
+      (
+        objects.find(
+          (o) =>
+            o.kind === 'ConfigMap' &&
+            o.metadata?.name === pod.volumes.find((v) => v.name === 'config')?.configMap?.name,
+        ) as { data: Record<string, string> } | undefined
+      )?.data['nats.conf'] ?? '';
+    const upstream = /^http: (127\.0\.0\.1:\d+)$/m.exec(natsConf)?.[1];
+    expect(upstream, 'monitoring bound to loopback').toBeDefined();
+    expect(natsConf).not.toMatch(/^http_port:/m);
+    type Container = NatsContainer & {
+      args?: string[];
+      ports?: { name: string; containerPort: number }[];
+      livenessProbe?: { httpGet?: { port?: number | string } };
+      volumeMounts?: Mount[];
+    };
+    const containers = pod.containers as Container[];
+    const gate = containers.find((c) => c.name === 'monitor-gate');
+    const server = containers.find((c) => c.name === 'nats');
+    const monitorPort = gate?.ports?.find((p) => p.name === 'monitor')?.containerPort;
+    expect(gate?.args).toEqual([
+      'nats-monitor-gate',
+      `--port=${monitorPort}`,
+      `--upstream=http://${upstream}`,
+      '--password-file=/etc/nats-monitor/password',
+    ]);
+    // Only the gate has the port the Service and the NetworkPolicies name.
+    expect(containers.flatMap((c) => (c.ports ?? []).filter((p) => p.name === 'monitor'))).toHaveLength(1);
+    for (const probe of [server?.startupProbe, server?.readinessProbe, server?.livenessProbe])
+      expect((probe as { httpGet?: { port?: unknown } } | undefined)?.httpGet?.port).toBe(monitorPort);
+    // The gate's password: the credentials Secret's `monitor` key alone, mounted where it reads it.
+    const mount = gate?.volumeMounts?.find((m) => m.mountPath === '/etc/nats-monitor');
+    const volume = (pod.volumes as PodVolume[]).find((v) => v.name === mount?.name);
+    expect(volume?.secret).toMatchObject({
+      secretName: 'switchyard-nats-credentials',
+      items: [{ key: 'monitor', path: 'password' }],
+    });
+    expect(mount?.readOnly).toBe(true);
+  });
+});
+
 interface Mount {
   name: string;
   mountPath: string;

@@ -35,11 +35,13 @@ afterAll(async () => {
 });
 
 describe('ensureNatsCredentials', () => {
-  it('creates the Secret with a distinct strong password for every user', async () => {
-    expect(await ensureNatsCredentials(clients.writes, namespace)).toEqual({ created: [...NATS_IDENTITIES] });
+  it('creates the Secret with a distinct strong password for every user and the monitoring gate', async () => {
+    expect(await ensureNatsCredentials(clients.writes, namespace)).toEqual({
+      created: [...NATS_IDENTITIES, 'monitor'],
+    });
     const data = await secretData();
-    expect(Object.keys(data).sort()).toEqual([...NATS_IDENTITIES].sort());
-    expect(new Set(Object.values(data)).size).toBe(NATS_IDENTITIES.length);
+    expect(Object.keys(data).sort()).toEqual([...NATS_IDENTITIES, 'monitor'].sort());
+    expect(new Set(Object.values(data)).size).toBe(NATS_IDENTITIES.length + 1);
     for (const password of Object.values(data)) expect(password).toMatch(/^[A-Za-z0-9_-]{24}$/);
   });
 
@@ -55,5 +57,12 @@ describe('ensureNatsCredentials', () => {
     const after = await secretData();
     expect(after.router).not.toBe(before.router);
     expect({ ...after, router: before.router }).toEqual(before);
+    // An install from before the monitoring gate gets its password added, as a new user's.
+    await core().patchNamespacedSecret({
+      name: NATS_CREDENTIALS_SECRET,
+      namespace,
+      body: [{ op: 'remove', path: '/data/monitor' }],
+    });
+    expect(await ensureNatsCredentials(clients.writes, namespace)).toEqual({ added: ['monitor'] });
   });
 });

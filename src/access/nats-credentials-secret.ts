@@ -4,7 +4,9 @@
  * `nats-credentials` Job makes it: it creates the Secret when missing and adds
  * a password for a user that has none (an upgrade that brings a new
  * component), and never changes an existing one. The NATS server reads every
- * key (deploy/nats); each component mounts its own.
+ * user's key (deploy/nats); each component mounts its own. One key is no NATS
+ * user's: `monitor`, the HTTP Basic password of deploy/nats's monitoring gate
+ * (src/nats-pod/monitor-gate.ts), which mounts it alone.
  */
 import { randomBytes } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
@@ -14,18 +16,23 @@ import { apiUrl, HttpMethod, sendForJson } from '../kube/request.ts';
 import { NATS_IDENTITIES, type NatsIdentity } from './nats-permissions.ts';
 
 export const NATS_CREDENTIALS_SECRET = 'switchyard-nats-credentials';
+/** The monitoring gate's password: a key of the same Secret, made and kept as the users' are. */
+export const MONITOR_PASSWORD_KEY = 'monitor';
+/** Every key the Secret holds: a password per NATS user, and the monitoring gate's. */
+export const CREDENTIAL_KEYS = [...NATS_IDENTITIES, MONITOR_PASSWORD_KEY] as const;
+export type CredentialKey = NatsIdentity | typeof MONITOR_PASSWORD_KEY;
 
 /** 144 random bits, URL-safe: no quoting in a nats-server configuration or an environment variable. */
 export function newNatsPassword(): string {
   return randomBytes(18).toString('base64url');
 }
 
-/** A password for every user the Secret lacks; the ones it has stay. */
+/** A password for every key the Secret lacks; the ones it has stay. */
 export function missingPasswords(
   existing: Readonly<Record<string, string>>,
   make: () => string = newNatsPassword,
-): Partial<Record<NatsIdentity, string>> {
-  return Object.fromEntries(NATS_IDENTITIES.filter((id) => !existing[id]).map((id) => [id, make()]));
+): Partial<Record<CredentialKey, string>> {
+  return Object.fromEntries(CREDENTIAL_KEYS.filter((id) => !existing[id]).map((id) => [id, make()]));
 }
 
 function encoded(data: Readonly<Record<string, string>>): Record<string, string> {
@@ -33,8 +40,8 @@ function encoded(data: Readonly<Record<string, string>>): Record<string, string>
 }
 
 export type CredentialsOutcome =
-  | { created: NatsIdentity[] }
-  | { added: NatsIdentity[] }
+  | { created: CredentialKey[] }
+  | { added: CredentialKey[] }
   | { unchanged: true };
 
 /**
@@ -44,7 +51,7 @@ export type CredentialsOutcome =
 export async function ensureNatsCredentials(
   writes: WritesClient,
   namespace: string,
-  passwords: (existing: Readonly<Record<string, string>>) => Partial<Record<NatsIdentity, string>> = (e) =>
+  passwords: (existing: Readonly<Record<string, string>>) => Partial<Record<CredentialKey, string>> = (e) =>
     missingPasswords(e),
 ): Promise<CredentialsOutcome> {
   const kc = writes.kubeConfig;
@@ -62,7 +69,7 @@ export async function ensureNatsCredentials(
       Object.entries(current?.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
     );
     const added = passwords(existing) as Record<string, string>;
-    const users = Object.keys(added) as NatsIdentity[];
+    const users = Object.keys(added) as CredentialKey[];
     if (users.length === 0) return { unchanged: true };
     try {
       if (current === undefined) {

@@ -26,6 +26,7 @@ export const commands: Record<string, () => Promise<Command>> = {
   'webhook-server': async () => (await import('../webhook/run.ts')).runWebhookServer,
   'nats-credentials': async () => (await import('./nats-credentials.ts')).runNatsCredentials,
   'nats-reloader': async () => (await import('../nats-pod/reloader.ts')).runNatsReloader,
+  'nats-monitor-gate': async () => (await import('../nats-pod/monitor-gate.ts')).runNatsMonitorGate,
   simulate: async () => (await import('./simulate.ts')).runSimulate,
   explain: async () => (await import('./explain.ts')).runExplain,
   replay: async () => (await import('./replay.ts')).runReplay,
