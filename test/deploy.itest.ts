@@ -11,7 +11,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { AuthorizationV1Api, CoreV1Api, type KubernetesObject, loadAllYaml } from '@kubernetes/client-node';
 import { pino } from 'pino';
@@ -479,6 +479,15 @@ describe('deploy/nats-cluster', () => {
 
   it('requires TLS: the servers mount their certificate, and every workload that connects verifies it against the CA alone', () => {
     expect(config['nats.conf']).toMatch(/^tls \{[^}]*cert_file: "\/etc\/nats-tls\/tls\.crt"/m);
+    // The routes too, from the same mounted files, verifying both ends.
+    const routeTls = /^cluster \{[\s\S]*?^ {2}tls \{([^}]*)\}/m.exec(config['nats.conf'] ?? '')?.[1] ?? '';
+    for (const line of [
+      'cert_file: "/etc/nats-tls/tls.crt"',
+      'key_file: "/etc/nats-tls/tls.key"',
+      'ca_file: "/etc/nats-tls/ca.crt"',
+      'verify: true',
+    ])
+      expect(routeTls, 'the cluster block has no tls {} with the mounted files').toContain(line);
     const tlsVolume = (
       nats.spec.template.spec.volumes as { name: string; secret?: { secretName?: string } }[]
     ).find((v) => v.secret?.secretName === 'switchyard-nats-tls');
@@ -505,12 +514,13 @@ describe('deploy/nats-cluster', () => {
   });
 
   /**
-   * The rendered configuration in a directory of its own, store, pid file and the TLS Secret's
-   * files (a certificate of the project's issuer, as the nats-credentials Job makes) moved into it.
+   * The rendered configuration in a directory of its own, store and pid file moved into it, and
+   * the TLS Secret's files moved to `tls`'s: a certificate of the project's issuer with the usages
+   * the nats-credentials Job gives it (serverAuth and clientAuth), naming 127.0.0.1, where the
+   * routes below dial, in place of the Pods' names. Servers that share `tls` trust each other.
    */
-  async function writeConfig(dir: string, natsConf: string): Promise<string> {
+  async function writeConfig(dir: string, natsConf: string, tls: LocalNatsTls): Promise<string> {
     await mkdir(join(dir, 'jetstream'), { recursive: true });
-    await LocalNatsTls.create(join(dir, 'tls'), Date.now());
     await writeFile(join(dir, 'authorization.conf'), config['authorization.conf'] ?? '');
     const file = join(dir, 'nats.conf');
     await writeFile(
@@ -518,7 +528,7 @@ describe('deploy/nats-cluster', () => {
       natsConf
         .replace(/^(\s*)store_dir:.*$/m, `$1store_dir: "${join(dir, 'jetstream')}"`)
         .replace(/^pid_file:.*$/m, `pid_file: "${join(dir, 'nats.pid')}"`)
-        .replaceAll('/etc/nats-tls/', `${join(dir, 'tls')}/`),
+        .replaceAll('/etc/nats-tls/', `${dirname(tls.paths.certFile)}/`),
     );
     return file;
   }
@@ -539,7 +549,8 @@ describe('deploy/nats-cluster', () => {
   it('nats-server accepts its configuration with each Pod’s environment, and refuses a typo in the cluster block', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'switchyard-nats-cluster-'));
     dirs.push(dir);
-    const file = await writeConfig(dir, config['nats.conf'] ?? '');
+    const tls = await LocalNatsTls.create(join(dir, 'tls'), Date.now());
+    const file = await writeConfig(dir, config['nats.conf'] ?? '', tls);
     for (const pod of ['nats-0', 'nats-1', 'nats-2']) {
       const tested = await configTest(file, pod);
       expect(tested.output).toMatch(/configuration file .* is valid/);
@@ -548,16 +559,19 @@ describe('deploy/nats-cluster', () => {
     const typo = await writeConfig(
       join(dir, 'typo'),
       (config['nats.conf'] ?? '').replace('routes:', 'route:'),
+      tls,
     );
     const refused = await configTest(typo, 'nats-0');
     expect(refused.output).toMatch(/unknown field "route"/);
     expect(refused.code).not.toBe(0);
   });
 
-  it('three nats-server processes started with its configuration form one JetStream cluster', async () => {
+  it('three nats-server processes started with its configuration form one JetStream cluster, routed in TLS; a server of another CA never joins', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'switchyard-nats-cluster-'));
     dirs.push(dir);
     const log = pino({ level: 'warn' });
+    // One certificate for the three, as the one Secret all Pods mount.
+    const tls = await LocalNatsTls.create(join(dir, 'tls'), Date.now());
     // The Pods' DNS names and fixed ports become loopback ports: flags override the
     // configuration's listen ports and routes; everything else is as rendered.
     const nodes = await Promise.all(
@@ -570,35 +584,43 @@ describe('deploy/nats-cluster', () => {
     );
     const routes = nodes.map((n) => `nats://127.0.0.1:${n.cluster}`).join(',');
     const processes: ManagedProcess[] = [];
+    const start = async (node: (typeof nodes)[number], files: LocalNatsTls) => {
+      const file = await writeConfig(join(dir, node.pod), config['nats.conf'] ?? '', files);
+      const started = new ManagedProcess(
+        {
+          name: node.pod,
+          command: natsServerBinary(),
+          args: [
+            '-c',
+            file,
+            '-a',
+            '127.0.0.1',
+            '-p',
+            String(node.port),
+            '-m',
+            String(node.monitor),
+            '--cluster',
+            `nats://127.0.0.1:${node.cluster}`,
+            '--routes',
+            routes,
+          ],
+          env: childEnv(podEnv(server, node.pod)),
+          logFile: join(dir, `${node.pod}.log`),
+        },
+        log,
+      );
+      processes.push(started);
+    };
+    const monitor = async <T>(node: (typeof nodes)[number], path: string) =>
+      (await (await fetch(`http://127.0.0.1:${node.monitor}${path}`)).json()) as T;
+    const routedTo = async (node: (typeof nodes)[number]) =>
+      new Set(
+        (await monitor<{ routes: { remote_name: string }[] }>(node, '/routez')).routes.map(
+          (r) => r.remote_name,
+        ),
+      );
     try {
-      for (const node of nodes) {
-        const file = await writeConfig(join(dir, node.pod), config['nats.conf'] ?? '');
-        processes.push(
-          new ManagedProcess(
-            {
-              name: node.pod,
-              command: natsServerBinary(),
-              args: [
-                '-c',
-                file,
-                '-a',
-                '127.0.0.1',
-                '-p',
-                String(node.port),
-                '-m',
-                String(node.monitor),
-                '--cluster',
-                `nats://127.0.0.1:${node.cluster}`,
-                '--routes',
-                routes,
-              ],
-              env: childEnv(podEnv(server, node.pod)),
-              logFile: join(dir, `${node.pod}.log`),
-            },
-            log,
-          ),
-        );
-      }
+      for (const node of nodes) await start(node, tls);
       for (const node of nodes) {
         // /healthz without options: JetStream clustered, a meta leader, this server current with it.
         await waitFor(`${node.pod} healthy in the cluster`, async () => {
@@ -606,16 +628,43 @@ describe('deploy/nats-cluster', () => {
           const res = await fetch(`http://127.0.0.1:${node.monitor}/healthz`).catch(() => undefined);
           return res?.ok ? true : undefined;
         });
-        const varz = (await (await fetch(`http://127.0.0.1:${node.monitor}/varz`)).json()) as {
+        const varz = await monitor<{
           server_name: string;
-          cluster: { name: string };
+          cluster: { name: string; tls_required?: boolean; tls_verify?: boolean };
           jetstream: { meta?: { cluster_size: number; leader?: string } };
-        };
+        }>(node, '/varz');
         expect(varz.server_name).toBe(node.pod);
-        expect(varz.cluster.name).toBe('switchyard-nats');
+        expect(varz.cluster).toMatchObject({ name: 'switchyard-nats', tls_required: true, tls_verify: true });
         expect(varz.jetstream.meta?.cluster_size).toBe(3);
         expect(nodes.map((n) => n.pod)).toContain(varz.jetstream.meta?.leader);
       }
+
+      // A fourth server, as configured, whose certificate another CA signed: the three refuse its
+      // route handshakes (their logs say so), and it is routed to by none of them.
+      const handshakeErrors = async () =>
+        (await Promise.all(nodes.map((n) => readFile(join(dir, `${n.pod}.log`), 'utf8').catch(() => ''))))
+          .join('')
+          .split('\n')
+          .filter((line) => line.includes('TLS route handshake error')).length;
+      const before = await handshakeErrors();
+      const rogue = {
+        pod: 'nats-3',
+        port: await freePort(),
+        monitor: await freePort(),
+        cluster: await freePort(),
+      };
+      await start(rogue, await LocalNatsTls.create(join(dir, 'rogue-tls'), Date.now()));
+      await waitFor('the three to refuse the fourth server’s routes', async () =>
+        (await handshakeErrors()) >= before + 2 ? true : undefined,
+      );
+      // It retries each second: two more rounds for a route to form if one could.
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect([...(await routedTo(rogue))], 'the server of another CA routed to the cluster').toEqual([]);
+      for (const node of nodes)
+        expect(await routedTo(node), `${node.pod} took a route from a server of another CA`).not.toContain(
+          rogue.pod,
+        );
+      expect(await routedTo(nodes[0] as (typeof nodes)[number])).toEqual(new Set(['nats-1', 'nats-2']));
     } finally {
       await Promise.all(processes.map((p) => p.stop()));
     }

@@ -47,9 +47,9 @@ export class NatsCluster {
       clientPorts.push(await freePort());
       routePorts.push(await freePort());
     }
-    // One CA and one certificate for every node: they all listen on 127.0.0.1, and a client
-    // trusts one CA for the whole cluster. The routes stay in clear, on loopback: the project's
-    // issuer makes server certificates only, and a route's TLS verifies both ends.
+    // One CA and one certificate for every node: they all listen on 127.0.0.1, a client trusts
+    // one CA for the whole cluster, and the routes are TLS verified at both ends against it (the
+    // certificate names 127.0.0.1, where routes dial, and may be used as a client's).
     const tls = opts.tls ? await LocalNatsTls.create(join(dir, 'nats-tls'), Date.now()) : undefined;
     const nodes = await Promise.all(
       clientPorts.map((port, i) =>
@@ -115,6 +115,19 @@ export class NatsCluster {
       }
       return undefined;
     });
+  }
+
+  /**
+   * A new certificate from the cluster's CA for every node, then a reload of each: new client
+   * connections and new routes get it, the connections and routes made before stay up on theirs.
+   * Returns the new certificate (PEM).
+   */
+  async rotateCertificate(): Promise<string> {
+    const tls = this.nodes[0]?.tls;
+    if (!tls) throw new Error('NatsCluster rotateCertificate: it was started without tls');
+    const certPem = await tls.issue(Date.now());
+    await Promise.all(this.nodes.filter((n) => n.running).map((n) => n.reload()));
+    return certPem;
   }
 
   async permissionViolations(): Promise<string[]> {

@@ -1,7 +1,8 @@
 // The local stack's NATS certificates, made by the project's own issuer (src/tls/x509-issuer.ts)
 // as the server's Secret holds them in a cluster: `ca.crt`, `tls.crt`, `tls.key` in one directory
 // (deploy/'s `switchyard-nats-tls`, mounted at /etc/nats/tls). The serving certificate names
-// 127.0.0.1 and localhost, where the local server listens.
+// 127.0.0.1 and localhost, where the local server listens and where a cluster's routes dial, and
+// is a client certificate too: a route's TLS verifies both ends (`natsRouteTlsConfig`).
 //
 // Rotation replaces the certificate and key files (each written aside and renamed over the old
 // one, so a reload never reads half a file) under the same CA; the server picks them up at its
@@ -56,6 +57,7 @@ export class LocalNatsTls {
       ca: this.ca,
       dnsNames: ['localhost'],
       ipAddresses: ['127.0.0.1'],
+      extendedKeyUsages: ['serverAuth', 'clientAuth'],
       ...leafValidity(caFacts.cert, nowMs),
     });
     // The key first: a reload between the two renames would pair the new key with the old
@@ -76,6 +78,25 @@ export function natsTlsConfig(paths: NatsTlsPaths): string {
     '  verify: false',
     '  timeout: 2',
     '}',
+  ].join('\n');
+}
+
+/**
+ * The `tls {}` block inside a server's `cluster {}`: routes in TLS, the same files. nats-server
+ * verifies both ends of a route whatever `verify` says (the dialler checks the peer against the
+ * host it dials, the peer checks the dialler's client certificate, both against ca_file); it is
+ * written out so the configuration says what happens. A peer without a certificate of the CA,
+ * or without TLS, never joins.
+ */
+export function natsRouteTlsConfig(paths: NatsTlsPaths): string {
+  return [
+    '  tls {',
+    `    cert_file: "${paths.certFile}"`,
+    `    key_file: "${paths.keyFile}"`,
+    `    ca_file: "${paths.caFile}"`,
+    '    verify: true',
+    '    timeout: 2',
+    '  }',
   ].join('\n');
 }
 

@@ -5,7 +5,7 @@ import { childEnv } from './control-plane.ts';
 import { freePort } from './free-port.ts';
 import { ManagedProcess } from './managed-process.ts';
 import type { NatsContainer } from './nats-container.ts';
-import { LocalNatsTls, natsTlsConfig } from './nats-tls.ts';
+import { LocalNatsTls, type NatsTlsPaths, natsRouteTlsConfig, natsTlsConfig } from './nats-tls.ts';
 import { waitFor } from './wait.ts';
 
 /**
@@ -82,7 +82,7 @@ export class NatsServer {
         `http: "127.0.0.1:${httpPort}"`,
         `server_name: "${node.serverName ?? 'switchyard-local'}"`,
         `jetstream { store_dir: "${storeDir}", max_memory_store: 256MB, max_file_store: 2GB }`,
-        node.cluster ? clusterConfig(node.cluster) : '',
+        node.cluster ? clusterConfig(node.cluster, tls?.paths) : '',
         tls ? natsTlsConfig(tls.paths) : '',
         extraConfig,
       ].join('\n'),
@@ -224,8 +224,13 @@ export class NatsServer {
    * misses a subject shows here, whatever it did with the refusal.
    */
   async permissionViolations(): Promise<string[]> {
+    return this.logged(/ - (Publish|Subscription) Violation - /);
+  }
+
+  /** The lines of its log so far that match `pattern` (e.g. a refused route's handshake error). */
+  async logged(pattern: RegExp): Promise<string[]> {
     const text = await readFile(this.logFile, 'utf8').catch(() => '');
-    return text.split('\n').filter((line) => / - (Publish|Subscription) Violation - /.test(line));
+    return text.split('\n').filter((line) => pattern.test(line));
   }
 
   async restart(opts: { kill?: boolean } = {}): Promise<void> {
@@ -242,8 +247,9 @@ export interface NatsNodeOptions {
   serverName?: string;
   cluster?: NatsRoutes;
   /**
-   * Clients must use TLS (a `tls {}` block, certificates from `nats-tls.ts`): `true` for a CA of
-   * the server's own, or the files a cluster's nodes share (one CA a client trusts for all of them).
+   * Clients must use TLS (a `tls {}` block, certificates from `nats-tls.ts`), and so must a
+   * cluster's routes: `true` for a CA of the server's own, or the files a cluster's nodes share
+   * (one CA a client trusts for all of them, and each node trusts for the others' routes).
    */
   tls?: boolean | LocalNatsTls;
 }
@@ -264,7 +270,8 @@ export interface NatsRoutes {
   lameDuckSeconds: number;
 }
 
-function clusterConfig(routes: NatsRoutes): string {
+/** With `tls`, the routes are TLS too, verified at both ends (`natsRouteTlsConfig`). */
+function clusterConfig(routes: NatsRoutes, tls: NatsTlsPaths | undefined): string {
   const urls = routes.routePorts.map((p) => `"nats-route://127.0.0.1:${p}"`).join(', ');
   return [
     'cluster {',
@@ -273,6 +280,7 @@ function clusterConfig(routes: NatsRoutes): string {
     `  routes: [${urls}]`,
     `  ping_interval: "${routes.pingIntervalSeconds}s"`,
     `  ping_max: ${routes.pingMax}`,
+    ...(tls ? [natsRouteTlsConfig(tls)] : []),
     '}',
     `lame_duck_duration: "${routes.lameDuckSeconds}s"`,
     'lame_duck_grace_period: "1s"',
