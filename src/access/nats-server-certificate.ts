@@ -14,8 +14,9 @@
 // form of the same) and carries clientAuth beside serverAuth. A certificate from before that
 // is renewed by the next run (its names and usages differ: core/instances/serving-cert.ts).
 //
-// Renewal happens when the Job runs again (a year's leaf, renewed after two thirds of it), and
-// the server serves the new files after a reload (docs/install.md).
+// Renewal happens when the Job's command runs again (a year's leaf, renewed after two thirds of
+// it): deploy/default runs it daily as a CronJob, and each NATS Pod's reloader sidecar
+// (src/nats-pod/reloader.ts) signals the server to serve the new files (docs/install.md).
 import type { V1Secret } from '@kubernetes/client-node';
 import { type LeafPurpose, tlsSecretOf } from '../core/instances/serving-cert.ts';
 import { type CertificatesEnsured, ensureCertificates } from '../handlers/instances/certificates.ts';
