@@ -7,11 +7,14 @@
 //            Each server is its own process; the load comes from this one, alternating rounds.
 //   replica  start to ready and heap of a replica holding 1,000 targets of 50 leaves, as its
 //            own process (bench/webhook-replica.ts) reading a real JetStream bus; the same
-//            process with the view alone (no plans) splits the heap.
+//            process with the view alone (no plans) splits the heap. With REFERENCE_DIR set (a
+//            checkout of TeraSky-OSS/declarative-conversion-operator at d92dfe6), the reference
+//            engine compiles the same targets in the same run (bench/reference/), at GOMAXPROCS=1
+//            and 2, each run beside a replica's start.
 //   lease    bytes written per heartbeat and per publish at 50,000 held targets, against the
 //            reference design's whole-Lease rewrite of its gzip+base64 list.
 //
-//   SWITCHYARD_BIN_NATS=… node bench/webhook.ts            (BENCH_PARTS=review,replica,lease)
+//   SWITCHYARD_BIN_NATS=… [REFERENCE_DIR=…] node bench/webhook.ts   (BENCH_PARTS=review,replica,lease)
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -33,6 +36,13 @@ import { NatsServer } from '../src/local-cluster/nats.ts';
 import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { LeasePublisher, servedLeaseBody } from '../src/webhook/lease-publisher.ts';
 import { configSpec, hubObject, target } from './fleet.ts';
+import {
+  buildReference,
+  type ReferenceRun,
+  type ReferenceTarget,
+  runReference,
+  writeReferenceTargets,
+} from './reference/run.ts';
 import { targetNames } from './target-names.ts';
 
 const PARTS = new Set((process.env.BENCH_PARTS ?? 'review,replica,lease').split(','));
@@ -251,8 +261,13 @@ function recorded(kind: string, object: { metadata: { name: string } }, i: numbe
   };
 }
 
+/** The replica's targets, each a CRD and its config's hub and spokes: what both engines compile. */
+function fleetTargets(n: number) {
+  return Array.from({ length: n }, (_, i) => ({ crd: target(i), config: configSpec(i) }));
+}
+
 /** The records `switchyard watch` would hold: the instance, the targets, a pinned config each. */
-function fleetRecords(n: number) {
+function fleetRecords(targets: ReturnType<typeof fleetTargets>) {
   const instance = {
     apiVersion: API_VERSION,
     kind: 'ConversionWebhookServer',
@@ -260,8 +275,7 @@ function fleetRecords(n: number) {
     spec: { replicas: 1 },
   };
   const records = [recorded('webhookserver', instance, 0)];
-  for (let i = 0; i < n; i++) {
-    const crd = target(i);
+  for (const [i, { crd, config }] of targets.entries()) {
     records.push(recorded('crd', crd, i));
     records.push(
       recorded(
@@ -273,7 +287,7 @@ function fleetRecords(n: number) {
           spec: {
             targetCRD: { name: crd.metadata.name },
             webhookServerRef: { name: INSTANCE },
-            ...configSpec(i),
+            ...config,
           },
         } as { metadata: { name: string } },
         i,
@@ -308,27 +322,114 @@ async function runReplica(url: string, expected: number, mode: 'replica' | 'view
   return JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as ReplicaRun;
 }
 
+/** How the reference's compile is run beside each replica start: the last is the issue's measure. */
+const REFERENCE_CASES = [
+  { label: 'GOMAXPROCS=1, serial', gomaxprocs: 1, workers: 1 },
+  { label: 'GOMAXPROCS=2, serial (as its InitialSync; GC gets the other core)', gomaxprocs: 2, workers: 1 },
+  { label: 'GOMAXPROCS=2, 2 goroutines taking the next target', gomaxprocs: 2, workers: 2 },
+] as const;
+
+interface Reference {
+  binary: string;
+  input: string;
+}
+
+/** The reference program built against REFERENCE_DIR and its input written; undefined when unset. */
+async function prepareReference(
+  dir: string,
+  targets: readonly ReferenceTarget[],
+): Promise<Reference | undefined> {
+  const referenceDir = process.env.REFERENCE_DIR;
+  if (!referenceDir) {
+    console.log(
+      '\nREFERENCE_DIR is not set: the reference side by side is skipped. Point it at a checkout of TeraSky-OSS/declarative-conversion-operator at d92dfe6 to compile the same targets in its engine.',
+    );
+    return undefined;
+  }
+  const binary = await buildReference(referenceDir, dir);
+  const input = join(dir, 'reference-targets.json');
+  await writeReferenceTargets(input, targets);
+  return { binary, input };
+}
+
+function median(xs: readonly number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] as number;
+}
+
+const msList = (xs: readonly number[]) => xs.map((x) => Math.round(x).toLocaleString('en-US')).join(', ');
+
+function countsOf(counts: Record<string, number>): string {
+  const entries = Object.entries(counts).sort(([, a], [, b]) => b - a);
+  return entries.length === 0
+    ? 'none'
+    : entries.map(([k, n]) => `${k} ${n.toLocaleString('en-US')}`).join(', ');
+}
+
+/** Each replica start against the reference runs beside it, run by run, and the issue's target. */
+function printSideBySide(runs: readonly ReplicaRun[], reference: ReadonlyMap<string, ReferenceRun[]>): void {
+  const first = reference.values().next().value?.[0];
+  if (!first) return;
+  console.log(
+    `\n## Side by side: the reference engine (TeraSky-OSS/declarative-conversion-operator d92dfe6, ${first.goVersion}) compiling the same ${first.targets} targets, a fresh process per run beside each replica start\n`,
+  );
+  console.log(
+    `Rules mapped into the reference's engine: ${countsOf(first.rulesMapped)}; left out: ${countsOf(first.rulesLeftOut)}. Spokes compiled: ${first.compiled} of ${first.spokes}.\n`,
+  );
+  const ready = runs.map((r) => r.readyMs);
+  console.log('| measure | median | runs | replica start ÷ this (median of the runs) | target |');
+  console.log('|---|---|---|---|---|');
+  console.log(
+    `| switchyard replica, start to ready (bus read, configs parsed, plans compiled, published) | ${Math.round(median(ready))} ms | ${msList(ready)} | | |`,
+  );
+  for (const [i, c] of REFERENCE_CASES.entries()) {
+    const compile = (reference.get(c.label) ?? []).map((r) => r.compileMs);
+    const ratio = median(ready.map((r, run) => r / (compile[run] as number)));
+    const measure = i === REFERENCE_CASES.length - 1;
+    const target = measure ? `≤ 0.5×: **${ratio <= 0.5 ? 'met' : 'not met'}**` : '';
+    const bold = (text: string) => (measure ? `**${text}**` : text);
+    console.log(
+      `| reference compile, ${c.label} | ${bold(`${Math.round(median(compile))} ms`)} | ${msList(compile)} | ${bold(`${ratio.toFixed(2)}×`)} | ${target} |`,
+    );
+  }
+  const all = [...reference.values()].flat();
+  console.log(
+    `| reference, decoding the targets' JSON into its typed CRDs (not in its compile) | ${Math.round(median(all.map((r) => r.decodeMs)))} ms | | | |`,
+  );
+  console.log(
+    `| reference, heap its compiled reports retain per target (after GC) | ${(median(all.map((r) => r.heapBytes)) / 1024 / first.targets).toFixed(1)} KiB | | | |`,
+  );
+  console.log(
+    `| reference, peak RSS of the process (the input file and its decode included) | ${(median(all.map((r) => r.maxRssBytes)) / 1024 / 1024).toFixed(0)} MiB | | | |`,
+  );
+}
+
 async function replicaBench(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'switchyard-bench-'));
   const server = await NatsServer.start(dir, log);
   try {
+    const targets = fleetTargets(REPLICA_TARGETS);
+    const reference = await prepareReference(dir, targets);
     const nc = await connect({ servers: server.url });
     await ensureTopology(await jetstreamManager(nc), DEFAULT_TOPOLOGY);
     const js = jetstream(nc);
-    const records = fleetRecords(REPLICA_TARGETS);
+    const records = fleetRecords(targets);
     await Promise.all(records.map((r) => js.publish(r.subject, r.data)));
     const recordBytes = records.reduce((n, r) => n + r.data.length, 0);
     await nc.close();
     const runs: ReplicaRun[] = [];
     const views: ReplicaRun[] = [];
+    const referenceRuns = new Map<string, ReferenceRun[]>(REFERENCE_CASES.map((c) => [c.label, []]));
     for (let i = 0; i < REPLICA_RUNS; i++) {
       runs.push(await runReplica(server.url, REPLICA_TARGETS, 'replica'));
       views.push(await runReplica(server.url, 0, 'view'));
+      if (reference)
+        for (const c of REFERENCE_CASES)
+          referenceRuns
+            .get(c.label)
+            ?.push(await runReference(reference.binary, reference.input, c.gomaxprocs, c.workers));
     }
-    const med = (xs: ReplicaRun[], f: (r: ReplicaRun) => number) => {
-      const sorted = xs.map(f).sort((a, b) => a - b);
-      return sorted[Math.floor(sorted.length / 2)] as number;
-    };
+    const med = (xs: ReplicaRun[], f: (r: ReplicaRun) => number) => median(xs.map(f));
     const kib = (bytes: number) => `${(bytes / 1024 / REPLICA_TARGETS).toFixed(1)} KiB`;
     console.log(
       `\n## Replica start: ${REPLICA_TARGETS} targets × 3 versions × 50 leaves, 10-rule configs (records ${(recordBytes / 1024 / 1024).toFixed(1)} MiB on the bus), medians of ${REPLICA_RUNS} processes\n`,
@@ -338,7 +439,7 @@ async function replicaBench(): Promise<void> {
     console.log(`| read the bus (view start) | ${med(runs, (r) => r.viewMs).toFixed(0)} ms | | |`);
     console.log(`| compile and publish (first sync) | ${med(runs, (r) => r.compileMs).toFixed(0)} ms | | |`);
     console.log(
-      `| **start to ready** | **${med(runs, (r) => r.readyMs).toFixed(0)} ms** | 391 ms (24 cores) | < 391 ms on 2 cores |`,
+      `| **start to ready** | **${med(runs, (r) => r.readyMs).toFixed(0)} ms** | ${reference ? 'side by side below' : 'REFERENCE_DIR not set'} | ≤ 0.5× the reference's compile at GOMAXPROCS=2 |`,
     );
     console.log(
       `| **heap per target held** (after gc) | **${kib(med(runs, (r) => r.heapBytes))}** | ~18 KiB | ≤ 9 KiB |`,
@@ -347,6 +448,7 @@ async function replicaBench(): Promise<void> {
     console.log(
       `| peak RSS of the process | ${(med(runs, (r) => r.maxRssBytes) / 1024 / 1024).toFixed(0)} MiB | 140 MiB | |`,
     );
+    if (reference) printSideBySide(runs, referenceRuns);
   } finally {
     await server.stop();
     await rm(dir, { recursive: true, force: true });
