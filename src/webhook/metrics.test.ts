@@ -7,7 +7,7 @@ describe('the webhook-server metrics', () => {
     m.review('gizmos.x.io', 'v2', 'success', 0.002, 10);
     m.review('gizmos.x.io', 'v2', 'failure', 0.001);
     m.review('gizmos.x.io', 'v2', 'rejected', 5);
-    m.plans(3, 1);
+    m.plans(3, 1, 7);
     m.observeLease(() => ({ publishes: 2, renewals: 5, lastEncodedBytes: 118 }));
     const { contentType, body } = await m.render();
     expect(contentType).toMatch(/^text\/plain/);
@@ -36,6 +36,7 @@ describe('the webhook-server metrics', () => {
     );
     expect(body).toContain('switchyard_webhook_plans_held 3');
     expect(body).toContain('switchyard_webhook_compile_failures 1');
+    expect(body).toContain('switchyard_webhook_plans_pending_compile 7');
     expect(body).toContain('switchyard_webhook_lease_publishes_total{kind="set"} 2');
     expect(body).toContain('switchyard_webhook_lease_publishes_total{kind="renew"} 5');
     expect(body).toContain('switchyard_webhook_lease_served_set_bytes 118');
@@ -58,7 +59,7 @@ describe('the webhook-server metrics', () => {
   it('keeps one registry per replica', async () => {
     const a = new WebhookMetrics();
     const b = new WebhookMetrics();
-    a.plans(5, 0);
+    a.plans(5, 0, 0);
     expect((await b.render()).body).toContain('switchyard_webhook_plans_held 0');
   });
 });

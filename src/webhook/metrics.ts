@@ -49,6 +49,11 @@ export class WebhookMetrics {
     help: 'Targets this replica holds a compiled plan for: those its Lease reports, and those draining or compiled for a review.',
     registers: [this.registry],
   });
+  private readonly plansPending = new Gauge({
+    name: 'switchyard_webhook_plans_pending_compile',
+    help: 'Targets this replica should hold whose plan is not compiled yet: compiled in the background, or at once by a review; reported in the Lease only once compiled.',
+    registers: [this.registry],
+  });
   private readonly compileFailures = new Gauge({
     name: 'switchyard_webhook_compile_failures',
     help: 'Targets whose config does not compile now (a held one serves its last good plan).',
@@ -142,9 +147,10 @@ export class WebhookMetrics {
     if (result === 'success') this.objectTally.add(target, () => ({ target }), objects);
   }
 
-  plans(held: number, failing: number): void {
+  plans(held: number, failing: number, pending: number): void {
     this.plansHeld.set(held);
     this.compileFailures.set(failing);
+    this.plansPending.set(pending);
   }
 
   /** Where the view's freshness comes from (ObjectView.freshness). */

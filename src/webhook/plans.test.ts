@@ -13,6 +13,13 @@ function at(nowMs: number, moment: Partial<SyncMoment> = {}): SyncMoment {
   return { nowMs, viewCurrent: true, leaseSettled: true, ...moment };
 }
 
+/** A sync and every compile it queued, as the replica's background slices would do by and by. */
+function syncAll(plans: HeldPlans, w: PlanWorld, moment: SyncMoment) {
+  const { removed, draining } = plans.sync(w, moment);
+  const { added, failed } = plans.compilePending();
+  return { added, removed, failed, draining };
+}
+
 function gizmos(name = TARGET, service?: string, v1Field = 'replicas') {
   return gizmoTarget(name, { ...(service && { service }), v1Field });
 }
@@ -44,7 +51,7 @@ function world(
 describe('the plans a replica holds', () => {
   it('holds a plan for a target assigned to its instance, and converts with it', () => {
     const plans = new HeldPlans('a', NO_DRAIN);
-    expect(plans.sync(world([config('w', { pin: 'a' })], [gizmos()]), at(0))).toEqual({
+    expect(syncAll(plans, world([config('w', { pin: 'a' })], [gizmos()]), at(0))).toEqual({
       added: [TARGET],
       removed: [],
       failed: [],
@@ -64,27 +71,28 @@ describe('the plans a replica holds', () => {
 
   it('reports nothing for a target assigned elsewhere that does not name it', () => {
     const plans = new HeldPlans('b', NO_DRAIN);
-    plans.sync(world([config('w', { pin: 'a' })], [gizmos()]), at(0));
+    syncAll(plans, world([config('w', { pin: 'a' })], [gizmos()]), at(0));
     expect([...plans.servable()]).toEqual([]);
     expect([...plans.held()]).toEqual([]);
   });
 
   it('keeps serving on the losing side while the target still names its Service, and for the drain after the repoint', () => {
     const plans = new HeldPlans('a', { drainMs: 30_000 });
-    plans.sync(world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
-    const moved = plans.sync(
+    syncAll(plans, world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
+    const moved = syncAll(
+      plans,
       world([config('w', { pin: 'b' })], [gizmos(TARGET, 'a-webhook-server')]),
       at(1_000),
     );
     expect(moved, 'repinned to b, but the target still names a').toMatchObject({ removed: [], draining: [] });
     expect(plans.lookup(TARGET, 0).kind).toBe('plan');
     const repointed = world([config('w', { pin: 'b' })], [gizmos(TARGET, 'b-webhook-server')]);
-    expect(plans.sync(repointed, at(2_000))).toMatchObject({ removed: [], draining: [TARGET] });
+    expect(syncAll(plans, repointed, at(2_000))).toMatchObject({ removed: [], draining: [TARGET] });
     expect(plans.nextDrainEndMs()).toBe(32_000);
-    expect(plans.sync(repointed, at(31_999))).toMatchObject({ removed: [], draining: [] });
+    expect(syncAll(plans, repointed, at(31_999))).toMatchObject({ removed: [], draining: [] });
     expect([...plans.held()], 'still serving the calls the apiserver sent before').toEqual([TARGET]);
     expect([...plans.servable()], 'but no longer reporting it').toEqual([]);
-    expect(plans.sync(repointed, at(32_000))).toMatchObject({ removed: [TARGET], draining: [] });
+    expect(syncAll(plans, repointed, at(32_000))).toMatchObject({ removed: [TARGET], draining: [] });
     expect([...plans.held()]).toEqual([]);
     expect(plans.nextDrainEndMs()).toBeUndefined();
   });
@@ -93,31 +101,35 @@ describe('the plans a replica holds', () => {
     const plans = new HeldPlans('a', { drainMs: 30_000 });
     const here = world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]);
     const gone = world([config('w', { pin: 'b' })], [gizmos(TARGET, 'b-webhook-server')]);
-    plans.sync(here, at(0));
-    expect(plans.sync(gone, at(1_000)).draining).toEqual([TARGET]);
-    expect(plans.sync(here, at(20_000))).toMatchObject({ added: [], removed: [], draining: [] });
+    syncAll(plans, here, at(0));
+    expect(syncAll(plans, gone, at(1_000)).draining).toEqual([TARGET]);
+    expect(syncAll(plans, here, at(20_000))).toMatchObject({ added: [], removed: [], draining: [] });
     expect(plans.nextDrainEndMs()).toBeUndefined();
-    expect(plans.sync(gone, at(40_000)).draining).toEqual([TARGET]);
-    expect(plans.sync(gone, at(69_999)).removed, 'a fresh drain, not the first one’s end').toEqual([]);
-    expect(plans.sync(gone, at(70_000)).removed).toEqual([TARGET]);
+    expect(syncAll(plans, gone, at(40_000)).draining).toEqual([TARGET]);
+    expect(syncAll(plans, gone, at(69_999)).removed, 'a fresh drain, not the first one’s end').toEqual([]);
+    expect(syncAll(plans, gone, at(70_000)).removed).toEqual([TARGET]);
   });
 
   it('drops the plan at once on reassignment when told to hold only what it is assigned (the negative control)', () => {
     const plans = new HeldPlans('a', { drainMs: 0, holdWhileNamed: false });
-    plans.sync(world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
-    const moved = plans.sync(world([config('w', { pin: 'b' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
+    syncAll(plans, world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
+    const moved = syncAll(
+      plans,
+      world([config('w', { pin: 'b' })], [gizmos(TARGET, 'a-webhook-server')]),
+      at(0),
+    );
     expect(moved.removed, 'repinned to b; the target still names a, and a lets go anyway').toEqual([TARGET]);
     expect(plans.lookup(TARGET, 0)).toMatchObject({ kind: 'none' });
   });
 
   it('holds nothing for a target that does not exist, or that two configs claim', () => {
     const plans = new HeldPlans('a', NO_DRAIN);
-    plans.sync(world([config('w', { pin: 'a' })], []), at(0));
+    syncAll(plans, world([config('w', { pin: 'a' })], []), at(0));
     expect(plans.lookup(TARGET, 0)).toEqual({
       kind: 'none',
       why: `the target ${TARGET} does not exist in this replica's view of the bus`,
     });
-    plans.sync(world([config('w', { pin: 'a' }), config('v', { pin: 'a' })], [gizmos()]), at(0));
+    syncAll(plans, world([config('w', { pin: 'a' }), config('v', { pin: 'a' })], [gizmos()]), at(0));
     expect([...plans.servable()]).toEqual([]);
     const lookup = plans.lookup(TARGET, 0);
     expect(lookup.kind === 'none' && lookup.why).toContain('all convert');
@@ -125,9 +137,10 @@ describe('the plans a replica holds', () => {
 
   it('keeps the last good plan when the config stops compiling, reports it, and takes a fix', () => {
     const plans = new HeldPlans('a', NO_DRAIN);
-    plans.sync(world([config('w', { pin: 'a' })], [gizmos()]), at(0));
+    syncAll(plans, world([config('w', { pin: 'a' })], [gizmos()]), at(0));
     const before = plans.lookup(TARGET, 0);
-    const broken = plans.sync(
+    const broken = syncAll(
+      plans,
       world([config('w', { pin: 'a', spokePath: 'spec.nowhere', generation: 2 })], [gizmos()]),
       at(0),
     );
@@ -135,14 +148,15 @@ describe('the plans a replica holds', () => {
     expect(broken.removed, 'a bad edit must not take the working plan away').toEqual([]);
     expect(plans.lookup(TARGET, 0)).toEqual(before);
     expect(plans.failures().get(TARGET)?.join(' ')).toContain('spec.nowhere');
-    const fixed = plans.sync(world([config('w', { pin: 'a', generation: 3 })], [gizmos()]), at(0));
+    const fixed = syncAll(plans, world([config('w', { pin: 'a', generation: 3 })], [gizmos()]), at(0));
     expect(fixed.failed).toEqual([]);
     expect(plans.failures().size).toBe(0);
   });
 
   it('serves nothing, and says why, for a config that never compiled', () => {
     const plans = new HeldPlans('a', NO_DRAIN);
-    const result = plans.sync(
+    const result = syncAll(
+      plans,
       world([config('w', { pin: 'a', spokePath: 'spec.nowhere' })], [gizmos()]),
       at(0),
     );
@@ -157,13 +171,14 @@ describe('the plans a replica holds', () => {
       const found = plans.lookup(TARGET, 0);
       return found.kind === 'plan' ? found.router : undefined;
     };
-    plans.sync(world([config('w', { pin: 'a' })], [gizmos()]), at(0));
+    syncAll(plans, world([config('w', { pin: 'a' })], [gizmos()]), at(0));
     const first = routerOf();
     expect(first).toBeDefined();
     const withStatus = { ...config('w', { pin: 'a' }), status: { phase: 'Applied' as const } };
-    plans.sync(world([withStatus], [gizmos(TARGET, 'a-webhook-server')]), at(0));
+    syncAll(plans, world([withStatus], [gizmos(TARGET, 'a-webhook-server')]), at(0));
     expect(routerOf(), 'a status write and a repoint compile nothing').toBe(first);
-    plans.sync(
+    syncAll(
+      plans,
       world(
         [config('w', { pin: 'a', spokePath: 'spec.count', generation: 2 })],
         [gizmos(TARGET, undefined, 'count')],
@@ -183,8 +198,8 @@ describe('the plans a replica holds', () => {
     const targets = configs.map((_, i) => gizmos(`gizmos${i}.x.io`));
     const a = new HeldPlans('a', NO_DRAIN);
     const b = new HeldPlans('b', NO_DRAIN);
-    a.sync(world(configs, targets, pool), at(0));
-    b.sync(world(configs, targets, pool), at(0));
+    syncAll(a, world(configs, targets, pool), at(0));
+    syncAll(b, world(configs, targets, pool), at(0));
     expect(a.servable().size + b.servable().size).toBe(40);
     expect([...a.servable()].filter((t) => b.servable().has(t))).toEqual([]);
     expect(a.servable().size).toBeGreaterThan(0);
@@ -194,10 +209,10 @@ describe('the plans a replica holds', () => {
   it('takes a draining target out of the report at once: a report means "held for as long as it names me"', () => {
     const plans = new HeldPlans('a', { drainMs: 30_000 });
     const named = world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]);
-    plans.sync(named, at(0));
+    syncAll(plans, named, at(0));
     expect([...plans.servable()]).toEqual([TARGET]);
     const moved = world([config('w', { pin: 'b' })], [gizmos(TARGET, 'b-webhook-server')]);
-    expect(plans.sync(moved, at(1_000)).draining).toEqual([TARGET]);
+    expect(syncAll(plans, moved, at(1_000)).draining).toEqual([TARGET]);
     expect([...plans.servable()], 'not reported while it drains').toEqual([]);
     expect([...plans.held()], 'but still held and served').toEqual([TARGET]);
     expect(plans.lookup(TARGET, 1_000).kind).toBe('plan');
@@ -205,48 +220,48 @@ describe('the plans a replica holds', () => {
 
   it('drops nothing while its view is behind the bus, however long: a stale view is no evidence', () => {
     const plans = new HeldPlans('a', { drainMs: 30_000 });
-    plans.sync(world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
+    syncAll(plans, world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
     // The view says the target went to b, but the view is behind: it may not have seen it come back.
     const looksMoved = world([config('w', { pin: 'b' })], [gizmos(TARGET, 'b-webhook-server')]);
     for (let now = 1_000; now <= 600_000; now += 10_000)
-      expect(plans.sync(looksMoved, at(now, { viewCurrent: false })).removed, `at ${now} ms`).toEqual([]);
+      expect(syncAll(plans, looksMoved, at(now, { viewCurrent: false })).removed, `at ${now} ms`).toEqual([]);
     expect(plans.nextDrainEndMs(), 'no drain runs on a stale view').toBeUndefined();
     // Current again: the evidence starts now, and the drain runs from here.
-    expect(plans.sync(looksMoved, at(600_000)).draining).toEqual([TARGET]);
-    expect(plans.sync(looksMoved, at(629_999)).removed).toEqual([]);
-    expect(plans.sync(looksMoved, at(630_000)).removed).toEqual([TARGET]);
+    expect(syncAll(plans, looksMoved, at(600_000)).draining).toEqual([TARGET]);
+    expect(syncAll(plans, looksMoved, at(629_999)).removed).toEqual([]);
+    expect(syncAll(plans, looksMoved, at(630_000)).removed).toEqual([TARGET]);
   });
 
   it('starts the drain only once the Lease no longer reports the target', () => {
     const plans = new HeldPlans('a', { drainMs: 30_000 });
-    plans.sync(world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
+    syncAll(plans, world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
     const moved = world([config('w', { pin: 'b' })], [gizmos(TARGET, 'b-webhook-server')]);
-    plans.sync(moved, at(1_000, { leaseSettled: false }));
+    syncAll(plans, moved, at(1_000, { leaseSettled: false }));
     expect(
-      plans.sync(moved, at(60_000, { leaseSettled: false })).removed,
+      syncAll(plans, moved, at(60_000, { leaseSettled: false })).removed,
       'the Lease may still report it',
     ).toEqual([]);
-    plans.sync(moved, at(61_000));
+    syncAll(plans, moved, at(61_000));
     expect(plans.nextDrainEndMs()).toBe(91_000);
-    expect(plans.sync(moved, at(90_999)).removed).toEqual([]);
-    expect(plans.sync(moved, at(91_000)).removed).toEqual([TARGET]);
+    expect(syncAll(plans, moved, at(90_999)).removed).toEqual([]);
+    expect(syncAll(plans, moved, at(91_000)).removed).toEqual([TARGET]);
   });
 
   it('keeps a draining plan for a drain after the last review it served', () => {
     const plans = new HeldPlans('a', { drainMs: 30_000 });
-    plans.sync(world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
+    syncAll(plans, world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
     const moved = world([config('w', { pin: 'b' })], [gizmos(TARGET, 'b-webhook-server')]);
-    plans.sync(moved, at(1_000));
+    syncAll(plans, moved, at(1_000));
     expect(plans.lookup(TARGET, 25_000).kind).toBe('plan');
-    expect(plans.sync(moved, at(31_000)).removed, 'used 6 s ago').toEqual([]);
-    expect(plans.sync(moved, at(55_000)).removed).toEqual([TARGET]);
+    expect(syncAll(plans, moved, at(31_000)).removed, 'used 6 s ago').toEqual([]);
+    expect(syncAll(plans, moved, at(55_000)).removed).toEqual([TARGET]);
   });
 
   it('serves a review routed to it although its view says the target is elsewhere: compiles on demand', () => {
     const plans = new HeldPlans('b', { drainMs: 30_000 });
     // b's view: assigned to a, naming a. The apiserver calling b says otherwise: b's view is behind.
     const elsewhere = world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]);
-    plans.sync(elsewhere, at(0));
+    syncAll(plans, elsewhere, at(0));
     const found = plans.lookup(TARGET, 100);
     expect(found.kind).toBe('plan');
     if (found.kind !== 'plan') return;
@@ -256,23 +271,23 @@ describe('the plans a replica holds', () => {
       object: { spec: { size: 3 } },
     });
     expect([...plans.servable()], 'compiled for a review, not reported').toEqual([]);
-    expect(plans.sync(elsewhere, at(200)).draining).toEqual([TARGET]);
-    expect(plans.sync(elsewhere, at(30_099)).removed).toEqual([]);
-    expect(plans.sync(elsewhere, at(30_200)).removed, 'unused for a drain: gone').toEqual([TARGET]);
+    expect(syncAll(plans, elsewhere, at(200)).draining).toEqual([TARGET]);
+    expect(syncAll(plans, elsewhere, at(30_099)).removed).toEqual([]);
+    expect(syncAll(plans, elsewhere, at(30_200)).removed, 'unused for a drain: gone').toEqual([TARGET]);
   });
 
   it('refuses on demand only what it cannot convert correctly, and says why', () => {
     const b = new HeldPlans('b', NO_DRAIN);
-    b.sync(world([], [gizmos()]), at(0));
+    syncAll(b, world([], [gizmos()]), at(0));
     expect(b.lookup(TARGET, 0)).toEqual({ kind: 'none', why: 'no config converts it' });
-    b.sync(world([config('w', { pin: 'a' })], []), at(0));
+    syncAll(b, world([config('w', { pin: 'a' })], []), at(0));
     expect(b.lookup(TARGET, 0)).toMatchObject({
       kind: 'none',
       why: expect.stringContaining('does not exist'),
     });
-    b.sync(world([config('w', { pin: 'a' }), config('v', { pin: 'a' })], [gizmos()]), at(0));
+    syncAll(b, world([config('w', { pin: 'a' }), config('v', { pin: 'a' })], [gizmos()]), at(0));
     expect(b.lookup(TARGET, 0)).toMatchObject({ kind: 'none', why: expect.stringContaining('all convert') });
-    b.sync(world([config('w', { pin: 'a', spokePath: 'spec.nowhere' })], [gizmos()]), at(0));
+    syncAll(b, world([config('w', { pin: 'a', spokePath: 'spec.nowhere' })], [gizmos()]), at(0));
     expect(b.lookup(TARGET, 0)).toMatchObject({
       kind: 'none',
       why: expect.stringMatching(/^its config does not compile: /),
@@ -282,10 +297,100 @@ describe('the plans a replica holds', () => {
 
   it('keeps serving and reporting a target that names it after its config is deleted', () => {
     const plans = new HeldPlans('a', { drainMs: 30_000 });
-    plans.sync(world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
+    syncAll(plans, world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
     const orphan = world([], [gizmos(TARGET, 'a-webhook-server')]);
-    expect(plans.sync(orphan, at(100_000))).toMatchObject({ removed: [], draining: [] });
+    expect(syncAll(plans, orphan, at(100_000))).toMatchObject({ removed: [], draining: [] });
     expect([...plans.servable()]).toEqual([TARGET]);
     expect(plans.lookup(TARGET, 100_000).kind).toBe('plan');
+  });
+});
+
+describe('compiling after the decision: a sync decides, compiles run by and by or for a review', () => {
+  const NAMES = ['gizmos1.x.io', 'gizmos2.x.io', 'gizmos3.x.io'];
+  const three = () =>
+    world(
+      NAMES.map((t, i) => config(`c${i}`, { target: t, pin: 'a' })),
+      NAMES.map((t) => gizmos(t)),
+    );
+  const v1 = { apiVersion: 'x.io/v1', kind: 'Gizmo', metadata: { name: 'g' }, spec: { replicas: 3 } };
+
+  it('decides what to hold without compiling; reports nothing it has not compiled, then grows slice by slice', () => {
+    const plans = new HeldPlans('a', NO_DRAIN);
+    expect(plans.sync(three(), at(0))).toEqual({ removed: [], draining: [], pending: 3 });
+    expect(plans.pendingTargets()).toEqual(NAMES);
+    expect([...plans.servable()], 'nothing compiled, nothing reported').toEqual([]);
+    expect([...plans.held()]).toEqual([]);
+    const slices: string[][] = [];
+    while (plans.pendingCount() > 0) {
+      const { added, failed } = plans.compilePending((compiled) => compiled < 2);
+      expect(failed).toEqual([]);
+      slices.push(added);
+      for (const target of plans.servable())
+        expect(plans.pendingTargets(), `${target} reported while its compile waits`).not.toContain(target);
+    }
+    expect(slices, 'two a slice, then the rest').toEqual([NAMES.slice(0, 2), NAMES.slice(2)]);
+    expect([...plans.servable()].sort()).toEqual(NAMES);
+  });
+
+  it('compiles a pending target for the review that needs it, serves it, and reports it from then on', () => {
+    const plans = new HeldPlans('a', NO_DRAIN);
+    plans.sync(three(), at(0));
+    const found = plans.lookup('gizmos3.x.io', 5);
+    expect(found.kind, 'compiled and served, not refused').toBe('plan');
+    if (found.kind !== 'plan') return;
+    expect(convert(found.router, v1, 'v1', 'v2')).toMatchObject({ ok: true, object: { spec: { size: 3 } } });
+    expect([...plans.servable()]).toEqual(['gizmos3.x.io']);
+    expect(plans.pendingTargets()).toEqual(NAMES.slice(0, 2));
+    expect(plans.compilePending().added, 'compiled once, by the review').toEqual(NAMES.slice(0, 2));
+    expect(plans.lookup('gizmos3.x.io', 6)).toEqual(found);
+  });
+
+  it('takes a failing compile as a failure, not a crash: the others compile and a review says why', () => {
+    const plans = new HeldPlans('a', NO_DRAIN);
+    const bad = world(
+      [config('w', { pin: 'a', spokePath: 'spec.nowhere' }), config('o', { target: 'other.x.io', pin: 'a' })],
+      [gizmos(), gizmos('other.x.io')],
+    );
+    plans.sync(bad, at(0));
+    const lookup = plans.lookup(TARGET, 0);
+    expect(lookup.kind === 'none' && lookup.why).toMatch(/^its config does not compile: .*spec\.nowhere/);
+    expect(plans.compilePending()).toEqual({ added: ['other.x.io'], failed: [] });
+    expect([...plans.servable()]).toEqual(['other.x.io']);
+    expect(plans.failures().get(TARGET)?.join(' ')).toContain('spec.nowhere');
+    expect(plans.sync(bad, at(1)).pending, 'a failure is remembered, not compiled again').toBe(0);
+  });
+
+  it('queues a recompile: the last good plan stays reported meanwhile, and a review gets the new plan', () => {
+    const plans = new HeldPlans('a', NO_DRAIN);
+    syncAll(plans, world([config('w', { pin: 'a' })], [gizmos()]), at(0));
+    const first = plans.lookup(TARGET, 0);
+    const edited = world(
+      [config('w', { pin: 'a', spokePath: 'spec.count', generation: 2 })],
+      [gizmos(TARGET, undefined, 'count')],
+    );
+    expect(plans.sync(edited, at(1)).pending).toBe(1);
+    expect([...plans.servable()], 'still held: the last good plan').toEqual([TARGET]);
+    const next = plans.lookup(TARGET, 1);
+    expect(next.kind).toBe('plan');
+    expect(next, 'the review converts with what the view holds now').not.toEqual(first);
+    if (next.kind !== 'plan') return;
+    const count = { ...v1, spec: { count: 3 } };
+    expect(convert(next.router, count, 'v1', 'v2')).toMatchObject({
+      ok: true,
+      object: { spec: { size: 3 } },
+    });
+    expect(plans.pendingCount()).toBe(0);
+  });
+
+  it('forgets a pending compile once the target is no longer called for here', () => {
+    const plans = new HeldPlans('a', NO_DRAIN);
+    plans.sync(three(), at(0));
+    const moved = world(
+      NAMES.map((t, i) => config(`c${i}`, { target: t, pin: i === 0 ? 'b' : 'a' })),
+      NAMES.map((t) => gizmos(t)),
+    );
+    expect(plans.sync(moved, at(1)).pending).toBe(2);
+    expect(plans.compilePending().added).toEqual(NAMES.slice(1));
+    expect(plans.servable().has(NAMES[0] as string)).toBe(false);
   });
 });

@@ -28,6 +28,14 @@
 // no definition in the view, or rules that do not compile is refused. A plan compiled on demand
 // is not reported (the view does not call for it) and drains like any other once unused.
 //
+// A sync decides what to hold; it compiles nothing. The targets whose plan is missing or was
+// compiled from something else wait in `pending`, compiled a bounded slice at a time by the
+// caller (`compilePending`, the replica yields to the event loop between slices) and at once by
+// a review that needs one (`lookup`): a replica is ready once its view has caught up, not once
+// it has compiled everything (issue 31). `servable` lists compiled plans only, so a report still
+// means "held"; a pending recompile leaves the last good plan reported and serving meanwhile,
+// as a failed one does.
+//
 // One bad config never takes a working plan away: a config that stops compiling keeps serving
 // its last good plan, and the failure is reported (`failures`) until a fix compiles. A plan is
 // compiled again only when what it is compiled from changes (the config's spec, the target's
@@ -81,14 +89,27 @@ interface Held extends Source {
   lastUsedMs?: number;
 }
 
-/** What one `sync` changed: the targets that gained or lost a plan (the Lease republishes on either). */
+/** What one `sync` changed: the targets that lost a plan or began draining, and how many wait for a compile. */
 export interface PlanSync {
-  added: string[];
   removed: string[];
-  /** Targets whose config does not compile now, with the diagnostics (a held one keeps its last good plan). */
-  failed: string[];
   /** Targets that left the report this sync and drain until the evidence has held long enough (`nextDrainEndMs`). */
   draining: string[];
+  /** Targets the view calls for here whose plan is not compiled from what the view holds now. */
+  pending: number;
+}
+
+/** What one `compilePending` did: the targets that gained a plan, and those whose config does not compile. */
+export interface PlanCompile {
+  /** Targets that had no plan and have one now (a recompiled plan is in neither list). */
+  added: string[];
+  /** Targets whose config does not compile now, with the diagnostics (a held one keeps its last good plan). */
+  failed: string[];
+}
+
+/** A target the view calls for here, and what its plan is to be compiled from. */
+interface Wanted {
+  config: ConversionConfig;
+  live: unknown;
 }
 
 export interface HeldPlansOptions {
@@ -106,6 +127,8 @@ export class HeldPlans {
   private readonly plans = new Map<string, Held>();
   private readonly failing = new Map<string, Source & { errors: string[] }>();
   private readonly notHeld = new Map<string, string>();
+  /** Wanted targets whose plan is not compiled from what the last sync saw, in the order they are compiled. */
+  private pending = new Map<string, Wanted>();
   /** The targets the last sync's view calls for here (assigned or named): what the Lease reports. */
   private kept: ReadonlySet<string> = new Set();
   private world: PlanWorld | undefined;
@@ -118,7 +141,10 @@ export class HeldPlans {
     this.drainMs = holdWhileNamed ? drainMs : 0;
   }
 
-  /** Brings the plans in line with `world`; compiles only what changed, drops only on evidence. */
+  /**
+   * Decides what to hold in line with `world`: drops only on evidence, and queues for a compile
+   * (`compilePending`) only what changed. Compiles nothing itself.
+   */
   sync(world: PlanWorld, moment: SyncMoment): PlanSync {
     this.world = world;
     const before = new Set(this.plans.keys());
@@ -126,17 +152,41 @@ export class HeldPlans {
     this.kept = new Set([...wanted.keys(), ...named]);
     const draining = this.drainUnkept(moment);
     for (const target of [...this.failing.keys()]) if (!wanted.has(target)) this.failing.delete(target);
-    const failed: string[] = [];
-    for (const [target, { config, live }] of wanted) {
-      if (!this.compileIfChanged(target, config, live)) failed.push(target);
-    }
-    const after = new Set(this.plans.keys());
+    this.pending = new Map();
+    for (const [target, want] of wanted) if (!this.compiledFrom(target, want)) this.pending.set(target, want);
     return {
-      added: [...after].filter((t) => !before.has(t)).sort(),
-      removed: [...before].filter((t) => !after.has(t)).sort(),
-      failed: failed.sort(),
+      removed: [...before].filter((t) => !this.plans.has(t)).sort(),
       draining,
+      pending: this.pending.size,
     };
+  }
+
+  /**
+   * Compiles pending plans in the order the sync queued them: at least one, then as long as
+   * `more(compiledSoFar)` says (the caller's time slice). Everything when `more` is left out.
+   */
+  compilePending(more: (compiled: number) => boolean = () => true): PlanCompile {
+    const added: string[] = [];
+    const failed: string[] = [];
+    let compiled = 0;
+    for (const target of this.pending.keys()) {
+      if (compiled > 0 && !more(compiled)) break;
+      const had = this.plans.has(target);
+      if (!this.compileQueued(target)) failed.push(target);
+      else if (!had) added.push(target);
+      compiled++;
+    }
+    return { added: added.sort(), failed: failed.sort() };
+  }
+
+  /** How many plans the view calls for here are not compiled yet from what it holds. */
+  pendingCount(): number {
+    return this.pending.size;
+  }
+
+  /** The targets waiting for a compile, in the order they will be compiled. */
+  pendingTargets(): string[] {
+    return [...this.pending.keys()];
   }
 
   /** When the earliest drain can end (monotonic ms): the next `sync` that may drop a plan. */
@@ -189,8 +239,13 @@ export class HeldPlans {
     return began.sort();
   }
 
-  /** The plan for a review of `target` at `nowMs` (monotonic): held, or compiled now if the replica can. */
+  /**
+   * The plan for a review of `target` at `nowMs` (monotonic): held, or compiled now if the
+   * replica can. A pending compile is done first, so a review never waits for the background
+   * queue nor converts with a plan its view has already replaced.
+   */
   lookup(target: string, nowMs = 0): PlanLookup {
+    if (this.pending.has(target)) this.compileQueued(target);
     const held = this.plans.get(target) ?? this.compileOnDemand(target);
     if (held) {
       held.lastUsedMs = nowMs;
@@ -268,9 +323,20 @@ export class HeldPlans {
     return this.plans.get(target);
   }
 
-  /** False when the config does not compile now (a plan compiled before, if any, stays). */
-  private compileIfChanged(target: string, config: ConversionConfig, live: unknown): boolean {
-    const source: Source = { config: configRevision(config), versions: versionsOf(live) };
+  /** Compiles a pending target and takes it off the queue; false when its config does not compile. */
+  private compileQueued(target: string): boolean {
+    const want = this.pending.get(target);
+    if (want === undefined) return true;
+    this.pending.delete(target);
+    return this.compileIfChanged(target, want.config, want.live);
+  }
+
+  /**
+   * Whether what the target's plan (or its remembered failure) was compiled from still stands for
+   * `want`: then there is nothing to compile, and the next comparison is by identity.
+   */
+  private compiledFrom(target: string, want: Wanted): boolean {
+    const source: Source = { config: configRevision(want.config), versions: versionsOf(want.live) };
     const held = this.plans.get(target);
     if (held && sameSource(held, source)) {
       held.versions = source.versions;
@@ -280,8 +346,15 @@ export class HeldPlans {
     const failure = this.failing.get(target);
     if (failure && sameSource(failure, source)) {
       failure.versions = source.versions;
-      return false;
+      return true;
     }
+    return false;
+  }
+
+  /** False when the config does not compile now (a plan compiled before, if any, stays). */
+  private compileIfChanged(target: string, config: ConversionConfig, live: unknown): boolean {
+    if (this.compiledFrom(target, { config, live })) return !this.failing.has(target);
+    const source: Source = { config: configRevision(config), versions: versionsOf(live) };
     const result = compile(config.spec, targetVersions(live));
     if (!result.ok) {
       this.failing.set(target, {
@@ -291,6 +364,7 @@ export class HeldPlans {
       return false;
     }
     this.failing.delete(target);
+    const held = this.plans.get(target);
     this.plans.set(target, { ...held, ...source, router: result.router, group: groupOf(live) });
     return true;
   }

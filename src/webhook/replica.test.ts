@@ -5,8 +5,9 @@ import type { RecordedObject } from '../bus/messages.ts';
 import type { ObjectKey } from '../bus/subjects.ts';
 import type { ViewLag } from '../bus/view-lag.ts';
 import type { ExpectedSet } from '../core/served-set-codec.ts';
+import { type Clock, systemClock } from '../runtime/clock.ts';
 import { WebhookMetrics } from './metrics.ts';
-import { Replica, type ReplicaView } from './replica.ts';
+import { COMPILE_SLICE_MS, Replica, type ReplicaView } from './replica.ts';
 import { gizmoTarget, renameConfig } from './test-support.ts';
 
 /** A view whose objects the test replaces, telling listeners as ObjectView does. */
@@ -79,7 +80,13 @@ const instance = (name: string) =>
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
-function replicaOf(view: ReplicaView, drainMs = 0) {
+/** Started, and every plan it holds compiled in the background. */
+async function started(replica: Replica): Promise<void> {
+  replica.start();
+  await replica.whenCompiled();
+}
+
+function replicaOf(view: ReplicaView, drainMs = 0, clock?: Clock) {
   const published: { served: string[]; expected: ExpectedSet; viewBehind: boolean }[] = [];
   const metrics = new WebhookMetrics();
   const replica = new Replica({
@@ -95,23 +102,74 @@ function replicaOf(view: ReplicaView, drainMs = 0) {
     metrics,
     log: pino({ level: 'silent' }),
     drainMs,
+    ...(clock && { clock }),
   });
   return { replica, published, metrics };
 }
 
 describe('a webhook-server replica', () => {
-  it('is ready after its first sync and publishes what it holds', () => {
+  it('is ready after its first sync, before it compiles, and publishes each plan once compiled', async () => {
     const { view, put } = mutableView();
     put('webhookserver', instance('a'));
     put('crd', crd('gizmos.x.io'));
     put('crdconfig', config('g', 'gizmos.x.io', 'a'));
-    const { replica, published } = replicaOf(view);
+    const { replica, published, metrics } = replicaOf(view);
     expect(replica.ready).toBe(false);
     replica.start();
-    expect(replica.ready).toBe(true);
+    expect(replica.ready, 'ready once its view is read, not once it compiled').toBe(true);
+    expect(replica.describe()).toMatchObject({ servable: [], compiling: ['gizmos.x.io'] });
+    expect(published, 'nothing reported before it is compiled').toEqual([]);
+    expect(replica.readinessNote()).toMatch(/^ok: 1 plans still compiling/);
+    expect((await metrics.render()).body).toContain('switchyard_webhook_plans_pending_compile 1');
+    await replica.whenCompiled();
     expect(published.map((p) => p.served)).toEqual([['gizmos.x.io']]);
     expect([...(published[0]?.expected.names ?? [])]).toEqual(['gizmos.x.io']);
+    expect(replica.readinessNote()).toBe('ok');
+    expect((await metrics.render()).body).toContain('switchyard_webhook_plans_pending_compile 0');
     expect(replica.lookup('gizmos.x.io').kind).toBe('plan');
+    replica.stop();
+  });
+
+  it('serves a review for a target its background compile has not reached, compiling it then', async () => {
+    const { view, put } = mutableView();
+    put('webhookserver', instance('a'));
+    for (const name of ['a1.x.io', 'a2.x.io', 'a3.x.io']) {
+      put('crd', crd(name));
+      put('crdconfig', config(name, name, 'a'));
+    }
+    const { replica, published } = replicaOf(view);
+    replica.start();
+    const found = replica.lookup('a3.x.io');
+    expect(found.kind, 'served at once, not refused').toBe('plan');
+    expect(replica.describe()).toMatchObject({ servable: ['a3.x.io'], compiling: ['a1.x.io', 'a2.x.io'] });
+    await replica.whenCompiled();
+    expect(published.at(-1)?.served).toEqual(['a1.x.io', 'a2.x.io', 'a3.x.io']);
+    expect(replica.lookup('a3.x.io'), 'the same plan: compiled once').toEqual(found);
+    replica.stop();
+  });
+
+  it('compiles in slices, yielding to the event loop between them, and publishes the set as it grows', async () => {
+    const { view, put } = mutableView();
+    put('webhookserver', instance('a'));
+    const names = ['a1.x.io', 'a2.x.io', 'a3.x.io'];
+    for (const name of names) {
+      put('crd', crd(name));
+      put('crdconfig', config(name, name, 'a'));
+    }
+    // Every reading of the clock is a slice later: each slice compiles one plan, then yields.
+    let now = 0;
+    const clock = { ...systemClock, monotonic: () => (now += COMPILE_SLICE_MS) };
+    const { replica, published } = replicaOf(view, 0, clock);
+    replica.start();
+    const seen: string[][] = [];
+    for (let turn = 0; turn < 3; turn++) {
+      // One turn of the event loop: what waited behind the slice runs before the next slice.
+      await settle();
+      seen.push(replica.describe().servable);
+    }
+    expect(seen).toEqual([['a1.x.io'], ['a1.x.io', 'a2.x.io'], names]);
+    expect(published.map((p) => p.served)).toEqual([['a1.x.io'], ['a1.x.io', 'a2.x.io'], names]);
+    replica.stop();
   });
 
   it('keeps serving a moved target through its drain, then lets go and republishes on its own', async () => {
@@ -144,12 +202,17 @@ describe('a webhook-server replica', () => {
     put('crd', crd('widgets.x.io'));
     put('crdconfig', config('g', 'gizmos.x.io', 'a'));
     const { replica, published } = replicaOf(view);
-    replica.start();
+    await started(replica);
     put('crdconfig', config('w', 'widgets.x.io', 'a'));
     put('crdconfig', config('g', 'gizmos.x.io', 'a', { phase: 'Applied' }));
     await settle();
-    expect(published.map((p) => p.served)).toEqual([['gizmos.x.io'], ['gizmos.x.io', 'widgets.x.io']]);
+    await replica.whenCompiled();
+    expect(
+      published.map((p) => p.served),
+      'a change and its compile: one publish',
+    ).toEqual([['gizmos.x.io'], ['gizmos.x.io', 'widgets.x.io']]);
     put('crdconfig', config('w', 'widgets.x.io', 'a', { phase: 'Applied' }));
+    await settle();
     await settle();
     expect(published, 'a status write changes nothing it publishes').toHaveLength(2);
   });
@@ -162,7 +225,7 @@ describe('a webhook-server replica', () => {
     put('crdconfig', config('g', 'gizmos.x.io', 'a'));
     put('crdconfig', config('o', 'other.x.io', 'a'));
     const { replica, published } = replicaOf(view);
-    replica.start();
+    await started(replica);
     // Marked Invalid by config-status: no longer expected anywhere, though this replica's
     // compile still holds it; readers decode against the new expectation.
     put('crdconfig', config('o', 'other.x.io', 'a', { phase: 'Invalid' }));
@@ -184,7 +247,7 @@ describe('a webhook-server replica', () => {
     broken.spec.hubVersion = 'v9';
     put('crdconfig', broken);
     const { replica, metrics } = replicaOf(view);
-    replica.start();
+    await started(replica);
     expect(replica.describe()).toMatchObject({
       servable: ['gizmos.x.io'],
       failures: { 'bad.x.io': [expect.any(String)] },
@@ -201,7 +264,7 @@ describe('a webhook-server replica', () => {
     put('crd', crd('gizmos.x.io'));
     put('crdconfig', config('g', 'gizmos.x.io', 'a'));
     const { replica, published } = replicaOf(view, 50);
-    replica.start();
+    await started(replica);
     expect(published.at(-1)).toMatchObject({ served: ['gizmos.x.io'], viewBehind: false });
     setLag(BEHIND);
     await settle();

@@ -11,8 +11,18 @@
 // instead of a set, drops nothing, and goes on serving every plan it holds: its readiness does
 // not change, because a NATS restart puts every replica of every instance behind at once, and
 // unready replicas would leave the apiserver no endpoint to convert with.
+//
+// A sync decides what to hold and compiles nothing (plans.ts): the replica is ready after its
+// first sync, and compiles the pending plans in the background, a slice of at most
+// `COMPILE_SLICE_MS` at a time, yielding to the event loop between slices so reviews and the
+// Lease's heartbeats are not held up. After each slice it publishes the servable set, which
+// holds compiled plans only; the publisher coalesces the sets given while a write is in flight.
+// A sync that leaves plans to compile leaves its publish to the first slice, one turn later, so
+// a change and its compile make one write, not two. A review for a target still pending
+// compiles it at once (`HeldPlans.lookup`): ready before compiled costs no failed conversion.
 import type { Logger } from 'pino';
 import type { ObjectView } from '../bus/view.ts';
+import type { ViewLag } from '../bus/view-lag.ts';
 import type { ExpectedSet } from '../core/served-set-codec.ts';
 import { type Clock, systemClock } from '../runtime/clock.ts';
 import { readExpectedSets } from '../views/view-reads.ts';
@@ -29,6 +39,13 @@ export interface ServedSetSink {
   /** Resolves once the last set given is on the Lease (true), or never will be (false). */
   whenPublished(): Promise<boolean>;
 }
+
+/**
+ * The longest a background compile holds the event loop before yielding: what a review arriving
+ * meanwhile waits at most. About a dozen of bench/webhook.ts's 50-leaf plans; yielding costs a
+ * few microseconds a slice.
+ */
+export const COMPILE_SLICE_MS = 10;
 
 export type ReplicaView = Pick<
   ObjectView,
@@ -47,8 +64,14 @@ export class Replica {
   private readonly clock: Clock;
   private drainTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void)[] = [];
-  private viewState: string | undefined;
   private synced = false;
+  private stopped = false;
+  /** What the last sync saw, which the slices between syncs publish against. */
+  private seen: { lag: ViewLag; expected: ExpectedSet } | undefined;
+  private compileScheduled = false;
+  /** The current run of background compiles: since when, and what it compiled. */
+  private compiling: { sinceMs: number; added: number; failed: Set<string> } | undefined;
+  private whenCompiledWaiters: (() => void)[] = [];
 
   constructor(opts: {
     view: ReplicaView;
@@ -74,13 +97,16 @@ export class Replica {
     });
   }
 
-  /** Call once the view holds everything recorded before the start: compiles, publishes, follows. */
+  /**
+   * Call once the view holds everything recorded before the start: decides what to hold,
+   * publishes, follows, and compiles in the background (ready before it is done).
+   */
   start(): void {
     this.unsubscribe = [
       this.view.onChange(() => this.schedule()),
       // A change of freshness turns evidence on or off; while a plan drains, each check may end it.
       this.view.onFreshnessChange((lag) => {
-        if (lag.state !== this.viewState || this.plans.draining()) this.schedule();
+        if (lag.state !== this.seen?.lag.state || this.plans.draining()) this.schedule();
       }),
     ];
     this.sync();
@@ -88,24 +114,43 @@ export class Replica {
   }
 
   stop(): void {
+    this.stopped = true;
     for (const unsubscribe of this.unsubscribe) unsubscribe();
     clearTimeout(this.drainTimer);
   }
 
-  /** Ready once the first full sync compiled everything it should hold (a failing config does not hold it back). */
+  /**
+   * Ready once the view has caught up and the first sync decided what to hold: a plan not
+   * compiled yet is compiled by the review that needs it, and reported once compiled.
+   */
   get ready(): boolean {
     return this.synced;
   }
 
   /**
    * Ready stays ready while the view is behind (it serves every plan it holds, and compiles on
-   * demand), so the note says so for whoever reads /readyz.
+   * demand) and while plans compile in the background, so the note says so for whoever reads
+   * /readyz.
    */
   readinessNote(): string {
     const lag = this.view.freshness();
-    return lag.state === 'current'
-      ? 'ok'
-      : `ok: serving the ${this.plans.held().size} plans held; view ${lag.state}: ${lag.reason}; the Lease says "cannot tell"`;
+    const notes: string[] = [];
+    if (lag.state !== 'current')
+      notes.push(
+        `serving the ${this.plans.held().size} plans held; view ${lag.state}: ${lag.reason}; the Lease says "cannot tell"`,
+      );
+    const pending = this.plans.pendingCount();
+    if (pending > 0)
+      notes.push(
+        `${pending} plans still compiling in the background (a review compiles its own at once; the Lease reports each once compiled)`,
+      );
+    return notes.length === 0 ? 'ok' : `ok: ${notes.join('; ')}`;
+  }
+
+  /** Resolves once no plan waits for a compile (at once if none does): every plan held is reported. */
+  whenCompiled(): Promise<void> {
+    if (this.plans.pendingCount() === 0) return Promise.resolve();
+    return new Promise((resolve) => this.whenCompiledWaiters.push(resolve));
   }
 
   lookup(target: string): PlanLookup {
@@ -117,6 +162,7 @@ export class Replica {
     instance: string;
     servable: string[];
     draining: string[];
+    compiling: string[];
     failures: Record<string, readonly string[]>;
     view: ReturnType<ReplicaView['freshness']>;
   } {
@@ -125,6 +171,7 @@ export class Replica {
       instance: this.instance,
       servable: [...servable].sort(),
       draining: [...this.plans.held()].filter((t) => !servable.has(t)).sort(),
+      compiling: this.plans.pendingTargets().sort(),
       failures: Object.fromEntries(this.plans.failures()),
       view: this.view.freshness(),
     };
@@ -149,23 +196,86 @@ export class Replica {
 
   private sync(): void {
     const lag = this.view.freshness();
-    this.viewState = lag.state;
-    const viewCurrent = lag.state === 'current';
     const result = this.plans.sync(planWorldOf(this.view), {
       nowMs: this.clock.monotonic(),
-      viewCurrent,
+      viewCurrent: lag.state === 'current',
       leaseSettled: this.sink.settled(),
     });
+    this.seen = { lag, expected: readExpectedSets(this.view)(this.instance) };
     this.scheduleDrainEnd();
-    const servable = this.plans.servable();
-    this.metrics.plans(this.plans.held().size, this.plans.failures().size);
-    if (result.added.length + result.removed.length + result.failed.length + result.draining.length > 0)
+    if (result.removed.length + result.draining.length > 0)
       this.log.info(
-        { instance: this.instance, ...result, reported: servable.size, held: this.plans.held().size },
+        {
+          instance: this.instance,
+          ...result,
+          reported: this.plans.servable().size,
+          held: this.plans.held().size,
+        },
         'plans changed',
       );
-    const expected = readExpectedSets(this.view)(this.instance);
-    const viewBehind = !viewCurrent;
+    // With plans to compile, the first slice publishes: one write for a change and its compile.
+    if (this.plans.pendingCount() > 0) {
+      this.updateMetrics();
+      this.scheduleCompile();
+    } else this.report();
+  }
+
+  private updateMetrics(): void {
+    this.metrics.plans(this.plans.held().size, this.plans.failures().size, this.plans.pendingCount());
+  }
+
+  private scheduleCompile(): void {
+    if (this.compileScheduled || this.plans.pendingCount() === 0) return;
+    this.compileScheduled = true;
+    this.compiling ??= { sinceMs: this.clock.monotonic(), added: 0, failed: new Set() };
+    setImmediate(() => {
+      this.compileScheduled = false;
+      if (!this.stopped) this.compileSlice();
+    });
+  }
+
+  /** One slice of the background compile, then the servable set it grew published; the next slice after a yield. */
+  private compileSlice(): void {
+    const end = this.clock.monotonic() + COMPILE_SLICE_MS;
+    const { added, failed } = this.plans.compilePending(() => this.clock.monotonic() < end);
+    const run = this.compiling;
+    if (run) {
+      run.added += added.length;
+      for (const target of failed) run.failed.add(target);
+    }
+    if (this.plans.pendingCount() > 0) {
+      this.scheduleCompile();
+      this.report();
+      return;
+    }
+    // Compiled by reviews meanwhile, or here: what is compiled now is reported now.
+    this.compiling = undefined;
+    this.report();
+    if (run)
+      this.log.info(
+        {
+          instance: this.instance,
+          added: run.added,
+          failed: [...run.failed].sort(),
+          ms: Math.round(this.clock.monotonic() - run.sinceMs),
+          reported: this.plans.servable().size,
+          held: this.plans.held().size,
+        },
+        'plans compiled',
+      );
+    for (const resolve of this.whenCompiledWaiters.splice(0)) resolve();
+  }
+
+  /**
+   * Publishes the servable set when it, or the expected set, changed since the last publish,
+   * against what the last sync saw: a slice between syncs publishes what it compiled, nothing more.
+   */
+  private report(): void {
+    if (this.seen === undefined) return;
+    const { lag, expected } = this.seen;
+    const servable = this.plans.servable();
+    this.updateMetrics();
+    const viewBehind = lag.state !== 'current';
     const last = this.published;
     if (
       last &&

@@ -123,13 +123,17 @@ export async function runWebhookServer(argv: string[]): Promise<void> {
     log,
   });
   // Serving (not ready) at once: the kubelet's liveness probe must not kill a replica that is
-  // still reading the bus; /readyz turns 200 once the first sync has compiled everything.
+  // still reading the bus; /readyz turns 200 once the view has caught up and the first sync
+  // decided what to hold. The plans compile after that, in the background or for a review.
   const port = await server.listen(listenPort(id.port));
   reloader.start();
   log.info({ port }, 'listening; reading the bus');
   await view.start(bus.js);
   replica.start();
-  log.info({ held: replica.describe().servable.length }, 'ready: serving conversions');
+  log.info(
+    { compiling: replica.describe().compiling.length },
+    'ready: serving conversions, compiling the plans in the background',
+  );
 
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

@@ -55,6 +55,7 @@ function holding(): PlanSource & { ready: boolean } {
     },
     { nowMs: 0, viewCurrent: true, leaseSettled: true },
   );
+  plans.compilePending();
   return {
     ready: true,
     readinessNote: () => 'ok',

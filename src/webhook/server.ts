@@ -5,7 +5,9 @@
 // a 413, one that is not a review a 400, a review that cannot be converted a Failure review for
 // its uid (the apiserver shows the message in the user's error). A body that arrives slower
 // than the apiserver would wait is cut by the server's request timeout. /readyz answers 200
-// only once the replica has synced and compiled, and 503 from the moment shutdown starts.
+// once the replica's view has caught up with the bus and its first sync decided what to hold
+// (plans still compiling are compiled by the review that needs one), and 503 from the moment
+// shutdown starts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { LIVENESS_PATH, READINESS_PATH } from '../api/constants.ts';
@@ -33,7 +35,7 @@ const REQUEST_TIMEOUT_MS = 30_000;
 /** What the server asks of the replica. */
 export interface PlanSource {
   readonly ready: boolean;
-  /** The body of a 200 /readyz: "ok", or what a ready replica wants said (its view is behind). */
+  /** The body of a 200 /readyz: "ok", or what a ready replica wants said (its view is behind, plans still compiling). */
   readinessNote(): string;
   lookup(target: string): PlanLookup;
   describe(): unknown;
@@ -87,7 +89,7 @@ export class ConversionWebhookServer extends HttpsService {
 
   private readiness(res: ServerResponse): void {
     if (!this.serving) sendText(res, 503, 'shutting down');
-    else if (!this.replica.ready) sendText(res, 503, 'not synced yet: the plans are being compiled');
+    else if (!this.replica.ready) sendText(res, 503, 'not synced yet: reading the bus');
     else sendText(res, 200, this.replica.readinessNote());
   }
 
