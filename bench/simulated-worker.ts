@@ -20,27 +20,8 @@ import { objectSubject } from '../src/bus/subjects.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { ObjectView } from '../src/bus/view.ts';
 import { defaultConfig } from '../src/config/schema.ts';
-import { DEFAULT_HANDOVER_POLICY } from '../src/core/handover.ts';
-import { simulate } from '../src/core/simulate.ts';
-import { assignTriggers } from '../src/handlers/assign/triggers.ts';
-import { ASSIGN_WORK } from '../src/handlers/assign/wakes.ts';
-import { ASSIGN_VIEW_KINDS, assignWorldOf, instanceOf } from '../src/handlers/assign/world.ts';
-import { AssignHandler } from '../src/handlers/assign.ts';
-import { ROUTED_VIEW_KINDS } from '../src/handlers/concern.ts';
-import { CONFIG_STATUS_WORK } from '../src/handlers/config-status/wakes.ts';
-import { CONFIG_STATUS_VIEW_KINDS, configStatusHandler } from '../src/handlers/config-status.ts';
-import { HANDOVER_WORK } from '../src/handlers/handover/wakes.ts';
-import { HANDOVER_VIEW_KINDS, handoverHandler } from '../src/handlers/handover.ts';
-import { AppliedRenderings } from '../src/handlers/instances/applied-renderings.ts';
-import { projectImage } from '../src/handlers/instances/project-image.ts';
-import { INSTANCES_WORK } from '../src/handlers/instances/wakes.ts';
-import { INSTANCES_VIEW_KINDS, instancesHandler } from '../src/handlers/instances.ts';
-import { LEASE_AGGREGATE_WORK } from '../src/handlers/lease-aggregate/wakes.ts';
-import { LEASE_AGGREGATE_VIEW_KINDS, leaseAggregateHandler } from '../src/handlers/lease-aggregate.ts';
-import { Router } from '../src/handlers/router.ts';
-import { formatWorkKey } from '../src/handlers/work-keys.ts';
+import type { AssignHandler } from '../src/handlers/assign.ts';
 import { systemClock } from '../src/runtime/clock.ts';
-import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { RecordingWriter } from './recording-writer.ts';
 import { instanceObject, OPERATOR_NAMESPACE } from './simulated-objects.ts';
 
@@ -141,104 +122,164 @@ function handlerSpec(
 
 const caBundle = Buffer.from('bench trust bundle').toString('base64');
 
-const SPECS: Record<string, { viewKinds: readonly string[]; spec: (view: ObjectView) => WorkerSpec }> = {
-  router: {
-    viewKinds: ROUTED_VIEW_KINDS,
-    spec: (view) => {
-      const router = new Router({ js, jsm, view, partitions });
-      return {
-        // Records spread over the whole stream, read untimed; routing reads each one's previous record itself.
-        items: async () => {
-          const last = (await jsm.streams.info(STREAMS.records)).state.last_seq;
-          const seqs = sampled(
-            Array.from({ length: last }, (_, i) => i + 1),
-            SAMPLES,
-            MIN_DECISIONS,
-          );
-          const stored: StoredMsg[] = [];
-          for (const seq of seqs) {
-            const m = await jsm.streams.getMessage(STREAMS.records, { seq });
-            if (m) stored.push(m);
-          }
-          return stored;
-        },
-        decide: (item) => {
-          const m = item as StoredMsg;
-          const decoded = decodeObjectEvent(m.data);
-          if (!decoded.ok) throw new Error(decoded.reason);
-          return router.route(decoded.value, contextFor(m.subject, m.seq, m.subject, m.header));
-        },
-      };
-    },
+interface Loaded {
+  viewKinds: readonly string[];
+  spec: (view: ObjectView) => WorkerSpec;
+}
+
+/**
+ * Each worker's modules, loaded only in its own process (as `switchyard <concern>` loads only
+ * its subcommand's): the RSS measured is that worker's, not every concern's.
+ */
+const SPECS: Record<string, () => Promise<Loaded>> = {
+  router: async () => {
+    const [{ ROUTED_VIEW_KINDS }, { Router }] = await Promise.all([
+      import('../src/handlers/concern.ts'),
+      import('../src/handlers/router.ts'),
+    ]);
+    return {
+      viewKinds: ROUTED_VIEW_KINDS,
+      spec: (view) => {
+        const router = new Router({ js, jsm, view, partitions });
+        return {
+          // Records spread over the whole stream, read untimed; routing reads each one's previous record itself.
+          items: async () => {
+            const last = (await jsm.streams.info(STREAMS.records)).state.last_seq;
+            const seqs = sampled(
+              Array.from({ length: last }, (_, i) => i + 1),
+              SAMPLES,
+              MIN_DECISIONS,
+            );
+            const stored: StoredMsg[] = [];
+            for (const seq of seqs) {
+              const m = await jsm.streams.getMessage(STREAMS.records, { seq });
+              if (m) stored.push(m);
+            }
+            return stored;
+          },
+          decide: (item) => {
+            const m = item as StoredMsg;
+            const decoded = decodeObjectEvent(m.data);
+            if (!decoded.ok) throw new Error(decoded.reason);
+            return router.route(decoded.value, contextFor(m.subject, m.seq, m.subject, m.header));
+          },
+        };
+      },
+    };
   },
-  assign: {
-    viewKinds: ASSIGN_VIEW_KINDS,
-    spec: handlerSpec(ASSIGN_WORK.resyncKeys, (view) => assignHandler(view).handle),
+  assign: async () => {
+    const [{ ASSIGN_WORK }, { ASSIGN_VIEW_KINDS }] = await Promise.all([
+      import('../src/handlers/assign/wakes.ts'),
+      import('../src/handlers/assign/world.ts'),
+    ]);
+    const handler = await assignHandlerOf();
+    return {
+      viewKinds: ASSIGN_VIEW_KINDS,
+      spec: handlerSpec(ASSIGN_WORK.resyncKeys, (view) => handler(view).handle),
+    };
   },
-  handover: {
-    viewKinds: HANDOVER_VIEW_KINDS,
-    spec: handlerSpec(HANDOVER_WORK.resyncKeys, (view) =>
-      handoverHandler({
-        view,
-        writer,
-        trustBundle: () => Promise.resolve({ kind: 'found', caBundle }),
-        clock: systemClock,
-        events: eventSink,
-        policy: DEFAULT_HANDOVER_POLICY,
-        defaultNamespace: OPERATOR_NAMESPACE,
-      }),
-    ),
-  },
-  'lease-aggregate': {
-    viewKinds: LEASE_AGGREGATE_VIEW_KINDS,
-    spec: handlerSpec(LEASE_AGGREGATE_WORK.resyncKeys, (view) =>
-      leaseAggregateHandler({
-        view,
-        writer,
-        js,
-        clock: systemClock,
-        handoverPartitions: partitions.handover,
-        defaultNamespace: OPERATOR_NAMESPACE,
-      }),
-    ),
-  },
-  'config-status': {
-    viewKinds: CONFIG_STATUS_VIEW_KINDS,
-    spec: handlerSpec(CONFIG_STATUS_WORK.resyncKeys, (view) =>
-      configStatusHandler({ view, writer, clock: systemClock }),
-    ),
-  },
-  instances: {
-    viewKinds: INSTANCES_VIEW_KINDS,
-    spec: handlerSpec(INSTANCES_WORK.resyncKeys, (view) =>
-      instancesHandler({
-        view,
-        writer,
-        secrets: writer.secrets,
-        issuer: x509Issuer(),
-        clock: systemClock,
-        handover: { js, partitions: partitions.handover },
-        applied: new AppliedRenderings(),
-        settings: () => ({
+  handover: async () => {
+    const [{ HANDOVER_WORK }, { HANDOVER_VIEW_KINDS, handoverHandler }, { DEFAULT_HANDOVER_POLICY }] =
+      await Promise.all([
+        import('../src/handlers/handover/wakes.ts'),
+        import('../src/handlers/handover.ts'),
+        import('../src/core/handover.ts'),
+      ]);
+    return {
+      viewKinds: HANDOVER_VIEW_KINDS,
+      spec: handlerSpec(HANDOVER_WORK.resyncKeys, (view) =>
+        handoverHandler({
+          view,
+          writer,
+          trustBundle: () => Promise.resolve({ kind: 'found', caBundle }),
+          clock: systemClock,
+          events: eventSink,
+          policy: DEFAULT_HANDOVER_POLICY,
           defaultNamespace: OPERATOR_NAMESPACE,
-          image: projectImage(),
-          env: { SWITCHYARD_NATS_URL: url },
-          handoverServiceAccount: { name: 'switchyard-handover', namespace: OPERATOR_NAMESPACE },
         }),
-      }),
-    ),
+      ),
+    };
+  },
+  'lease-aggregate': async () => {
+    const [{ LEASE_AGGREGATE_WORK }, { LEASE_AGGREGATE_VIEW_KINDS, leaseAggregateHandler }] =
+      await Promise.all([
+        import('../src/handlers/lease-aggregate/wakes.ts'),
+        import('../src/handlers/lease-aggregate.ts'),
+      ]);
+    return {
+      viewKinds: LEASE_AGGREGATE_VIEW_KINDS,
+      spec: handlerSpec(LEASE_AGGREGATE_WORK.resyncKeys, (view) =>
+        leaseAggregateHandler({
+          view,
+          writer,
+          js,
+          clock: systemClock,
+          handoverPartitions: partitions.handover,
+          defaultNamespace: OPERATOR_NAMESPACE,
+        }),
+      ),
+    };
+  },
+  'config-status': async () => {
+    const [{ CONFIG_STATUS_WORK }, { CONFIG_STATUS_VIEW_KINDS, configStatusHandler }] = await Promise.all([
+      import('../src/handlers/config-status/wakes.ts'),
+      import('../src/handlers/config-status.ts'),
+    ]);
+    return {
+      viewKinds: CONFIG_STATUS_VIEW_KINDS,
+      spec: handlerSpec(CONFIG_STATUS_WORK.resyncKeys, (view) =>
+        configStatusHandler({ view, writer, clock: systemClock }),
+      ),
+    };
+  },
+  instances: async () => {
+    const [
+      { INSTANCES_WORK },
+      { INSTANCES_VIEW_KINDS, instancesHandler },
+      { AppliedRenderings },
+      { projectImage },
+      { x509Issuer },
+    ] = await Promise.all([
+      import('../src/handlers/instances/wakes.ts'),
+      import('../src/handlers/instances.ts'),
+      import('../src/handlers/instances/applied-renderings.ts'),
+      import('../src/handlers/instances/project-image.ts'),
+      import('../src/tls/x509-issuer.ts'),
+    ]);
+    return {
+      viewKinds: INSTANCES_VIEW_KINDS,
+      spec: handlerSpec(INSTANCES_WORK.resyncKeys, (view) =>
+        instancesHandler({
+          view,
+          writer,
+          secrets: writer.secrets,
+          issuer: x509Issuer(),
+          clock: systemClock,
+          handover: { js, partitions: partitions.handover },
+          applied: new AppliedRenderings(),
+          settings: () => ({
+            defaultNamespace: OPERATOR_NAMESPACE,
+            image: projectImage(),
+            env: { SWITCHYARD_NATS_URL: url },
+            handoverServiceAccount: { name: 'switchyard-handover', namespace: OPERATOR_NAMESPACE },
+          }),
+        }),
+      ),
+    };
   },
 };
 
-function assignHandler(view: ObjectView): AssignHandler {
-  return new AssignHandler({
-    view,
-    writer,
-    js,
-    clock: systemClock,
-    events: eventSink,
-    partitions: { handover: partitions.handover },
-  });
+async function assignHandlerOf(): Promise<(view: ObjectView) => AssignHandler> {
+  const { AssignHandler } = await import('../src/handlers/assign.ts');
+  return (view) =>
+    new AssignHandler({
+      view,
+      writer,
+      js,
+      clock: systemClock,
+      events: eventSink,
+      partitions: { handover: partitions.handover },
+    });
 }
 
 const JOINER = 'joiner';
@@ -252,6 +293,14 @@ const JOINER_WEIGHT = 10;
  * holds the new instance (its record published here, as the watchers would). CPU of this process.
  */
 async function joinPlan(view: ObjectView) {
+  const [{ simulate }, { assignTriggers }, { assignWorldOf, instanceOf }, { formatWorkKey }, handler] =
+    await Promise.all([
+      import('../src/core/simulate.ts'),
+      import('../src/handlers/assign/triggers.ts'),
+      import('../src/handlers/assign/world.ts'),
+      import('../src/handlers/work-keys.ts'),
+      assignHandlerOf(),
+    ]);
   const world = assignWorldOf(view);
   const joiner = instanceObject(JOINER, JOINER_WEIGHT, 0, new Date().toISOString());
   let cpu = process.cpuUsage();
@@ -282,7 +331,7 @@ async function joinPlan(view: ObjectView) {
     NOTHING_STORED,
   );
   await view.waitFor(written.stored.seq);
-  const handle = assignHandler(view).handle;
+  const handle = handler(view).handle;
   const keys = [...triggers.now, ...triggers.paced].map(formatWorkKey);
   const decided = await pass(keys, (key) =>
     handle({ key, seq: written.stored.seq }, contextFor(key, written.stored.seq)),
@@ -297,9 +346,11 @@ async function joinPlan(view: ObjectView) {
   };
 }
 
-const entry = SPECS[worker];
-if (!entry) throw new Error(`no worker ${worker}: one of ${Object.keys(SPECS).join(', ')}`);
+const load = SPECS[worker];
+if (!load) throw new Error(`no worker ${worker}: one of ${Object.keys(SPECS).join(', ')}`);
+const entry = await load();
 const heapBefore = heapAfterGc();
+const rssBeforeViewBytes = process.memoryUsage().rss;
 const view = new ObjectView(entry.viewKinds, log);
 const cpuStart = process.cpuUsage();
 const started = performance.now();
@@ -319,6 +370,7 @@ console.log(
     viewMs,
     viewCpuMs,
     viewHeapBytes,
+    rssBeforeViewBytes,
     heapBytes,
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
     first: first.ms,
