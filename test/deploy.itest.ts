@@ -825,9 +825,14 @@ const ACCESS: Record<string, { allow: Access[]; deny: Access[] }> = {
       ['create', 'rbac.authorization.k8s.io', 'rolebindings', 'switchyard-system'],
       ['patch', 'switchyard.dev', 'conversionwebhookservers'],
       ['update', 'switchyard.dev', 'conversionwebhookservers/finalizers'],
+      // Each instance's replicas get a NetworkPolicy (src/core/instances/network-policy.ts).
+      ['create', 'networking.k8s.io', 'networkpolicies', 'switchyard-system'],
+      ['patch', 'networking.k8s.io', 'networkpolicies', 'switchyard-system'],
     ],
     deny: [
       ['delete', 'apps', 'deployments', 'switchyard-system'],
+      ['delete', 'networking.k8s.io', 'networkpolicies', 'switchyard-system'],
+      ['create', 'networking.k8s.io', 'networkpolicies', 'default'],
       ['list', '', 'secrets', 'switchyard-system'],
       // Namespaces that did not opt in (docs/security.md): nothing at all.
       ['get', '', 'secrets', 'kube-system'],
