@@ -381,34 +381,38 @@ function printSideBySide(runs: readonly ReplicaRun[], reference: ReadonlyMap<str
     `Rules mapped into the reference's engine: ${countsOf(first.rulesMapped)}; left out: ${countsOf(first.rulesLeftOut)}. Spokes compiled: ${first.compiled} of ${first.spokes}.\n`,
   );
   const ready = runs.map((r) => r.readyMs);
-  console.log('| measure | median | runs | replica start ÷ this (median of the runs) | target |');
-  console.log('|---|---|---|---|---|');
   const compiled = runs.map((r) => r.compiledMs);
   console.log(
-    `| switchyard replica, start to ready (bus read, configs parsed, what to hold decided; plans compile after, a review compiles its own at once) | ${Math.round(median(ready))} ms | ${msList(ready)} | | |`,
+    '| measure | median | runs | replica start to ready ÷ this (median of the runs) | start to every plan compiled ÷ this | target |',
+  );
+  console.log('|---|---|---|---|---|---|');
+  console.log(
+    `| switchyard replica, start to ready (bus read, configs parsed, what to hold decided; plans compile after, a review compiles its own at once) | ${Math.round(median(ready))} ms | ${msList(ready)} | | | |`,
   );
   console.log(
-    `| switchyard replica, start to every plan compiled and reported | ${Math.round(median(compiled))} ms | ${msList(compiled)} | | |`,
+    `| switchyard replica, start to every plan compiled and reported | ${Math.round(median(compiled))} ms | ${msList(compiled)} | | | |`,
   );
   for (const [i, c] of REFERENCE_CASES.entries()) {
     const compile = (reference.get(c.label) ?? []).map((r) => r.compileMs);
-    const ratio = median(ready.map((r, run) => r / (compile[run] as number)));
+    const ratioOf = (replica: readonly number[]) =>
+      median(replica.map((r, run) => r / (compile[run] as number)));
+    const ratio = ratioOf(ready);
     const measure = i === REFERENCE_CASES.length - 1;
-    const target = measure ? `≤ 0.5×: **${ratio <= 0.5 ? 'met' : 'not met'}**` : '';
+    const target = measure ? `≤ 0.5× (start to ready): **${ratio <= 0.5 ? 'met' : 'not met'}**` : '';
     const bold = (text: string) => (measure ? `**${text}**` : text);
     console.log(
-      `| reference compile, ${c.label} | ${bold(`${Math.round(median(compile))} ms`)} | ${msList(compile)} | ${bold(`${ratio.toFixed(2)}×`)} | ${target} |`,
+      `| reference compile, ${c.label} | ${bold(`${Math.round(median(compile))} ms`)} | ${msList(compile)} | ${bold(`${ratio.toFixed(2)}×`)} | ${ratioOf(compiled).toFixed(2)}× | ${target} |`,
     );
   }
   const all = [...reference.values()].flat();
   console.log(
-    `| reference, decoding the targets' JSON into its typed CRDs (not in its compile) | ${Math.round(median(all.map((r) => r.decodeMs)))} ms | | | |`,
+    `| reference, decoding the targets' JSON into its typed CRDs (not in its compile) | ${Math.round(median(all.map((r) => r.decodeMs)))} ms | | | | |`,
   );
   console.log(
-    `| reference, heap its compiled reports retain per target (after GC) | ${(median(all.map((r) => r.heapBytes)) / 1024 / first.targets).toFixed(1)} KiB | | | |`,
+    `| reference, heap its compiled reports retain per target (after GC) | ${(median(all.map((r) => r.heapBytes)) / 1024 / first.targets).toFixed(1)} KiB | | | | |`,
   );
   console.log(
-    `| reference, peak RSS of the process (the input file and its decode included) | ${(median(all.map((r) => r.maxRssBytes)) / 1024 / 1024).toFixed(0)} MiB | | | |`,
+    `| reference, peak RSS of the process (the input file and its decode included) | ${(median(all.map((r) => r.maxRssBytes)) / 1024 / 1024).toFixed(0)} MiB | | | | |`,
   );
 }
 
