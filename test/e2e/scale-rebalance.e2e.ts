@@ -168,7 +168,7 @@ describe(`${TARGETS} targets over four instances, a fifth joins`, () => {
         replicas
           .map(
             (r) =>
-              `${r.pod} started ${seconds(r.startedAtMs - startedAt)}, read the bus and compiled by ` +
+              `${r.pod} started ${seconds(r.startedAtMs - startedAt)}, read the bus and ready by ` +
               `${r.readyAtMs === undefined ? '?' : seconds(r.readyAtMs - startedAt)}`,
           )
           .join('; ') +
