@@ -42,8 +42,8 @@ export interface ServedSetSink {
 
 /**
  * The longest a background compile holds the event loop before yielding: what a review arriving
- * meanwhile waits at most. About 25 of bench/webhook.ts's 50-leaf plans (377 ms for 1,000); yielding costs a
- * few microseconds a slice.
+ * meanwhile waits at most. About 25 of bench/webhook.ts's 50-leaf plans (377 ms for 1,000);
+ * yielding costs a few microseconds a slice.
  */
 export const COMPILE_SLICE_MS = 10;
 
