@@ -51,6 +51,11 @@ export class RecordingWriter extends KubeWriter {
     return Promise.resolve({ ...patch, metadata: { ...name, resourceVersion: String(++this.version) } } as T);
   }
 
+  /** An object the cluster already holds (applied before the bench), not counted as a write. */
+  seed(ref: ResourceRef, obj: KubernetesObject): void {
+    this.stored.set(`${ref.resource}/${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`, obj);
+  }
+
   /** What an instances handler reads back: the Secrets it applied, decoded as `secretReader` returns them. */
   readonly secrets: SecretReader = (namespace, name) => {
     const secret = this.stored.get(`secrets/${namespace}/${name}`) as

@@ -9,9 +9,12 @@
 //   node --expose-gc bench/simulated-worker.ts <nats url> <worker> <samples>
 //
 // <worker>: router | assign | handover | lease-aggregate | config-status | instances.
+
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { jetstream, jetstreamManager, type StoredMsg } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
+import { servingCaSecretName } from '../src/api/constants.ts';
 import { KINDS } from '../src/api/resources.ts';
 import { decodeObjectEvent, type ObjectEvent, type WorkItem } from '../src/bus/messages.ts';
 import { NOTHING_STORED, RecordWriter } from '../src/bus/records/record-writer.ts';
@@ -239,23 +242,26 @@ const SPECS: Record<string, () => Promise<Loaded>> = {
       { AppliedRenderings },
       { projectImage },
       { x509Issuer },
+      { SECRETS },
     ] = await Promise.all([
       import('../src/handlers/instances/wakes.ts'),
       import('../src/handlers/instances.ts'),
       import('../src/handlers/instances/applied-renderings.ts'),
       import('../src/handlers/instances/project-image.ts'),
       import('../src/tls/x509-issuer.ts'),
+      import('../src/handlers/instances/secrets.ts'),
     ]);
     return {
       viewKinds: INSTANCES_VIEW_KINDS,
-      spec: handlerSpec(INSTANCES_WORK.resyncKeys, (view) =>
-        instancesHandler({
+      spec: handlerSpec(INSTANCES_WORK.resyncKeys, (view) => {
+        seedCaSecrets(view, SECRETS);
+        return instancesHandler({
           view,
           writer,
           secrets: writer.secrets,
           issuer: x509Issuer(),
           clock: systemClock,
-          handover: { js, partitions: partitions.handover },
+          handover: { js: countedPublishes, partitions: partitions.handover },
           applied: new AppliedRenderings(),
           settings: () => ({
             defaultNamespace: OPERATOR_NAMESPACE,
@@ -263,9 +269,44 @@ const SPECS: Record<string, () => Promise<Loaded>> = {
             env: { SWITCHYARD_NATS_URL: url },
             handoverServiceAccount: { name: 'switchyard-handover', namespace: OPERATOR_NAMESPACE },
           }),
-        }),
-      ),
+        });
+      }),
     };
+  },
+};
+
+/**
+ * Each instance's CA Secret as the cluster holds it: the CA whose certificate every target
+ * publishes as its caBundle (BENCH_CA_CERT, BENCH_CA_KEY from bench/simulated-cluster.ts), so the
+ * instances handler finds the targets trusting its bundle, as in a settled cluster, and wakes no
+ * handover for them.
+ */
+function seedCaSecrets(view: ObjectView, secrets: Parameters<RecordingWriter['seed']>[0]): void {
+  const { BENCH_CA_CERT: cert, BENCH_CA_KEY: key } = process.env;
+  if (!cert || !key) return;
+  const data = {
+    'tls.crt': Buffer.from(cert).toString('base64'),
+    'tls.key': Buffer.from(key).toString('base64'),
+  };
+  for (const instance of view.list(KINDS.webhookserver.viewKind))
+    writer.seed(secrets, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: servingCaSecretName(instance.metadata.name),
+        namespace: OPERATOR_NAMESPACE,
+        resourceVersion: '1',
+      },
+      data,
+    } as KubernetesObject);
+}
+
+/** Work the handlers publish (the instances handler's trust wakes): counted, then published. */
+let publishes = 0;
+const countedPublishes: Pick<typeof js, 'publish'> = {
+  publish: (...args) => {
+    publishes++;
+    return js.publish(...args);
   },
 };
 
@@ -378,6 +419,7 @@ console.log(
     secondCpuMs: second.cpuMs,
     writes: writer.writeCount,
     events,
+    publishes,
     join,
   }),
 );
