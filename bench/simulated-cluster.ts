@@ -31,6 +31,7 @@ import { pino } from 'pino';
 import { NOTHING_STORED, RecordWriter } from '../src/bus/records/record-writer.ts';
 import { objectSubject } from '../src/bus/subjects.ts';
 import { DEFAULT_TOPOLOGY, ensureTopology, STREAMS } from '../src/bus/topology.ts';
+import { readCertificates } from '../src/core/instances/certificate-facts.ts';
 import { NatsServer } from '../src/local-cluster/nats.ts';
 import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { assignmentsOf, instanceName, instanceWeight, simulatedCluster } from './simulated-objects.ts';
@@ -138,7 +139,8 @@ async function recordCluster(
     notBeforeMs: now - 60_000,
     notAfterMs: now + 86_400_000,
   });
-  const caBundle = Buffer.from(ca.certPem).toString('base64');
+  // As the instances handler writes a trust bundle (readCertificates' PEM), so the targets publish exactly it.
+  const caBundle = Buffer.from(readCertificates(ca.certPem)?.[0]?.pem ?? ca.certPem).toString('base64');
   const started = performance.now();
   const objects = simulatedCluster(n, caBundle, now);
   let records = 0;
