@@ -25,6 +25,7 @@ import { ObjectView } from '../src/bus/view.ts';
 import { defaultConfig } from '../src/config/schema.ts';
 import type { AssignHandler } from '../src/handlers/assign.ts';
 import { systemClock } from '../src/runtime/clock.ts';
+import { heapAfterGc } from './heap.ts';
 import { RecordingWriter } from './recording-writer.ts';
 import { instanceObject, OPERATOR_NAMESPACE } from './simulated-objects.ts';
 
@@ -35,14 +36,6 @@ const MIN_DECISIONS = 200;
 const log = pino({ level: 'warn' });
 const config = defaultConfig();
 const partitions = config.bus.partitions;
-
-function heapAfterGc(): number {
-  const collect = (globalThis as { gc?: () => void }).gc;
-  if (!collect) throw new Error('run with --expose-gc');
-  collect();
-  collect();
-  return process.memoryUsage().heapUsed;
-}
 
 function cpuMs(since?: NodeJS.CpuUsage): number {
   const used = process.cpuUsage(since);

@@ -15,17 +15,10 @@ import type { ExpectedSet } from '../src/core/served-set-codec.ts';
 import { WebhookMetrics } from '../src/webhook/metrics.ts';
 import { Replica } from '../src/webhook/replica.ts';
 import { REPLICA_VIEW_KINDS } from '../src/webhook/world.ts';
+import { heapAfterGc } from './heap.ts';
 
 const [url = '', instance = '', expected = '0', mode = 'replica'] = process.argv.slice(2);
 const log = pino({ level: 'warn' });
-
-function heapAfterGc(): number {
-  const collect = (globalThis as { gc?: () => void }).gc;
-  if (!collect) throw new Error('run with --expose-gc');
-  collect();
-  collect();
-  return process.memoryUsage().heapUsed;
-}
 
 const nc = await connect({ servers: url });
 const js = jetstream(nc);
