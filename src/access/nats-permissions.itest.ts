@@ -8,12 +8,15 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type OwnBus, startOwnBus } from '../../test/support/bus.ts';
 import { type Bus, connectBus } from '../bus/connect.ts';
+import { encodeMessage, objectEventSchema } from '../bus/messages.ts';
 import { ensureConsumer, planHandlerConsumers } from '../bus/runtime/index.ts';
+import { objectSubject } from '../bus/subjects.ts';
 import { STREAMS } from '../bus/topology.ts';
 import { ObjectView } from '../bus/view.ts';
 import { defaultConfig } from '../config/schema.ts';
 import { HANDOVER_WORK } from '../handlers/handover/wakes.ts';
 import { HANDOVER_VIEW_KINDS } from '../handlers/handover.ts';
+import { HANDLER_PROJECTIONS } from '../views/projection.ts';
 import { REPLICA_VIEW_KINDS } from '../webhook/world.ts';
 import type { NatsIdentity } from './nats-permissions.ts';
 
@@ -155,6 +158,41 @@ describe('NATS users: each component may do its role and nothing else', () => {
     for (const api of ['CREATE', 'DELETE', 'INFO', 'MSG.NEXT'])
       await expectDenied(replica.nc, `$JS.API.CONSUMER.${api}.${STREAMS.records}.router`, '{}');
     await expectDenied(replica.nc, `$JS.API.CONSUMER.CREATE.${STREAMS.records}`, '{}');
+  });
+
+  it('a handler reads a target its view keeps projected whole again, by sequence or by subject', async () => {
+    const name = 'projected.example.com';
+    const subject = objectSubject({ kind: 'crd', namespace: '', name });
+    const object = {
+      metadata: { name, uid: 'uid-projected', resourceVersion: '1', generation: 1 },
+      spec: { versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: {} } }] },
+    };
+    const recorded = await own.js.publish(
+      subject,
+      encodeMessage(objectEventSchema, {
+        op: 'upsert',
+        object,
+        observedBy: 'watch',
+        observedAt: new Date().toISOString(),
+      }),
+    );
+    const handover = await connectAs('handover');
+    const view = new ObjectView(HANDOVER_VIEW_KINDS, log, { project: HANDLER_PROJECTIONS });
+    await view.start(handover.js);
+    try {
+      await view.waitFor(recorded.seq);
+      expect(view.get({ kind: 'crd', namespace: '', name })?.spec).toEqual({
+        versions: [{ name: 'v1', served: true, storage: true }],
+      });
+      expect(await view.whole({ kind: 'crd', namespace: '', name })).toEqual(object);
+    } finally {
+      view.stop();
+    }
+    // The latest of a subject, once the history no longer has the record: a direct get of K8S_LATEST.
+    expect((await handover.jsm.direct.getMessage(STREAMS.latest, { last_by_subj: subject }))?.seq).toBe(
+      recorded.seq,
+    );
+    await expectDenied(handover.nc, `$JS.API.DIRECT.GET.${STREAMS.heartbeats}.hb.lease.ns.l`, '');
   });
 
   it('explain reads the handover view, renewals included, and publishes nothing', async () => {

@@ -113,8 +113,9 @@ function readWithOrderedConsumers(stream: string): string[] {
 
 /**
  * What an `ObjectView` of `kinds` reads: the latest record of every object, the history's
- * records by sequence when it fell behind and the latest lost some (a message get: no consumer
- * on K8S, where the router's is), and renewals if it holds Leases.
+ * records by sequence when it fell behind and the latest lost some, or when it reads a projected
+ * object whole again (a message get: no consumer on K8S, where the router's is), the latest of
+ * one subject when the history no longer has it (a direct get), and renewals if it holds Leases.
  */
 function keepView(kinds: readonly string[]): string[] {
   const renewals = kinds.some((kind) => RENEWED_KINDS.includes(kind))
@@ -123,6 +124,7 @@ function keepView(kinds: readonly string[]): string[] {
   return [
     ...readWithOrderedConsumers(STREAMS.latest),
     `${API}.STREAM.MSG.GET.${STREAMS.records}`,
+    `${API}.DIRECT.GET.${STREAMS.latest}.>`,
     ...renewals,
   ];
 }

@@ -1,11 +1,13 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../runtime/clock.ts';
+import type { ViewProjections } from '../views/projection.ts';
 import { type FollowedMessage, followLatest, type LatestFollower } from './follow-latest.ts';
 import { decodeObjectEvent, type ObjectEvent, type RecordedObject } from './messages.ts';
 import {
   kindFilter,
   type ObjectKey,
+  objectSubject,
   objectSubjectKind,
   parseObjectSubject,
   RENEWED_KINDS,
@@ -25,7 +27,11 @@ interface SeqWaiter {
   resolve: () => void;
 }
 
-export type LiveRecord = ObjectEvent & { op: 'upsert' };
+/**
+ * A live object's latest record. `projected`: `object` holds only the fields the view's reader
+ * declared (views/projection.ts), and `seq` is where the whole record is on the bus (`whole`).
+ */
+export type LiveRecord = ObjectEvent & { op: 'upsert'; seq?: number; projected?: true };
 
 /**
  * A handler's in-memory index of the live objects it needs, rebuilt at start
@@ -45,6 +51,9 @@ export type LiveRecord = ObjectEvent & { op: 'upsert' };
  * Lease renewals that change nothing else are on HEARTBEATS, not K8S (they must
  * not wake handlers); the view follows them too and answers `renewTime`, so a
  * handler knows each Lease's latest renewal without turning heartbeats into work.
+ *
+ * A reader declares, per kind, the fields it reads (`project`): the view keeps only those, and
+ * `whole` reads the rest of one object again from the bus when the reader needs it.
  *
  * It also knows how far behind the bus it is (`freshness`, view-lag.ts): it asks the
  * server on a period where its consumers are, says so when it falls behind or
@@ -69,6 +78,8 @@ export class ObjectView {
   /** Per stream followed: messages not applied yet, at the last check. */
   private readonly pending = new Map<string, number>();
   private readonly kinds: ReadonlySet<string>;
+  private readonly projections: ViewProjections;
+  private jsm: JetStreamManager | undefined;
   private readonly log: Logger;
   private readonly clock: Clock;
   private readonly lagPolicy: Readonly<ViewLagPolicy>;
@@ -82,9 +93,10 @@ export class ObjectView {
   constructor(
     kinds: readonly string[],
     log: Logger,
-    opts: { lag?: Partial<ViewLagPolicy>; clock?: Clock } = {},
+    opts: { lag?: Partial<ViewLagPolicy>; clock?: Clock; project?: ViewProjections } = {},
   ) {
     this.kinds = new Set(kinds);
+    this.projections = opts.project ?? {};
     this.log = log;
     this.clock = opts.clock ?? systemClock;
     this.lagPolicy = { ...DEFAULT_VIEW_LAG_POLICY, ...opts.lag };
@@ -128,6 +140,7 @@ export class ObjectView {
     }
     await Promise.all(this.followers.map((f) => f.follower.caughtUp));
     const jsm = await js.jetstreamManager();
+    this.jsm = jsm;
     await this.checkLag(jsm);
     void this.followLag(jsm);
   }
@@ -272,6 +285,37 @@ export class ObjectView {
     return this.objects.get(key.kind)?.get(nameKey(key));
   }
 
+  /**
+   * A live object as recorded, every field: the held object when the view keeps its kind whole,
+   * otherwise read again from the bus, the very record the view projected (by its sequence in
+   * K8S) or, once the history no longer has it, the latest of its subject (K8S_LATEST), which may
+   * be newer than what the view holds. Undefined when the object is not live, or its record is gone
+   * or unreadable.
+   */
+  async whole(key: ObjectKey): Promise<RecordedObject | undefined> {
+    const record = this.record(key);
+    if (!record?.projected) return record?.object;
+    if (!this.jsm) throw new Error(`the view reads ${key.kind} records again from the bus only once started`);
+    const subject = objectSubject(key);
+    // The stream's own get for the sequence: a direct get may be answered by the mirror (mirror_direct),
+    // which holds only each subject's last record.
+    const exact =
+      record.seq === undefined
+        ? null
+        : await this.jsm.streams.getMessage(STREAMS.records, { seq: record.seq });
+    const stored =
+      exact?.subject === subject
+        ? exact
+        : await this.jsm.direct.getMessage(STREAMS.latest, { last_by_subj: subject });
+    if (!stored) return undefined;
+    const decoded = decodeObjectEvent(stored.data);
+    if (!decoded.ok) {
+      this.log.warn({ subject, seq: stored.seq, reason: decoded.reason }, 'skipping an invalid record');
+      return undefined;
+    }
+    return decoded.value.op === 'upsert' ? decoded.value.object : undefined;
+  }
+
   /** The live records of a kind. */
   records(kind: string): LiveRecord[] {
     return [...(this.objects.get(kind)?.values() ?? [])];
@@ -301,7 +345,7 @@ export class ObjectView {
     if (key) {
       const decoded = decodeObjectEvent(m.data);
       if (decoded.ok) {
-        this.store(key, decoded.value);
+        this.store(key, this.projected(key.kind, decoded.value, m.seq));
         for (const listener of this.changeListeners) listener(key.kind);
       }
       // The recorder validated it on the way in; a record that fails here was
@@ -323,7 +367,14 @@ export class ObjectView {
     }
   }
 
-  private store(key: ObjectKey, event: ObjectEvent): void {
+  /** An upsert as the view keeps it: projected when its reader declared the fields of its kind. */
+  private projected(kind: string, event: ObjectEvent, seq: number): ObjectEvent | LiveRecord {
+    const project = this.projections[kind];
+    if (project === undefined || event.op !== 'upsert' || event.omitted) return event;
+    return { ...event, object: project(event.object), seq, projected: true };
+  }
+
+  private store(key: ObjectKey, event: ObjectEvent | LiveRecord): void {
     const name = nameKey(key);
     this.lists.delete(key.kind);
     this.journalOf(key.kind).push(name);

@@ -12,10 +12,10 @@ import type { WorkItem } from '../bus/messages.ts';
 import { done, type Handler, PermanentError } from '../bus/runtime/index.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { decideConfigStatus, instanceServing } from '../core/config-status.ts';
-import { validateConfig } from '../core/config-validation.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
 import type { KubeWriter } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
+import { ConfigVerdicts } from '../views/config-verdicts.ts';
 import { readRecorded } from '../views/view-reads.ts';
 import { CONFIG_KINDS, INSTANCE_KIND } from './assign/world.ts';
 import { parseWorkKey } from './work-keys.ts';
@@ -26,12 +26,13 @@ export const CONFIG_STATUS = 'config-status';
 export const CONFIG_STATUS_VIEW_KINDS = [...CONFIG_KINDS, ...TARGET_VIEW_KINDS, INSTANCE_KIND];
 
 export interface ConfigStatusDeps {
-  view: Pick<ObjectView, 'waitFor' | 'record' | 'list'>;
+  view: Pick<ObjectView, 'waitFor' | 'record' | 'list' | 'whole'>;
   writer: Pick<KubeWriter, 'applyStatus'>;
   clock: Clock;
 }
 
 export function configStatusHandler(deps: ConfigStatusDeps): Handler<WorkItem> {
+  const verdicts = new ConfigVerdicts();
   return async (item, ctx) => {
     const key = parseWorkKey(item.key);
     if (!key || !(CONFIG_KINDS as readonly string[]).includes(key.kind)) {
@@ -51,10 +52,13 @@ export function configStatusHandler(deps: ConfigStatusDeps): Handler<WorkItem> {
       return done;
     }
     const config = read.object;
+    await verdicts.prepare(deps.view, config);
+    const validation = verdicts.of(deps.view, config);
+    if (validation === undefined) throw new Error(`no verdict on ${item.key} after reading its target again`);
     const write = decideConfigStatus({
       current: config.status,
       generation: config.metadata.generation,
-      validation: validateConfig(config.spec, { ...targetOf(config), live: liveTarget(deps.view, config) }),
+      validation,
       servingInstance: instanceServing(
         conversionServiceOf(liveTarget(deps.view, config)),
         deps.view.list(INSTANCE_KIND).map((i) => i.metadata.name),
@@ -76,10 +80,6 @@ export function configStatusHandler(deps: ConfigStatusDeps): Handler<WorkItem> {
     );
     return done;
   };
-}
-
-function targetOf(config: ConversionConfig): { kind: string; name: string } {
-  return { kind: TARGET_OF_CONFIG[config.kind].kind, name: targetNameOf(config) };
 }
 
 function liveTarget(view: ConfigStatusDeps['view'], config: ConversionConfig): unknown {

@@ -48,7 +48,7 @@ import {
 import type { ObjectView } from '../bus/view.ts';
 import { assignSubjects, fleetOf, subjectOf } from '../core/assignment.ts';
 import { findCondition } from '../core/conditions.ts';
-import { mayTouchTarget, validateConfig } from '../core/config-validation.ts';
+import { mayTouchTarget } from '../core/config-validation.ts';
 import {
   type DestinationReplicas,
   decideHandover,
@@ -74,6 +74,7 @@ import type { EventSink, ObjectRef } from '../kube/event-recorder.ts';
 import type { KubeWriter } from '../kube/writer.ts';
 import { countHandoverDecision, countHandoverRepoint } from '../metrics/worker-metrics.ts';
 import type { Clock } from '../runtime/clock.ts';
+import { ConfigVerdicts } from '../views/config-verdicts.ts';
 import {
   CONFIG_VIEW_KINDS,
   derivedFromView,
@@ -112,7 +113,7 @@ export type TrustBundleReader = (
 
 export type TrustBundle = { kind: 'found'; caBundle: string } | { kind: 'unavailable'; why: string };
 
-export type HandoverView = Pick<ObjectView, 'waitFor' | 'record' | 'list' | 'renewTime'>;
+export type HandoverView = Pick<ObjectView, 'waitFor' | 'record' | 'list' | 'renewTime' | 'whole'>;
 
 export interface HandoverDeps {
   view: HandoverView;
@@ -134,13 +135,17 @@ export interface HandoverDeps {
 const TRUST_BUNDLE_RETRY_MS = 10_000;
 
 export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
+  const verdicts = new ConfigVerdicts();
   return async (item, ctx) => {
     await deps.view.waitFor(item.seq);
+    const claimant = configsByTarget(deps.view).get(item.key)?.[0];
+    if (claimant) await verdicts.prepare(deps.view, claimant);
     const nowMs = deps.clock.now();
     const gate = handoverOnView(deps.view, item.key, {
       defaultNamespace: deps.defaultNamespace,
       nowMs,
       policy: deps.policy,
+      verdicts,
     });
     if (gate.kind === 'skip') {
       ctx.log.debug({ target: item.key, why: gate.why }, 'nothing to hand over');
@@ -325,9 +330,16 @@ export type HandoverOnView =
 export function handoverOnView(
   view: HandoverView,
   target: string,
-  opts: { defaultNamespace: string; nowMs: number; policy?: Readonly<HandoverPolicy> | undefined },
+  opts: {
+    defaultNamespace: string;
+    nowMs: number;
+    policy?: Readonly<HandoverPolicy> | undefined;
+    /** The verdicts on configs the caller prepared; a view holding targets whole needs none. */
+    verdicts?: ConfigVerdicts;
+  },
 ): HandoverOnView {
-  const subject = readSubject(view, target, opts.defaultNamespace, opts.nowMs);
+  const verdicts = opts.verdicts ?? new ConfigVerdicts();
+  const subject = readSubject(view, target, opts.defaultNamespace, opts.nowMs, verdicts);
   if (subject.kind === 'skip') return subject;
   if (subject.kind === 'missing') {
     const { destination, targetKind } = subject;
@@ -357,7 +369,13 @@ export function handoverOnView(
  * a config that does not compile against it (nothing touches a target then), a destination not
  * in the view.
  */
-function readSubject(view: HandoverView, target: string, defaultNamespace: string, nowMs: number): Subject {
+function readSubject(
+  view: HandoverView,
+  target: string,
+  defaultNamespace: string,
+  nowMs: number,
+  verdicts: ConfigVerdicts,
+): Subject {
   // Only the configs claiming this target: a second one makes it a DuplicateTarget, the rest
   // cannot change its resolution.
   const claimants = configsByTarget(view).get(target) ?? [];
@@ -376,7 +394,8 @@ function readSubject(view: HandoverView, target: string, defaultNamespace: strin
     return { kind: 'missing', config: configRead, destination: resolution.instance, targetKind };
   const live = record.object as { metadata: { resourceVersion?: string } };
   if (record.omitted) return { kind: 'skip', why: 'the target is recorded without its content' };
-  const validation = validateConfig(config.spec, { kind: targetKind.kind, name: target, live });
+  const validation = verdicts.of(view, config);
+  if (validation === undefined) return { kind: 'skip', why: 'the verdict on the config was not read yet' };
   if (!mayTouchTarget(validation)) return { kind: 'skip', why: `config verdict ${validation.verdict}` };
   const instance = readInstance(view, resolution.instance);
   if (instance.kind !== 'found')
@@ -398,7 +417,7 @@ function readSubject(view: HandoverView, target: string, defaultNamespace: strin
 const BY_TARGET = {};
 
 /** The parsed configs by the target they name, derived again only when a config changed. */
-function configsByTarget(view: HandoverView): ReadonlyMap<string, ConversionConfig[]> {
+function configsByTarget(view: Pick<HandoverView, 'list'>): ReadonlyMap<string, ConversionConfig[]> {
   return derivedFromView(view, CONFIG_VIEW_KINDS, BY_TARGET, (lists) => {
     const out = new Map<string, ConversionConfig[]>();
     for (const object of lists.flat()) {

@@ -20,6 +20,7 @@ import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
 import { observeHandlerRuntime, observeViewLag, workerMetricsToServe } from '../metrics/worker-metrics.ts';
 import { systemClock } from '../runtime/clock.ts';
 import { type HealthServer, startHealthServer } from '../runtime/health-server.ts';
+import { HANDLER_PROJECTIONS } from '../views/projection.ts';
 import type { ConcernWork } from './concern.ts';
 import { startResync } from './resync.ts';
 
@@ -77,7 +78,10 @@ export async function startWorker(
   });
   const connection = followConnection(bus.nc);
   health.require('nats', () => (connection.connected() ? undefined : 'disconnected from NATS, reconnecting'));
-  const view = new ObjectView(viewKinds, log, { lag: viewLagPolicyOf(config.view) });
+  const view = new ObjectView(viewKinds, log, {
+    lag: viewLagPolicyOf(config.view),
+    project: HANDLER_PROJECTIONS,
+  });
   observeViewLag(view);
   await view.start(bus.js);
   // Not ready while the view is behind the bus or cannot tell: its handlers wait before deciding

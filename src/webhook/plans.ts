@@ -49,6 +49,7 @@ import { compile } from '../engine/compile.ts';
 import { formatDiagnostic, isError } from '../engine/diagnostics.ts';
 import type { Router } from '../engine/plan.ts';
 import { targetVersions } from '../engine/target-versions.ts';
+import { objectRevision } from '../views/config-verdicts.ts';
 
 /** What the replica learned from the bus: parsed configs, the resolver's view of instances, live targets by name. */
 export interface PlanWorld {
@@ -336,7 +337,7 @@ export class HeldPlans {
    * `want`: then there is nothing to compile, and the next comparison is by identity.
    */
   private compiledFrom(target: string, want: Wanted): boolean {
-    const source: Source = { config: configRevision(want.config), versions: versionsOf(want.live) };
+    const source: Source = { config: objectRevision(want.config), versions: versionsOf(want.live) };
     const held = this.plans.get(target);
     if (held && sameSource(held, source)) {
       held.versions = source.versions;
@@ -354,7 +355,7 @@ export class HeldPlans {
   /** False when the config does not compile now (a plan compiled before, if any, stays). */
   private compileIfChanged(target: string, config: ConversionConfig, live: unknown): boolean {
     if (this.compiledFrom(target, { config, live })) return !this.failing.has(target);
-    const source: Source = { config: configRevision(config), versions: versionsOf(live) };
+    const source: Source = { config: objectRevision(config), versions: versionsOf(live) };
     const result = compile(config.spec, targetVersions(live));
     if (!result.ok) {
       this.failing.set(target, {
@@ -385,16 +386,6 @@ function drainEndOf(held: Held, drainMs: number): number | undefined {
  */
 function sameSource(a: Source, b: Source): boolean {
   return a.config === b.config && (a.versions === b.versions || isDeepStrictEqual(a.versions, b.versions));
-}
-
-/** Without a generation (never so for objects as the apiserver returns them), any write counts. */
-function configRevision(config: ConversionConfig): string {
-  const { uid, generation, resourceVersion } = config.metadata as {
-    uid?: string;
-    generation?: number;
-    resourceVersion?: string;
-  };
-  return typeof generation === 'number' ? `${uid}/g${generation}` : `${uid}/rv${resourceVersion}`;
 }
 
 function versionsOf(live: unknown): unknown {
