@@ -6,12 +6,14 @@
 //
 //   node --expose-gc bench/webhook-replica.ts <nats url> <instance> <expected targets> replica|view
 //
-// `view` reads the bus and stops there: the heap the records alone take.
+// `view` reads the bus and stops there: the heap the records alone take. The view keeps configs
+// and targets projected, as `switchyard webhook-server` does (views/projection.ts).
 import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { ObjectView } from '../src/bus/view.ts';
 import type { ExpectedSet } from '../src/core/served-set-codec.ts';
+import { VIEW_PROJECTIONS } from '../src/views/projection.ts';
 import { WebhookMetrics } from '../src/webhook/metrics.ts';
 import { Replica } from '../src/webhook/replica.ts';
 import { REPLICA_VIEW_KINDS } from '../src/webhook/world.ts';
@@ -32,7 +34,7 @@ const sink = {
   whenPublished: () => Promise.resolve(true),
 };
 const heapBefore = heapAfterGc();
-const view = new ObjectView([...REPLICA_VIEW_KINDS], log);
+const view = new ObjectView([...REPLICA_VIEW_KINDS], log, { project: VIEW_PROJECTIONS });
 const replica = new Replica({ view, instance, sink, metrics, log, drainMs: 30_000 });
 
 const started = performance.now();

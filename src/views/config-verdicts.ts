@@ -3,14 +3,15 @@
 // both whole: they are read again from the bus once per revision of the config and of the target,
 // compiled, and the verdict kept per target until either changes. The decision itself stays
 // synchronous on the view: a handler `prepare`s the verdict first, then decides with `of`.
-import { type ConversionConfig, conversionConfigSchema, targetNameOf } from '../api/conversion-config.ts';
-import { RESOURCE_OF_CONFIG, TARGET_OF_CONFIG } from '../api/resources.ts';
+import type { ConversionConfig } from '../api/conversion-config.ts';
+import { TARGET_OF_CONFIG } from '../api/resources.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { ObjectKey } from '../bus/subjects.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { type ConfigValidation, validateConfig } from '../core/config-validation.ts';
+import { configKeyOf, readConfigSources, targetKeyOf, type WholeReader } from './config-sources.ts';
 
-export type VerdictView = Pick<ObjectView, 'record' | 'whole'>;
+export type VerdictView = Pick<ObjectView, 'record'> & WholeReader;
 
 export class ConfigVerdicts {
   /** Per target name: the revisions the verdict was compiled from, and the verdict. */
@@ -42,20 +43,11 @@ export class ConfigVerdicts {
       return;
     }
     if (this.of(view, config) !== undefined) return;
-    const [wholeConfig, wholeTarget] = await Promise.all([
-      view.whole(configKeyOf(config)),
-      view.whole(target.key),
-    ]);
-    if (wholeTarget === undefined)
-      throw new Error(`the record of ${target.kind} ${target.key.name} could not be read again from the bus`);
-    const parsed = conversionConfigSchema.safeParse(wholeConfig);
-    if (!parsed.success)
-      throw new Error(
-        `the record of ${config.kind} ${config.metadata.name} could not be read again from the bus`,
-      );
+    const sources = await readConfigSources(view, config);
+    if (sources.kind === 'unreadable') throw new Error(sources.why);
     // Kept under the revisions the view holds: the bus may answer with newer records than the
     // view's, and the verdict on those stands in until the view catches up and asks again.
-    this.compile(revisionOf(config, record.object), parsed.data, target, wholeTarget);
+    this.compile(revisionOf(config, record.object), sources.config, target, sources.target);
   }
 
   private compile(
@@ -76,12 +68,7 @@ interface Target {
 }
 
 function targetOf(config: ConversionConfig): Target {
-  const resource = TARGET_OF_CONFIG[config.kind];
-  return { kind: resource.kind, key: { kind: resource.viewKind, namespace: '', name: targetNameOf(config) } };
-}
-
-function configKeyOf(config: ConversionConfig): ObjectKey {
-  return { kind: RESOURCE_OF_CONFIG[config.kind].viewKind, namespace: '', name: config.metadata.name };
+  return { kind: TARGET_OF_CONFIG[config.kind].kind, key: targetKeyOf(config) };
 }
 
 function missing(target: Target): ConfigValidation {

@@ -1,8 +1,9 @@
 // What a view keeps of a recorded object: the fields its reader declares, nothing else. A view
 // projects each record as it applies it (the way controller-runtime's caches take a transform), so
 // a handler that never compiles rules holds no target's schemas: three 50-leaf schemas are most of
-// a CRD's record. The record streams stay whole; a reader that needs the rest of an object reads
-// it again from the bus (ObjectView.whole).
+// a CRD's record, and a replica serving 1/20 of the targets no longer holds every one's. The
+// record streams stay whole; a reader that needs the rest of an object reads it again from the
+// bus (ObjectView.whole).
 import { HANDOVER_VERDICT_ANNOTATION } from '../api/constants.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 
@@ -124,8 +125,12 @@ export const CONFIG_FIELDS: readonly FieldPath[] = [
 const projectTarget = projectionOf(TARGET_FIELDS);
 const projectConfig = projectionOf(CONFIG_FIELDS);
 
-/** The handlers' views: targets and configs projected, every other kind whole. */
-export const HANDLER_PROJECTIONS: ViewProjections = {
+/**
+ * What the long-running views keep, the handlers' and the webhook-server replicas': targets and
+ * configs projected, every other kind whole. `switchyard explain` and `replay`, one-off commands,
+ * keep theirs whole.
+ */
+export const VIEW_PROJECTIONS: ViewProjections = {
   crd: projectTarget,
   xrd: projectTarget,
   crdconfig: projectConfig,

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { type ConversionConfig, conversionConfigSchema } from '../api/conversion-config.ts';
 import type { InstanceLike } from '../core/assignment.ts';
 import { convert } from '../engine/convert.ts';
-import { HeldPlans, type PlanWorld, type SyncMoment } from './plans.ts';
-import { gizmoTarget, renameConfig } from './test-support.ts';
+import { HeldPlans, type PlanWorld, type SourceOf, type SyncMoment } from './plans.ts';
+import { fromWorld, gizmoTarget, renameConfig } from './test-support.ts';
 
 const TARGET = 'gizmos.x.io';
 const NO_DRAIN = { drainMs: 0 };
@@ -16,7 +16,7 @@ function at(nowMs: number, moment: Partial<SyncMoment> = {}): SyncMoment {
 /** A sync and every compile it queued, as the replica's background slices would do by and by. */
 function syncAll(plans: HeldPlans, w: PlanWorld, moment: SyncMoment) {
   const { removed, draining } = plans.sync(w, moment);
-  const { added, failed } = plans.compilePending();
+  const { added, failed } = plans.compilePending(fromWorld);
   return { added, removed, failed, draining };
 }
 
@@ -57,7 +57,7 @@ describe('the plans a replica holds', () => {
       failed: [],
       draining: [],
     });
-    const found = plans.lookup(TARGET, 0);
+    const found = plans.lookup(TARGET, 0, fromWorld);
     expect(found.kind).toBe('plan');
     if (found.kind !== 'plan') return;
     expect(found.group).toBe('x.io');
@@ -85,7 +85,7 @@ describe('the plans a replica holds', () => {
       at(1_000),
     );
     expect(moved, 'repinned to b, but the target still names a').toMatchObject({ removed: [], draining: [] });
-    expect(plans.lookup(TARGET, 0).kind).toBe('plan');
+    expect(plans.lookup(TARGET, 0, fromWorld).kind).toBe('plan');
     const repointed = world([config('w', { pin: 'b' })], [gizmos(TARGET, 'b-webhook-server')]);
     expect(syncAll(plans, repointed, at(2_000))).toMatchObject({ removed: [], draining: [TARGET] });
     expect(plans.nextDrainEndMs()).toBe(32_000);
@@ -119,26 +119,26 @@ describe('the plans a replica holds', () => {
       at(0),
     );
     expect(moved.removed, 'repinned to b; the target still names a, and a lets go anyway').toEqual([TARGET]);
-    expect(plans.lookup(TARGET, 0)).toMatchObject({ kind: 'none' });
+    expect(plans.lookup(TARGET, 0, fromWorld)).toMatchObject({ kind: 'none' });
   });
 
   it('holds nothing for a target that does not exist, or that two configs claim', () => {
     const plans = new HeldPlans('a', NO_DRAIN);
     syncAll(plans, world([config('w', { pin: 'a' })], []), at(0));
-    expect(plans.lookup(TARGET, 0)).toEqual({
+    expect(plans.lookup(TARGET, 0, fromWorld)).toEqual({
       kind: 'none',
       why: `the target ${TARGET} does not exist in this replica's view of the bus`,
     });
     syncAll(plans, world([config('w', { pin: 'a' }), config('v', { pin: 'a' })], [gizmos()]), at(0));
     expect([...plans.servable()]).toEqual([]);
-    const lookup = plans.lookup(TARGET, 0);
+    const lookup = plans.lookup(TARGET, 0, fromWorld);
     expect(lookup.kind === 'none' && lookup.why).toContain('all convert');
   });
 
   it('keeps the last good plan when the config stops compiling, reports it, and takes a fix', () => {
     const plans = new HeldPlans('a', NO_DRAIN);
     syncAll(plans, world([config('w', { pin: 'a' })], [gizmos()]), at(0));
-    const before = plans.lookup(TARGET, 0);
+    const before = plans.lookup(TARGET, 0, fromWorld);
     const broken = syncAll(
       plans,
       world([config('w', { pin: 'a', spokePath: 'spec.nowhere', generation: 2 })], [gizmos()]),
@@ -146,7 +146,7 @@ describe('the plans a replica holds', () => {
     );
     expect(broken.failed).toEqual([TARGET]);
     expect(broken.removed, 'a bad edit must not take the working plan away').toEqual([]);
-    expect(plans.lookup(TARGET, 0)).toEqual(before);
+    expect(plans.lookup(TARGET, 0, fromWorld)).toEqual(before);
     expect(plans.failures().get(TARGET)?.join(' ')).toContain('spec.nowhere');
     const fixed = syncAll(plans, world([config('w', { pin: 'a', generation: 3 })], [gizmos()]), at(0));
     expect(fixed.failed).toEqual([]);
@@ -161,14 +161,14 @@ describe('the plans a replica holds', () => {
       at(0),
     );
     expect(result).toEqual({ added: [], removed: [], failed: [TARGET], draining: [] });
-    const lookup = plans.lookup(TARGET, 0);
+    const lookup = plans.lookup(TARGET, 0, fromWorld);
     expect(lookup.kind === 'none' && lookup.why).toMatch(/^its config does not compile: /);
   });
 
   it('compiles again only when the rules or the target’s versions change, never for a status write', () => {
     const plans = new HeldPlans('a', NO_DRAIN);
     const routerOf = () => {
-      const found = plans.lookup(TARGET, 0);
+      const found = plans.lookup(TARGET, 0, fromWorld);
       return found.kind === 'plan' ? found.router : undefined;
     };
     syncAll(plans, world([config('w', { pin: 'a' })], [gizmos()]), at(0));
@@ -215,7 +215,7 @@ describe('the plans a replica holds', () => {
     expect(syncAll(plans, moved, at(1_000)).draining).toEqual([TARGET]);
     expect([...plans.servable()], 'not reported while it drains').toEqual([]);
     expect([...plans.held()], 'but still held and served').toEqual([TARGET]);
-    expect(plans.lookup(TARGET, 1_000).kind).toBe('plan');
+    expect(plans.lookup(TARGET, 1_000, fromWorld).kind).toBe('plan');
   });
 
   it('drops nothing while its view is behind the bus, however long: a stale view is no evidence', () => {
@@ -252,7 +252,7 @@ describe('the plans a replica holds', () => {
     syncAll(plans, world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]), at(0));
     const moved = world([config('w', { pin: 'b' })], [gizmos(TARGET, 'b-webhook-server')]);
     syncAll(plans, moved, at(1_000));
-    expect(plans.lookup(TARGET, 25_000).kind).toBe('plan');
+    expect(plans.lookup(TARGET, 25_000, fromWorld).kind).toBe('plan');
     expect(syncAll(plans, moved, at(31_000)).removed, 'used 6 s ago').toEqual([]);
     expect(syncAll(plans, moved, at(55_000)).removed).toEqual([TARGET]);
   });
@@ -262,7 +262,7 @@ describe('the plans a replica holds', () => {
     // b's view: assigned to a, naming a. The apiserver calling b says otherwise: b's view is behind.
     const elsewhere = world([config('w', { pin: 'a' })], [gizmos(TARGET, 'a-webhook-server')]);
     syncAll(plans, elsewhere, at(0));
-    const found = plans.lookup(TARGET, 100);
+    const found = plans.lookup(TARGET, 100, fromWorld);
     expect(found.kind).toBe('plan');
     if (found.kind !== 'plan') return;
     const object = { apiVersion: 'x.io/v1', kind: 'Gizmo', metadata: { name: 'g' }, spec: { replicas: 3 } };
@@ -279,20 +279,25 @@ describe('the plans a replica holds', () => {
   it('refuses on demand only what it cannot convert correctly, and says why', () => {
     const b = new HeldPlans('b', NO_DRAIN);
     syncAll(b, world([], [gizmos()]), at(0));
-    expect(b.lookup(TARGET, 0)).toEqual({ kind: 'none', why: 'no config converts it' });
+    expect(b.lookup(TARGET, 0, fromWorld)).toEqual({ kind: 'none', why: 'no config converts it' });
     syncAll(b, world([config('w', { pin: 'a' })], []), at(0));
-    expect(b.lookup(TARGET, 0)).toMatchObject({
+    expect(b.lookup(TARGET, 0, fromWorld)).toMatchObject({
       kind: 'none',
       why: expect.stringContaining('does not exist'),
     });
     syncAll(b, world([config('w', { pin: 'a' }), config('v', { pin: 'a' })], [gizmos()]), at(0));
-    expect(b.lookup(TARGET, 0)).toMatchObject({ kind: 'none', why: expect.stringContaining('all convert') });
+    expect(b.lookup(TARGET, 0, fromWorld)).toMatchObject({
+      kind: 'none',
+      why: expect.stringContaining('all convert'),
+    });
     syncAll(b, world([config('w', { pin: 'a', spokePath: 'spec.nowhere' })], [gizmos()]), at(0));
-    expect(b.lookup(TARGET, 0)).toMatchObject({
+    expect(b.lookup(TARGET, 0, fromWorld)).toMatchObject({
       kind: 'none',
       why: expect.stringMatching(/^its config does not compile: /),
     });
-    expect(b.lookup(TARGET, 0).kind, 'the failed compile is remembered, not repeated').toBe('none');
+    expect(b.lookup(TARGET, 0, fromWorld).kind, 'the failed compile is remembered, not repeated').toBe(
+      'none',
+    );
   });
 
   it('keeps serving and reporting a target that names it after its config is deleted', () => {
@@ -301,7 +306,7 @@ describe('the plans a replica holds', () => {
     const orphan = world([], [gizmos(TARGET, 'a-webhook-server')]);
     expect(syncAll(plans, orphan, at(100_000))).toMatchObject({ removed: [], draining: [] });
     expect([...plans.servable()]).toEqual([TARGET]);
-    expect(plans.lookup(TARGET, 100_000).kind).toBe('plan');
+    expect(plans.lookup(TARGET, 100_000, fromWorld).kind).toBe('plan');
   });
 });
 
@@ -322,7 +327,7 @@ describe('compiling after the decision: a sync decides, compiles run by and by o
     expect([...plans.held()]).toEqual([]);
     const slices: string[][] = [];
     while (plans.pendingCount() > 0) {
-      const { added, failed } = plans.compilePending((compiled) => compiled < 2);
+      const { added, failed } = plans.compilePending(fromWorld, (compiled) => compiled < 2);
       expect(failed).toEqual([]);
       slices.push(added);
       for (const target of plans.servable())
@@ -335,14 +340,14 @@ describe('compiling after the decision: a sync decides, compiles run by and by o
   it('compiles a pending target for the review that needs it, serves it, and reports it from then on', () => {
     const plans = new HeldPlans('a', NO_DRAIN);
     plans.sync(three(), at(0));
-    const found = plans.lookup('gizmos3.x.io', 5);
+    const found = plans.lookup('gizmos3.x.io', 5, fromWorld);
     expect(found.kind, 'compiled and served, not refused').toBe('plan');
     if (found.kind !== 'plan') return;
     expect(convert(found.router, v1, 'v1', 'v2')).toMatchObject({ ok: true, object: { spec: { size: 3 } } });
     expect([...plans.servable()]).toEqual(['gizmos3.x.io']);
     expect(plans.pendingTargets()).toEqual(NAMES.slice(0, 2));
-    expect(plans.compilePending().added, 'compiled once, by the review').toEqual(NAMES.slice(0, 2));
-    expect(plans.lookup('gizmos3.x.io', 6)).toEqual(found);
+    expect(plans.compilePending(fromWorld).added, 'compiled once, by the review').toEqual(NAMES.slice(0, 2));
+    expect(plans.lookup('gizmos3.x.io', 6, fromWorld)).toEqual(found);
   });
 
   it('takes a failing compile as a failure, not a crash: the others compile and a review says why', () => {
@@ -352,25 +357,62 @@ describe('compiling after the decision: a sync decides, compiles run by and by o
       [gizmos(), gizmos('other.x.io')],
     );
     plans.sync(bad, at(0));
-    const lookup = plans.lookup(TARGET, 0);
+    const lookup = plans.lookup(TARGET, 0, fromWorld);
     expect(lookup.kind === 'none' && lookup.why).toMatch(/^its config does not compile: .*spec\.nowhere/);
-    expect(plans.compilePending()).toEqual({ added: ['other.x.io'], failed: [] });
+    expect(plans.compilePending(fromWorld)).toEqual({ added: ['other.x.io'], failed: [] });
     expect([...plans.servable()]).toEqual(['other.x.io']);
     expect(plans.failures().get(TARGET)?.join(' ')).toContain('spec.nowhere');
     expect(plans.sync(bad, at(1)).pending, 'a failure is remembered, not compiled again').toBe(0);
   });
 
+  it('takes sources it cannot read as a failure of that revision: not read again until the config or target changes', () => {
+    const plans = new HeldPlans('a', NO_DRAIN);
+    const unreadable: SourceOf = () => ({
+      kind: 'unreadable',
+      why: 'the record of CRDConversionConfig w could not be read again from the bus',
+    });
+    plans.sync(world([config('w', { pin: 'a' })], [gizmos()]), at(0));
+    expect(plans.compilePending(unreadable)).toEqual({ added: [], failed: [TARGET] });
+    expect(plans.lookup(TARGET, 0, unreadable)).toEqual({
+      kind: 'none',
+      why: 'its config does not compile: the record of CRDConversionConfig w could not be read again from the bus',
+    });
+    expect(plans.sync(world([config('w', { pin: 'a' })], [gizmos()]), at(1)).pending).toBe(0);
+    expect(plans.sync(world([config('w', { pin: 'a', generation: 2 })], [gizmos()]), at(2)).pending).toBe(1);
+    expect(plans.compilePending(fromWorld)).toEqual({ added: [TARGET], failed: [] });
+  });
+
+  it('compiles nothing until its sources are read, and serves the plan held when a review’s cannot be', () => {
+    const plans = new HeldPlans('a', NO_DRAIN);
+    const notRead: SourceOf = () => undefined;
+    syncAll(plans, world([config('w', { pin: 'a' })], [gizmos()]), at(0));
+    const held = plans.lookup(TARGET, 0, notRead);
+    expect(held.kind).toBe('plan');
+    plans.sync(
+      world(
+        [config('w', { pin: 'a', spokePath: 'spec.count', generation: 2 })],
+        [gizmos(TARGET, undefined, 'count')],
+      ),
+      at(1),
+    );
+    expect(plans.compilePending(notRead)).toEqual({ added: [], failed: [] });
+    expect(plans.pendingTargets()).toEqual([TARGET]);
+    expect(plans.lookup(TARGET, 1, notRead), 'the last good plan serves').toEqual(held);
+    expect(plans.lookup(TARGET, 2, fromWorld)).not.toEqual(held);
+    expect(plans.pendingTargets()).toEqual([]);
+  });
+
   it('queues a recompile: the last good plan stays reported meanwhile, and a review gets the new plan', () => {
     const plans = new HeldPlans('a', NO_DRAIN);
     syncAll(plans, world([config('w', { pin: 'a' })], [gizmos()]), at(0));
-    const first = plans.lookup(TARGET, 0);
+    const first = plans.lookup(TARGET, 0, fromWorld);
     const edited = world(
       [config('w', { pin: 'a', spokePath: 'spec.count', generation: 2 })],
       [gizmos(TARGET, undefined, 'count')],
     );
     expect(plans.sync(edited, at(1)).pending).toBe(1);
     expect([...plans.servable()], 'still held: the last good plan').toEqual([TARGET]);
-    const next = plans.lookup(TARGET, 1);
+    const next = plans.lookup(TARGET, 1, fromWorld);
     expect(next.kind).toBe('plan');
     expect(next, 'the review converts with what the view holds now').not.toEqual(first);
     if (next.kind !== 'plan') return;
@@ -390,7 +432,7 @@ describe('compiling after the decision: a sync decides, compiles run by and by o
       NAMES.map((t) => gizmos(t)),
     );
     expect(plans.sync(moved, at(1)).pending).toBe(2);
-    expect(plans.compilePending().added).toEqual(NAMES.slice(1));
+    expect(plans.compilePending(fromWorld).added).toEqual(NAMES.slice(1));
     expect(plans.servable().has(NAMES[0] as string)).toBe(false);
   });
 });

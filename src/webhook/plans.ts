@@ -29,18 +29,23 @@
 // is not reported (the view does not call for it) and drains like any other once unused.
 //
 // A sync decides what to hold; it compiles nothing. The targets whose plan is missing or was
-// compiled from something else wait in `pending`, compiled a bounded slice at a time by the
+// compiled from another revision wait in `pending`, compiled a bounded slice at a time by the
 // caller (`compilePending`, the replica yields to the event loop between slices) and at once by
 // a review that needs one (`lookup`): a replica is ready once its view has caught up, not once
 // it has compiled everything (issue 31). `servable` lists compiled plans only, so a report still
 // means "held"; a pending recompile leaves the last good plan reported and serving meanwhile,
 // as a failed one does.
 //
+// The world is what the replica's view keeps: configs without their rules, targets without their
+// schemas (views/projection.ts). A compile reads both whole, which the caller fetches from the bus
+// and hands in (`SourceOf`); nothing here holds a schema once its plan is compiled.
+//
 // One bad config never takes a working plan away: a config that stops compiling keeps serving
 // its last good plan, and the failure is reported (`failures`) until a fix compiles. A plan is
 // compiled again only when what it is compiled from changes (the config's spec, the target's
-// versions), never for a status write.
-import { isDeepStrictEqual } from 'node:util';
+// versions), never for a status write: a new revision of the target whose versions are the same
+// (a repoint of spec.conversion) is read and compared, not compiled.
+import { createHash } from 'node:crypto';
 import { type ConversionConfig, targetNameOf } from '../api/conversion-config.ts';
 import { assignSubjects, fleetOf, type InstanceLike, subjectOf } from '../core/assignment.ts';
 import { shouldHoldPlan } from '../core/handover.ts';
@@ -49,9 +54,10 @@ import { compile } from '../engine/compile.ts';
 import { formatDiagnostic, isError } from '../engine/diagnostics.ts';
 import type { Router } from '../engine/plan.ts';
 import { targetVersions } from '../engine/target-versions.ts';
+import type { ConfigSources } from '../views/config-sources.ts';
 import { objectRevision } from '../views/config-verdicts.ts';
 
-/** What the replica learned from the bus: parsed configs, the resolver's view of instances, live targets by name. */
+/** What the replica learned from the bus: parsed configs, the resolver's view of instances, live targets by name (as its view keeps them). */
 export interface PlanWorld {
   configs: readonly ConversionConfig[];
   instances: readonly InstanceLike[];
@@ -71,13 +77,21 @@ export interface SyncMoment {
   leaseSettled: boolean;
 }
 
-/** What a plan was compiled from; a change compiles again (`sameSource`). */
+/**
+ * What a plan was compiled from. A new revision of the config compiles again; a new revision of
+ * the target compiles again only if its versions changed (`versions`).
+ */
 interface Source {
   /** The config's uid and generation. */
   config: string;
-  /** The live target's spec.versions, as last seen. */
-  versions: unknown;
+  /** The target's uid and generation. */
+  target: string;
+  /** A digest of the whole target's spec.versions, schemas included. */
+  versions: string;
 }
+
+/** The whole config and target to compile a wanted target's plan from, read by the caller; undefined: not read (yet). */
+export type SourceOf = (target: string, want: Wanted) => ConfigSources | undefined;
 
 interface Held extends Source {
   router: Router;
@@ -107,8 +121,8 @@ export interface PlanCompile {
   failed: string[];
 }
 
-/** A target the view calls for here, and what its plan is to be compiled from. */
-interface Wanted {
+/** A target the view calls for here (or a review asks for), and its config and target as the view keeps them. */
+export interface Wanted {
   config: ConversionConfig;
   live: unknown;
 }
@@ -126,7 +140,7 @@ export interface HeldPlansOptions {
 export class HeldPlans {
   private readonly instance: string;
   private readonly plans = new Map<string, Held>();
-  private readonly failing = new Map<string, Source & { errors: string[] }>();
+  private readonly failing = new Map<string, Revisions & { errors: string[] }>();
   private readonly notHeld = new Map<string, string>();
   /** Wanted targets whose plan is not compiled from what the last sync saw, in the order they are compiled. */
   private pending = new Map<string, Wanted>();
@@ -154,7 +168,8 @@ export class HeldPlans {
     const draining = this.drainUnkept(moment);
     for (const target of [...this.failing.keys()]) if (!wanted.has(target)) this.failing.delete(target);
     this.pending = new Map();
-    for (const [target, want] of wanted) if (!this.compiledFrom(target, want)) this.pending.set(target, want);
+    for (const [target, want] of wanted)
+      if (!this.compiledFrom(target, revisionsOf(want))) this.pending.set(target, want);
     return {
       removed: [...before].filter((t) => !this.plans.has(t)).sort(),
       draining,
@@ -163,21 +178,37 @@ export class HeldPlans {
   }
 
   /**
-   * Compiles pending plans in the order the sync queued them: at least one, then as long as
-   * `more(compiledSoFar)` says (the caller's time slice). Everything when `more` is left out.
+   * Compiles pending plans in the order the sync queued them, from what `sourceOf` read: at
+   * least one, then as long as `more(compiledSoFar)` says (the caller's time slice), and up to
+   * the first whose sources are not read yet. Everything read when `more` is left out.
    */
-  compilePending(more: (compiled: number) => boolean = () => true): PlanCompile {
+  compilePending(sourceOf: SourceOf, more: (compiled: number) => boolean = () => true): PlanCompile {
     const added: string[] = [];
     const failed: string[] = [];
     let compiled = 0;
-    for (const target of this.pending.keys()) {
+    for (const [target, want] of this.pending) {
       if (compiled > 0 && !more(compiled)) break;
+      const sources = sourceOf(target, want);
+      if (sources === undefined) break;
       const had = this.plans.has(target);
-      if (!this.compileQueued(target)) failed.push(target);
+      if (!this.compileQueued(target, sources)) failed.push(target);
       else if (!had) added.push(target);
       compiled++;
     }
     return { added: added.sort(), failed: failed.sort() };
+  }
+
+  /** The pending targets' wants, in the order they will be compiled: what the caller reads the sources of. */
+  pendingWants(): [string, Wanted][] {
+    return [...this.pending];
+  }
+
+  /**
+   * What a review of `target` would compile from, if it would compile: a pending plan, or one the
+   * view does not call for here. Undefined when a held plan serves it as it is, or nothing can.
+   */
+  wantOf(target: string): Wanted | undefined {
+    return this.pending.get(target) ?? (this.plans.has(target) ? undefined : this.onDemandWant(target));
   }
 
   /** How many plans the view calls for here are not compiled yet from what it holds. */
@@ -241,13 +272,16 @@ export class HeldPlans {
   }
 
   /**
-   * The plan for a review of `target` at `nowMs` (monotonic): held, or compiled now if the
-   * replica can. A pending compile is done first, so a review never waits for the background
-   * queue nor converts with a plan its view has already replaced.
+   * The plan for a review of `target` at `nowMs` (monotonic): held, or compiled now from what
+   * `sourceOf` read (`wantOf` says what to read). A pending compile is done first, so a review
+   * never waits for the background queue nor converts with a plan its view has already replaced;
+   * when its sources could not be read, the plan held serves.
    */
-  lookup(target: string, nowMs = 0): PlanLookup {
-    if (this.pending.has(target)) this.compileQueued(target);
-    const held = this.plans.get(target) ?? this.compileOnDemand(target);
+  lookup(target: string, nowMs: number, sourceOf: SourceOf): PlanLookup {
+    const pending = this.pending.get(target);
+    const pendingSources = pending && sourceOf(target, pending);
+    if (pendingSources) this.compileQueued(target, pendingSources);
+    const held = this.plans.get(target) ?? this.compileOnDemand(target, sourceOf);
     if (held) {
       held.lastUsedMs = nowMs;
       return { kind: 'plan', router: held.router, group: held.group };
@@ -309,66 +343,101 @@ export class HeldPlans {
   }
 
   /**
-   * A plan for a target the view does not call for here, compiled because a review for it came:
-   * from its one config and the target as the view holds them. Undefined (the reason kept for
-   * the answer) when there is no such config or definition, or the rules do not compile.
+   * The one config and the target as the view holds them, for a target the view does not call
+   * for here: what a review for it compiles from. Undefined when there is no such config or
+   * definition.
    */
-  private compileOnDemand(target: string): Held | undefined {
+  private onDemandWant(target: string): Wanted | undefined {
     if (!this.holdWhileNamed || !this.world || this.notHeld.has(target)) return undefined;
     const configs = this.world.configs.filter((c) => targetNameOf(c) === target);
     const [config] = configs;
     if (config === undefined || configs.length > 1) return undefined;
     const live = this.world.targets.get(target);
-    if (live === undefined) return undefined;
-    if (!this.compileIfChanged(target, config, live)) return undefined;
+    return live === undefined ? undefined : { config, live };
+  }
+
+  /**
+   * A plan for a target the view does not call for here, compiled because a review for it came.
+   * Undefined (the reason kept for the answer) when there is nothing to compile it from, its
+   * sources could not be read, or the rules do not compile.
+   */
+  private compileOnDemand(target: string, sourceOf: SourceOf): Held | undefined {
+    const want = this.onDemandWant(target);
+    const sources = want && sourceOf(target, want);
+    if (want === undefined || sources === undefined) return undefined;
+    if (!this.compileIfChanged(target, revisionsOf(want), sources)) return undefined;
     return this.plans.get(target);
   }
 
   /** Compiles a pending target and takes it off the queue; false when its config does not compile. */
-  private compileQueued(target: string): boolean {
+  private compileQueued(target: string, sources: ConfigSources): boolean {
     const want = this.pending.get(target);
     if (want === undefined) return true;
     this.pending.delete(target);
-    return this.compileIfChanged(target, want.config, want.live);
+    return this.compileIfChanged(target, revisionsOf(want), sources);
   }
 
-  /**
-   * Whether what the target's plan (or its remembered failure) was compiled from still stands for
-   * `want`: then there is nothing to compile, and the next comparison is by identity.
-   */
-  private compiledFrom(target: string, want: Wanted): boolean {
-    const source: Source = { config: objectRevision(want.config), versions: versionsOf(want.live) };
+  /** Whether the target's plan (or its remembered failure) was compiled from these revisions. */
+  private compiledFrom(target: string, revisions: Revisions): boolean {
     const held = this.plans.get(target);
-    if (held && sameSource(held, source)) {
-      held.versions = source.versions;
+    if (held && sameRevisions(held, revisions)) {
       this.failing.delete(target);
       return true;
     }
     const failure = this.failing.get(target);
-    if (failure && sameSource(failure, source)) {
-      failure.versions = source.versions;
-      return true;
-    }
-    return false;
+    return failure !== undefined && sameRevisions(failure, revisions);
   }
 
-  /** False when the config does not compile now (a plan compiled before, if any, stays). */
-  private compileIfChanged(target: string, config: ConversionConfig, live: unknown): boolean {
-    if (this.compiledFrom(target, { config, live })) return !this.failing.has(target);
-    const source: Source = { config: objectRevision(config), versions: versionsOf(live) };
-    const result = compile(config.spec, targetVersions(live));
+  /**
+   * Compiles from `sources` unless the plan held was compiled from the same config and versions
+   * (then it now stands for `revisions`); false when the config does not compile now, or its
+   * sources could not be read (a plan compiled before, if any, stays).
+   */
+  private compileIfChanged(target: string, revisions: Revisions, sources: ConfigSources): boolean {
+    if (this.compiledFrom(target, revisions)) return !this.failing.has(target);
+    if (sources.kind === 'unreadable') {
+      this.failing.set(target, { ...revisions, errors: [sources.why] });
+      return false;
+    }
+    const versions = versionsDigest(sources.target);
+    const held = this.plans.get(target);
+    if (held && held.config === revisions.config && held.versions === versions) {
+      held.target = revisions.target;
+      this.failing.delete(target);
+      return true;
+    }
+    const result = compile(sources.config.spec, targetVersions(sources.target));
     if (!result.ok) {
       this.failing.set(target, {
-        ...source,
+        ...revisions,
         errors: result.diagnostics.filter(isError).map(formatDiagnostic),
       });
       return false;
     }
     this.failing.delete(target);
-    const held = this.plans.get(target);
-    this.plans.set(target, { ...held, ...source, router: result.router, group: groupOf(live) });
+    this.plans.set(target, {
+      ...held,
+      ...revisions,
+      versions,
+      router: result.router,
+      group: groupOf(sources.target),
+    });
     return true;
   }
+}
+
+/** What the view holds a wanted target's sources at: the config's and the target's revisions. */
+type Revisions = Pick<Source, 'config' | 'target'>;
+
+function revisionsOf(want: Wanted): Revisions {
+  return {
+    config: objectRevision(want.config),
+    target: objectRevision(want.live as { metadata: object }),
+  };
+}
+
+function sameRevisions(a: Revisions, b: Revisions): boolean {
+  return a.config === b.config && a.target === b.target;
 }
 
 /** When a draining plan may be dropped: the evidence, the Lease's silence and the last use, each a drain old. */
@@ -377,19 +446,12 @@ function drainEndOf(held: Held, drainMs: number): number | undefined {
   return Math.max(held.unwantedSinceMs, held.unreportedSinceMs, held.lastUsedMs ?? 0) + drainMs;
 }
 
-/**
- * Whether a plan compiled from `a` still stands for `b`. The config by uid and generation, which
- * the apiserver bumps on every change of its spec and never for status: the config's status
- * writes, the common write, cost a string comparison. The target by its spec.versions, the
- * only part a plan reads: the same array when the record did not change, otherwise compared by
- * value (a repoint of spec.conversion, or a status write, compiles nothing).
- */
-function sameSource(a: Source, b: Source): boolean {
-  return a.config === b.config && (a.versions === b.versions || isDeepStrictEqual(a.versions, b.versions));
-}
-
-function versionsOf(live: unknown): unknown {
-  return (live as { spec?: { versions?: unknown } }).spec?.versions;
+/** The target's spec.versions, schemas included, as a digest: the only part of the target a plan reads. */
+function versionsDigest(live: unknown): string {
+  const versions = (live as { spec?: { versions?: unknown } }).spec?.versions;
+  return createHash('sha256')
+    .update(JSON.stringify(versions) ?? '')
+    .digest('base64');
 }
 
 function groupOf(live: unknown): string {

@@ -6,29 +6,48 @@ import type { ObjectKey } from '../bus/subjects.ts';
 import type { ViewLag } from '../bus/view-lag.ts';
 import type { ExpectedSet } from '../core/served-set-codec.ts';
 import { type Clock, systemClock } from '../runtime/clock.ts';
+import { VIEW_PROJECTIONS } from '../views/projection.ts';
 import { WebhookMetrics } from './metrics.ts';
 import { COMPILE_SLICE_MS, Replica, type ReplicaView } from './replica.ts';
 import { gizmoTarget, renameConfig } from './test-support.ts';
 
-/** A view whose objects the test replaces, telling listeners as ObjectView does. */
+/**
+ * A view whose objects the test replaces, telling listeners as ObjectView does, and keeping
+ * configs and targets projected as the replica's view does: a compile reads them whole (`reads`).
+ */
 function mutableView() {
   const objects = new Map<string, Map<string, RecordedObject>>();
   const listeners = new Set<(kind: string) => void>();
   const freshnessListeners = new Set<(lag: ViewLag) => void>();
   const lists = new Map<string, readonly RecordedObject[]>();
+  const reads: string[] = [];
   let lag: ViewLag = { state: 'current', behindBy: 0, confirmedAgoMs: 0, reason: undefined };
+  const held = (kind: string, object: RecordedObject) => VIEW_PROJECTIONS[kind]?.(object) ?? object;
   const view: ReplicaView = {
     list: (kind) => {
       let list = lists.get(kind);
       if (!list) {
-        list = [...(objects.get(kind)?.values() ?? [])];
+        list = [...(objects.get(kind)?.values() ?? [])].map((o) => held(kind, o));
         lists.set(kind, list);
       }
       return list;
     },
     record: (key: ObjectKey) => {
       const object = objects.get(key.kind)?.get(key.name);
-      return object && { op: 'upsert', object, observedBy: 'watch', observedAt: '2030-01-01T00:00:00Z' };
+      const projected = VIEW_PROJECTIONS[key.kind] !== undefined;
+      return (
+        object && {
+          op: 'upsert',
+          object: held(key.kind, object),
+          observedBy: 'watch',
+          observedAt: '2030-01-01T00:00:00Z',
+          ...(projected ? { projected: true, seq: 1 } : {}),
+        }
+      );
+    },
+    whole: (key: ObjectKey) => {
+      reads.push(`${key.kind}/${key.name}`);
+      return Promise.resolve(objects.get(key.kind)?.get(key.name));
     },
     renewTime: () => undefined,
     onChange: (listener) => {
@@ -53,7 +72,7 @@ function mutableView() {
     lists.delete(kind);
     for (const l of listeners) l(kind);
   };
-  return { view, put, setLag };
+  return { view, put, setLag, reads };
 }
 
 const BEHIND: ViewLag = {
@@ -67,8 +86,12 @@ const CURRENT: ViewLag = { state: 'current', behindBy: 0, confirmedAgoMs: 0, rea
 const meta = (name: string) => ({ name, uid: `u-${name}`, resourceVersion: String(Math.random()) });
 
 const crd = (name: string) => gizmoTarget(name) as RecordedObject;
-const config = (name: string, target: string, pin: string, status: object = {}) =>
-  renameConfig(name, target, { pin, status }) as RecordedObject;
+const config = (name: string, target: string, pin: string, status: object = {}, spokePath?: string) =>
+  renameConfig(name, target, {
+    pin,
+    status,
+    ...(spokePath && { spokePath, generation: 2 }),
+  }) as RecordedObject;
 
 const instance = (name: string) =>
   ({
@@ -126,7 +149,7 @@ describe('a webhook-server replica', () => {
     expect([...(published[0]?.expected.names ?? [])]).toEqual(['gizmos.x.io']);
     expect(replica.readinessNote()).toBe('ok');
     expect((await metrics.render()).body).toContain('switchyard_webhook_plans_pending_compile 0');
-    expect(replica.lookup('gizmos.x.io').kind).toBe('plan');
+    expect((await replica.lookup('gizmos.x.io')).kind).toBe('plan');
     replica.stop();
   });
 
@@ -139,12 +162,12 @@ describe('a webhook-server replica', () => {
     }
     const { replica, published } = replicaOf(view);
     replica.start();
-    const found = replica.lookup('a3.x.io');
+    const found = await replica.lookup('a3.x.io');
     expect(found.kind, 'served at once, not refused').toBe('plan');
     expect(replica.describe()).toMatchObject({ servable: ['a3.x.io'], compiling: ['a1.x.io', 'a2.x.io'] });
     await replica.whenCompiled();
     expect(published.at(-1)?.served).toEqual(['a1.x.io', 'a2.x.io', 'a3.x.io']);
-    expect(replica.lookup('a3.x.io'), 'the same plan: compiled once').toEqual(found);
+    expect(await replica.lookup('a3.x.io'), 'the same plan: compiled once').toEqual(found);
     replica.stop();
   });
 
@@ -182,7 +205,7 @@ describe('a webhook-server replica', () => {
     replica.start();
     put('crdconfig', config('g', 'gizmos.x.io', 'b'));
     await settle();
-    expect(replica.lookup('gizmos.x.io').kind, 'assigned to b, draining').toBe('plan');
+    expect((await replica.lookup('gizmos.x.io')).kind, 'assigned to b, draining').toBe('plan');
     expect(published.at(-1)?.served, 'no longer reported while it drains').toEqual([]);
     expect(replica.describe().draining).toEqual(['gizmos.x.io']);
     const drainBegan = performance.now();
@@ -216,6 +239,65 @@ describe('a webhook-server replica', () => {
     await settle();
     expect(published, 'a status write changes nothing it publishes').toHaveLength(2);
   });
+
+  it('reads a config and its target whole from the bus only to compile them: a status write or a repoint compiles nothing', async () => {
+    const { view, put, reads } = mutableView();
+    put('webhookserver', instance('a'));
+    put('crd', crd('gizmos.x.io'));
+    put('crdconfig', config('g', 'gizmos.x.io', 'a'));
+    const { replica } = replicaOf(view);
+    await started(replica);
+    expect(reads.sort()).toEqual(['crd/gizmos.x.io', 'crdconfig/g']);
+    const held = view.record({ kind: 'crd', namespace: '', name: 'gizmos.x.io' })?.object;
+    expect(JSON.stringify(held), 'the view keeps no schema').not.toContain('openAPIV3Schema');
+    const plan = await replica.lookup('gizmos.x.io');
+    reads.length = 0;
+    put('crdconfig', config('g', 'gizmos.x.io', 'a', { phase: 'Applied' }));
+    await settle();
+    await replica.whenCompiled();
+    expect(reads, 'a status write reads nothing').toEqual([]);
+    put('crd', gizmoTarget('gizmos.x.io', { service: 'a-webhook-server' }) as RecordedObject);
+    await settle();
+    await replica.whenCompiled();
+    expect(reads, 'a repoint (a new generation of the target) reads the target again').toEqual([
+      'crdconfig/g',
+      'crd/gizmos.x.io',
+    ]);
+    expect(await replica.lookup('gizmos.x.io'), 'and compiles nothing: its versions are the same').toEqual(
+      plan,
+    );
+    replica.stop();
+  });
+
+  it('serves the plans it holds while the bus does not answer its reads, and compiles once it does', async () => {
+    const { view, put } = mutableView();
+    put('webhookserver', instance('a'));
+    put('crd', crd('gizmos.x.io'));
+    put('crdconfig', config('g', 'gizmos.x.io', 'a'));
+    let answering = true;
+    const whole = view.whole;
+    const flaky: ReplicaView = {
+      ...view,
+      whole: (key) => (answering ? whole(key) : Promise.reject(new Error('TimeoutError: timeout'))),
+    };
+    const { replica, published } = replicaOf(flaky);
+    await started(replica);
+    const before = await replica.lookup('gizmos.x.io');
+    answering = false;
+    put('crdconfig', config('g', 'gizmos.x.io', 'a', {}, 'spec.count'));
+    put('crd', gizmoTarget('gizmos.x.io', { v1Field: 'count' }) as RecordedObject);
+    await settle();
+    await settle();
+    expect(replica.describe()).toMatchObject({ servable: ['gizmos.x.io'], compiling: ['gizmos.x.io'] });
+    expect(await replica.lookup('gizmos.x.io'), 'the plan held serves the review').toEqual(before);
+    answering = true;
+    await replica.whenCompiled();
+    const after = await replica.lookup('gizmos.x.io');
+    expect(after.kind).toBe('plan');
+    expect(after).not.toEqual(before);
+    expect(published.at(-1)?.served).toEqual(['gizmos.x.io']);
+    replica.stop();
+  }, 10_000);
 
   it('republishes when the expected set changes even if what it serves does not', async () => {
     const { view, put } = mutableView();
@@ -274,7 +356,7 @@ describe('a webhook-server replica', () => {
     await new Promise((resolve) => setTimeout(resolve, 120));
     await settle();
     expect(replica.describe().draining).toEqual(['gizmos.x.io']);
-    expect(replica.lookup('gizmos.x.io').kind).toBe('plan');
+    expect((await replica.lookup('gizmos.x.io')).kind).toBe('plan');
     setLag(CURRENT);
     await settle();
     expect(published.at(-1), 'current again: the set, without the target it lets go').toMatchObject({

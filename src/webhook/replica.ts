@@ -20,14 +20,21 @@
 // A sync that leaves plans to compile leaves its publish to the first slice, one turn later, so
 // a change and its compile make one write, not two. A review for a target still pending
 // compiles it at once (`HeldPlans.lookup`): ready before compiled costs no failed conversion.
+//
+// The view keeps configs without their rules and targets without their schemas
+// (views/projection.ts): a compile reads both whole from the bus first, `READ_BATCH` targets at
+// a time in the background, and a review's own at once. When the bus does not answer, the
+// background compile waits `READ_RETRY_MS` and tries again, and a review is served by the plan
+// held, if any.
 import type { Logger } from 'pino';
 import type { ObjectView } from '../bus/view.ts';
 import type { ViewLag } from '../bus/view-lag.ts';
 import type { ExpectedSet } from '../core/served-set-codec.ts';
 import { type Clock, systemClock } from '../runtime/clock.ts';
+import { type ConfigSources, readConfigSources } from '../views/config-sources.ts';
 import { readExpectedSets } from '../views/view-reads.ts';
 import type { WebhookMetrics } from './metrics.ts';
-import { HeldPlans, type PlanLookup } from './plans.ts';
+import { HeldPlans, type PlanLookup, type Wanted } from './plans.ts';
 import { planWorldOf } from './world.ts';
 
 /** Where a replica's servable set goes: its Lease (lease-publisher.ts). */
@@ -47,9 +54,15 @@ export interface ServedSetSink {
  */
 export const COMPILE_SLICE_MS = 10;
 
+/** Targets whose config and target the background compile reads from the bus at once (two gets each). */
+export const READ_BATCH = 32;
+
+/** How long the background compile waits before reading again after the bus did not answer. */
+export const READ_RETRY_MS = 1_000;
+
 export type ReplicaView = Pick<
   ObjectView,
-  'list' | 'record' | 'renewTime' | 'onChange' | 'freshness' | 'onFreshnessChange'
+  'list' | 'record' | 'renewTime' | 'onChange' | 'freshness' | 'onFreshnessChange' | 'whole'
 >;
 
 export class Replica {
@@ -63,6 +76,7 @@ export class Replica {
   private scheduled = false;
   private readonly clock: Clock;
   private drainTimer: NodeJS.Timeout | undefined;
+  private readRetryTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void)[] = [];
   private synced = false;
   private stopped = false;
@@ -117,6 +131,7 @@ export class Replica {
     this.stopped = true;
     for (const unsubscribe of this.unsubscribe) unsubscribe();
     clearTimeout(this.drainTimer);
+    clearTimeout(this.readRetryTimer);
   }
 
   /**
@@ -153,8 +168,19 @@ export class Replica {
     return new Promise((resolve) => this.whenCompiledWaiters.push(resolve));
   }
 
-  lookup(target: string): PlanLookup {
-    return this.plans.lookup(target, this.clock.monotonic());
+  /** The plan for a review of `target`, its config and target read from the bus first when it compiles one. */
+  async lookup(target: string): Promise<PlanLookup> {
+    const want = this.plans.wantOf(target);
+    const sources =
+      want &&
+      (await this.readSources(want).catch((err: unknown) => {
+        this.log.warn(
+          { instance: this.instance, target, err },
+          'could not read what the review needs compiled; the plan held serves',
+        );
+        return undefined;
+      }));
+    return this.plans.lookup(target, this.clock.monotonic(), (t) => (t === target ? sources : undefined));
   }
 
   /** What the replica holds and why not, and how current its view is, for the debug view. */
@@ -225,19 +251,51 @@ export class Replica {
   }
 
   private scheduleCompile(): void {
-    if (this.compileScheduled || this.plans.pendingCount() === 0) return;
+    if (this.compileScheduled || this.readRetryTimer !== undefined || this.plans.pendingCount() === 0) return;
     this.compileScheduled = true;
     this.compiling ??= { sinceMs: this.clock.monotonic(), added: 0, failed: new Set() };
     setImmediate(() => {
-      this.compileScheduled = false;
-      if (!this.stopped) this.compileSlice();
+      if (this.stopped) return;
+      void this.compileSlice().catch((err: unknown) => {
+        this.compileScheduled = false;
+        this.log.warn(
+          { instance: this.instance, err, pending: this.plans.pendingCount(), retryInMs: READ_RETRY_MS },
+          'could not read what the pending plans compile from; the plans held serve meanwhile',
+        );
+        this.readRetryTimer = setTimeout(() => {
+          this.readRetryTimer = undefined;
+          this.scheduleCompile();
+        }, READ_RETRY_MS).unref();
+      });
     });
   }
 
-  /** One slice of the background compile, then the servable set it grew published; the next slice after a yield. */
-  private compileSlice(): void {
+  private readSources(want: Wanted): Promise<ConfigSources> {
+    return readConfigSources(this.view, want.config);
+  }
+
+  /**
+   * One slice of the background compile: the next pending targets' sources read from the bus, as
+   * many compiled as the slice allows, then the servable set it grew published; the next slice
+   * after a yield.
+   */
+  private async compileSlice(): Promise<void> {
+    const batch = this.plans.pendingWants().slice(0, READ_BATCH);
+    const read = new Map<string, { want: Wanted; sources: ConfigSources }>();
+    await Promise.all(
+      batch.map(async ([target, want]) => read.set(target, { want, sources: await this.readSources(want) })),
+    );
+    if (this.stopped) return;
     const end = this.clock.monotonic() + COMPILE_SLICE_MS;
-    const { added, failed } = this.plans.compilePending(() => this.clock.monotonic() < end);
+    // Read for the want it was read for: a sync meanwhile may have queued a newer one, read next time.
+    const { added, failed } = this.plans.compilePending(
+      (target, want) => {
+        const r = read.get(target);
+        return r?.want === want ? r.sources : undefined;
+      },
+      () => this.clock.monotonic() < end,
+    );
+    this.compileScheduled = false;
     const run = this.compiling;
     if (run) {
       run.added += added.length;

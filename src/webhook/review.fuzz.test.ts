@@ -19,7 +19,7 @@ import { WebhookMetrics } from './metrics.ts';
 import { HeldPlans, type PlanLookup } from './plans.ts';
 import { answerConversionReview, type ConversionReviewOut, parseConversionReview } from './review.ts';
 import { ConversionWebhookServer, type PlanSource } from './server.ts';
-import { gizmoTarget, renameConfig } from './test-support.ts';
+import { fromWorld, gizmoTarget, renameConfig } from './test-support.ts';
 
 vi.setConfig({ testTimeout: FUZZ_TEST_TIMEOUT_MS });
 
@@ -40,7 +40,7 @@ function heldPlans(): HeldPlans {
   return plans;
 }
 const plans = heldPlans();
-const PLAN: PlanLookup = plans.lookup(TARGET, 0);
+const PLAN: PlanLookup = plans.lookup(TARGET, 0, fromWorld);
 
 const gizmo = (name: string, version: 'v1' | 'v2', n: number) => ({
   apiVersion: `${GROUP}/${version}`,
@@ -256,7 +256,7 @@ beforeAll(async () => {
   const replica: PlanSource = {
     ready: true,
     readinessNote: () => 'ok',
-    lookup: (t) => plans.lookup(t, 0),
+    lookup: (t) => Promise.resolve(plans.lookup(t, 0, fromWorld)),
     describe: () => ({}),
   };
   server = new ConversionWebhookServer({

@@ -19,6 +19,7 @@ import { viewLagPolicyOf } from '../config/schema.ts';
 import { createKubeClients } from '../kube/clients.ts';
 import { listenPort } from '../runtime/listen-port.ts';
 import { CertificateReloader, readCertificatePair } from '../runtime/serving-certificate.ts';
+import { VIEW_PROJECTIONS } from '../views/projection.ts';
 import { LeasePublisher, leaseWriterFor } from './lease-publisher.ts';
 import { WebhookMetrics } from './metrics.ts';
 import { Replica } from './replica.ts';
@@ -100,7 +101,10 @@ export async function runWebhookServer(argv: string[]): Promise<void> {
     log,
   });
   metrics.observeLease(() => publisher.stats());
-  const view = new ObjectView([...REPLICA_VIEW_KINDS], log, { lag: viewLagPolicyOf(config.view) });
+  const view = new ObjectView([...REPLICA_VIEW_KINDS], log, {
+    lag: viewLagPolicyOf(config.view),
+    project: VIEW_PROJECTIONS,
+  });
   metrics.observeView(() => view.freshness());
   if (config.webhook.unsafeDropPlanOnReassign)
     log.warn(

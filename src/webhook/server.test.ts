@@ -14,7 +14,7 @@ import {
 import { WebhookMetrics } from './metrics.ts';
 import { HeldPlans } from './plans.ts';
 import { ConversionWebhookServer, type PlanSource } from './server.ts';
-import { gizmoTarget, renameConfig } from './test-support.ts';
+import { fromWorld, gizmoTarget, renameConfig } from './test-support.ts';
 
 const log = pino({ level: 'silent' });
 const TARGET = 'gizmos.x.io';
@@ -55,11 +55,11 @@ function holding(): PlanSource & { ready: boolean } {
     },
     { nowMs: 0, viewCurrent: true, leaseSettled: true },
   );
-  plans.compilePending();
+  plans.compilePending(fromWorld);
   return {
     ready: true,
     readinessNote: () => 'ok',
-    lookup: (t) => plans.lookup(t, 0),
+    lookup: (t) => Promise.resolve(plans.lookup(t, 0, fromWorld)),
     describe: () => ({ servable: [...plans.servable()] }),
   };
 }

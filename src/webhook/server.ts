@@ -37,7 +37,7 @@ export interface PlanSource {
   readonly ready: boolean;
   /** The body of a 200 /readyz: "ok", or what a ready replica wants said (its view is behind, plans still compiling). */
   readinessNote(): string;
-  lookup(target: string): PlanLookup;
+  lookup(target: string): Promise<PlanLookup>;
   describe(): unknown;
 }
 
@@ -115,7 +115,7 @@ export class ConversionWebhookServer extends HttpsService {
       return sendJson(res, error.answer);
     }
     const review = parsed.value;
-    const answer = answerConversionReview(review, target, this.replica.lookup(target));
+    const answer = answerConversionReview(review, target, await this.replica.lookup(target));
     const toVersion = splitApiVersion(review.request.desiredAPIVersion)?.version ?? '';
     const ok = answer.response.result.status === 'Success';
     this.metrics.review(
