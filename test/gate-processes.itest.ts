@@ -110,10 +110,14 @@ function watchLeaseAggregateTraffic(): void {
   const sub = bus.nc.subscribe('work.lease-aggregate.>', {
     callback: (_err, m) => {
       const decoded = decodeMessage(workItemSchema, m.data);
+      const id = m.headers?.get('Nats-Msg-Id') ?? '';
       // The look its own status write wakes (status-echo.ts) follows a write; it causes none.
-      const echo =
-        m.headers?.get('Nats-Msg-Id').startsWith(`${workIdPrefix(LEASE_AGGREGATE_WORK, 'echo')}:`) ?? false;
-      if (decoded.ok && !echo) leaseAggregateWork.push({ key: decoded.value.key, atMs: Date.now() });
+      const echo = id.startsWith(`${workIdPrefix(LEASE_AGGREGATE_WORK, 'echo')}:`);
+      // Nor is a resync round routed: every key again on the half hour of the wall clock
+      // (core/resync.ts), which a run crossing it met once.
+      const resync = id.startsWith(`resync:${LEASE_AGGREGATE_WORK.concern}:`);
+      if (decoded.ok && !echo && !resync)
+        leaseAggregateWork.push({ key: decoded.value.key, atMs: Date.now() });
     },
   });
   const schedules = bus.nc.subscribe('recheck.lease-aggregate.>', {

@@ -64,10 +64,11 @@ async function record(object: RecordedObject): Promise<number> {
 describe('a projected view', () => {
   it('holds only the declared fields of a target and reads the target whole again from the bus', async () => {
     const name = 'widgets.example.com';
-    await record(crd(name, '1', 'first'));
+    const first = await record(crd(name, '1', 'first'));
     const view = new ObjectView(['crd'], log, { project: VIEW_PROJECTIONS });
     await view.start(bus.js);
     try {
+      await view.waitFor(first);
       const key = { kind: 'crd', namespace: '', name };
       const held = view.record(key);
       expect(held?.projected).toBe(true);
