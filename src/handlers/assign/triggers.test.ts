@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { RecordedObject } from '../../bus/messages.ts';
 import { assignSubjects, fleetOf, type Resolution, resolveIn } from '../../core/assignment.ts';
@@ -83,6 +84,61 @@ describe('config changes', () => {
     expect(keys(t.now)).toEqual([`webhookserver/${owner}`]);
   });
 });
+
+describe('config changes, against resolving every config', () => {
+  const TARGETS = ['t0.x.io', 't1.x.io', 't2.x.io', 't3.x.io'];
+  const INSTANCES = ['a', 'b', 'c'];
+  const arbitraryConfig = fc.record({
+    name: fc.constantFrom('c0', 'c1', 'c2', 'c3', 'c4', 'c5'),
+    target: fc.constantFrom(...TARGETS),
+    pin: fc.option(fc.constantFrom(...INSTANCES, 'gone'), { nil: undefined }),
+  });
+
+  it('wakes what resolving the whole world before and after would say changes', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(arbitraryConfig, { selector: (c) => c.name, maxLength: 6 }),
+        arbitraryConfig,
+        fc.boolean(),
+        (existing, changed, deleted) => {
+          const world = worldOf(
+            [member('a', { default: true }), member('b', {}, 2), member('c', {}, 3)],
+            existing.map((c) => config(c.name, c.target, c.pin)),
+          );
+          const previousSpec = existing.find((c) => c.name === changed.name);
+          const previous = previousSpec && config(previousSpec.name, previousSpec.target, previousSpec.pin);
+          const object = config(changed.name, changed.target, changed.pin);
+          const change: RecordedChange = { kind: 'crdconfig', op: deleted ? 'delete' : 'upsert', object };
+          expect(keys(assignTriggers(change, previous, world).now)).toEqual(
+            keys(wokenResolvingEverything(change, previous, world)),
+          );
+        },
+      ),
+    );
+  });
+});
+
+/** What a config change wakes, found by resolving every config of the world before and after it. */
+function wokenResolvingEverything(
+  change: RecordedChange,
+  previous: RecordedObject | undefined,
+  world: AssignWorld,
+): { kind: string; name: string }[] {
+  const before = previous && configSubjectOf(change.kind, previous);
+  const after = change.op === 'upsert' ? configSubjectOf(change.kind, change.object) : undefined;
+  if (before && after && before.target === after.target && before.pinnedTo === after.pinnedTo) return [];
+  const targets = new Set([before?.target, after?.target].filter((t) => t !== undefined));
+  const others = world.configs.filter((c) => c.key.name !== change.object.metadata.name);
+  const fleet = fleetOf(world.instances);
+  const was = assignSubjects(before ? [...others, before] : others, fleet);
+  const is = assignSubjects(after ? [...others, after] : others, fleet);
+  const woken = others.filter((c) => targets.has(c.target)).map((c) => c.key);
+  if (after) woken.push(after.key);
+  const instances = new Set<string>();
+  for (const target of targets)
+    for (const r of [was.get(target), is.get(target)]) if (r?.ok) instances.add(r.instance);
+  return [...woken, ...[...instances].map((name) => ({ kind: 'webhookserver', name }))];
+}
 
 describe('instance changes', () => {
   const world = worldOf(pool3, [...configs60, config('pinned', 'pinned.example.com', 'a')]);
