@@ -62,7 +62,12 @@ function switchyardServer() {
   const plan: PlanLookup = { kind: 'plan', router: compiled.router, group: 'example.org' };
   const server = new ConversionWebhookServer({
     certificate,
-    replica: { ready: true, readinessNote: () => 'ok', lookup: () => Promise.resolve(plan), describe: () => ({}) },
+    replica: {
+      ready: true,
+      readinessNote: () => 'ok',
+      lookup: () => Promise.resolve(plan),
+      describe: () => ({}),
+    },
     metrics: new WebhookMetrics({ processMetrics: false }),
     log: pino({ level: 'warn' }),
   });
