@@ -204,11 +204,14 @@ export class HeldPlans {
   }
 
   /**
-   * What a review of `target` would compile from, if it would compile: a pending plan, or one the
-   * view does not call for here. Undefined when a held plan serves it as it is, or nothing can.
+   * What a review of `target` compiles from: a plan not compiled yet, pending or one the view
+   * does not call for here. Undefined when a plan is held (a pending recompile of it is the
+   * background's: the review is served at once, as by a view a moment behind), or nothing can
+   * serve it.
    */
   wantOf(target: string): Wanted | undefined {
-    return this.pending.get(target) ?? (this.plans.has(target) ? undefined : this.onDemandWant(target));
+    if (this.plans.has(target)) return undefined;
+    return this.pending.get(target) ?? this.onDemandWant(target);
   }
 
   /** How many plans the view calls for here are not compiled yet from what it holds. */
@@ -380,12 +383,12 @@ export class HeldPlans {
   /** Whether the target's plan (or its remembered failure) was compiled from these revisions. */
   private compiledFrom(target: string, revisions: Revisions): boolean {
     const held = this.plans.get(target);
-    if (held && sameRevisions(held, revisions)) {
+    if (held && sameRevisionPair(held, revisions)) {
       this.failing.delete(target);
       return true;
     }
     const failure = this.failing.get(target);
-    return failure !== undefined && sameRevisions(failure, revisions);
+    return failure !== undefined && sameRevisionPair(failure, revisions);
   }
 
   /**
@@ -429,6 +432,11 @@ export class HeldPlans {
 /** What the view holds a wanted target's sources at: the config's and the target's revisions. */
 type Revisions = Pick<Source, 'config' | 'target'>;
 
+/** Whether sources read for `a` may compile `b`: the same revisions of the config and the target. */
+export function sameRevisions(a: Wanted, b: Wanted): boolean {
+  return sameRevisionPair(revisionsOf(a), revisionsOf(b));
+}
+
 function revisionsOf(want: Wanted): Revisions {
   return {
     config: objectRevision(want.config),
@@ -436,7 +444,7 @@ function revisionsOf(want: Wanted): Revisions {
   };
 }
 
-function sameRevisions(a: Revisions, b: Revisions): boolean {
+function sameRevisionPair(a: Revisions, b: Revisions): boolean {
   return a.config === b.config && a.target === b.target;
 }
 

@@ -299,6 +299,28 @@ describe('a webhook-server replica', () => {
     replica.stop();
   }, 10_000);
 
+  it('compiles while the view keeps changing under its reads: a sync queues the same revisions anew', async () => {
+    const { view, put } = mutableView();
+    put('webhookserver', instance('a'));
+    put('crd', crd('gizmos.x.io'));
+    put('crdconfig', config('g', 'gizmos.x.io', 'a'));
+    put('crd', crd('other.x.io'));
+    let writes = 0;
+    const whole = view.whole;
+    const busy: ReplicaView = {
+      ...view,
+      // Every read meets a status write elsewhere, and answers after the sync it causes.
+      whole: (key) => {
+        put('crdconfig', config('o', 'other.x.io', 'b', { phase: 'Applied', message: `write ${writes++}` }));
+        return new Promise((resolve) => setImmediate(() => resolve(whole(key))));
+      },
+    };
+    const { replica, published } = replicaOf(busy);
+    await started(replica);
+    expect(published.at(-1)?.served).toEqual(['gizmos.x.io']);
+    replica.stop();
+  });
+
   it('republishes when the expected set changes even if what it serves does not', async () => {
     const { view, put } = mutableView();
     put('webhookserver', instance('a'));

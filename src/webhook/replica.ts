@@ -18,14 +18,14 @@
 // Lease's heartbeats are not held up. After each slice it publishes the servable set, which
 // holds compiled plans only; the publisher coalesces the sets given while a write is in flight.
 // A sync that leaves plans to compile leaves its publish to the first slice, one turn later, so
-// a change and its compile make one write, not two. A review for a target still pending
-// compiles it at once (`HeldPlans.lookup`): ready before compiled costs no failed conversion.
+// a change and its compile make one write, not two. A review for a target with no plan yet
+// compiles it at once (`HeldPlans.lookup`): ready before compiled costs no failed conversion. A
+// review for a target whose plan is held is served with it at once, a recompile queued or not.
 //
 // The view keeps configs without their rules and targets without their schemas
 // (views/projection.ts): a compile reads both whole from the bus first, `READ_BATCH` targets at
 // a time in the background, and a review's own at once. When the bus does not answer, the
-// background compile waits `READ_RETRY_MS` and tries again, and a review is served by the plan
-// held, if any.
+// background compile waits `READ_RETRY_MS` and tries again; the plans held serve meanwhile.
 import type { Logger } from 'pino';
 import type { ObjectView } from '../bus/view.ts';
 import type { ViewLag } from '../bus/view-lag.ts';
@@ -34,7 +34,7 @@ import { type Clock, systemClock } from '../runtime/clock.ts';
 import { type ConfigSources, readConfigSources } from '../views/config-sources.ts';
 import { readExpectedSets } from '../views/view-reads.ts';
 import type { WebhookMetrics } from './metrics.ts';
-import { HeldPlans, type PlanLookup, type Wanted } from './plans.ts';
+import { HeldPlans, type PlanLookup, sameRevisions, type Wanted } from './plans.ts';
 import { planWorldOf } from './world.ts';
 
 /** Where a replica's servable set goes: its Lease (lease-publisher.ts). */
@@ -176,11 +176,13 @@ export class Replica {
       (await this.readSources(want).catch((err: unknown) => {
         this.log.warn(
           { instance: this.instance, target, err },
-          'could not read what the review needs compiled; the plan held serves',
+          'could not read what the review needs compiled',
         );
         return undefined;
       }));
-    return this.plans.lookup(target, this.clock.monotonic(), (t) => (t === target ? sources : undefined));
+    return this.plans.lookup(target, this.clock.monotonic(), (t, w) =>
+      t === target && want !== undefined && sameRevisions(w, want) ? sources : undefined,
+    );
   }
 
   /** What the replica holds and why not, and how current its view is, for the debug view. */
@@ -287,11 +289,12 @@ export class Replica {
     );
     if (this.stopped) return;
     const end = this.clock.monotonic() + COMPILE_SLICE_MS;
-    // Read for the want it was read for: a sync meanwhile may have queued a newer one, read next time.
+    // Sources stand for the revisions they were read for: a sync meanwhile may have queued newer
+    // ones (read next time), and re-queues the same ones under new objects at every change.
     const { added, failed } = this.plans.compilePending(
       (target, want) => {
         const r = read.get(target);
-        return r?.want === want ? r.sources : undefined;
+        return r && sameRevisions(r.want, want) ? r.sources : undefined;
       },
       () => this.clock.monotonic() < end,
     );
