@@ -299,6 +299,21 @@ describe('a webhook-server replica', () => {
     replica.stop();
   }, 10_000);
 
+  it('says the bus did not answer when a review needs a plan it could not read', async () => {
+    const { view, put } = mutableView();
+    put('webhookserver', instance('a'));
+    put('crd', crd('gizmos.x.io'));
+    put('crdconfig', config('g', 'gizmos.x.io', 'a'));
+    const down: ReplicaView = { ...view, whole: () => Promise.reject(new Error('TimeoutError: timeout')) };
+    const { replica } = replicaOf(down);
+    replica.start();
+    expect(await replica.lookup('gizmos.x.io')).toEqual({
+      kind: 'none',
+      why: 'its config and target could not be read from the bus to compile: TimeoutError: timeout',
+    });
+    replica.stop();
+  });
+
   it('compiles while the view keeps changing under its reads: a sync queues the same revisions anew', async () => {
     const { view, put } = mutableView();
     put('webhookserver', instance('a'));

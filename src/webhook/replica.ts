@@ -171,18 +171,27 @@ export class Replica {
   /** The plan for a review of `target`, its config and target read from the bus first when it compiles one. */
   async lookup(target: string): Promise<PlanLookup> {
     const want = this.plans.wantOf(target);
+    let unread: string | undefined;
     const sources =
       want &&
       (await this.readSources(want).catch((err: unknown) => {
+        unread = err instanceof Error ? err.message : String(err);
         this.log.warn(
           { instance: this.instance, target, err },
           'could not read what the review needs compiled',
         );
         return undefined;
       }));
-    return this.plans.lookup(target, this.clock.monotonic(), (t, w) =>
+    const found = this.plans.lookup(target, this.clock.monotonic(), (t, w) =>
       t === target && want !== undefined && sameRevisions(w, want) ? sources : undefined,
     );
+    // Say the bus, not "no config": the config is there, its rules could not be read to compile.
+    if (found.kind === 'none' && unread !== undefined)
+      return {
+        kind: 'none',
+        why: `its config and target could not be read from the bus to compile: ${unread}`,
+      };
+    return found;
   }
 
   /** What the replica holds and why not, and how current its view is, for the debug view. */
