@@ -51,7 +51,7 @@ export class NatsCluster {
     // one CA for the whole cluster, and the routes are TLS verified at both ends against it (the
     // certificate names 127.0.0.1, where routes dial, and may be used as a client's).
     const tls = opts.tls ? await LocalNatsTls.create(join(dir, 'nats-tls'), Date.now()) : undefined;
-    const nodes = await Promise.all(
+    const started = await Promise.allSettled(
       clientPorts.map((port, i) =>
         NatsServer.start(join(dir, `nats-${i}`), log, extraConfig, {
           port,
@@ -67,6 +67,12 @@ export class NatsCluster {
         }),
       ),
     );
+    const nodes = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) {
+      await Promise.all(nodes.map((n) => n.stop({ kill: true })));
+      throw failed.reason;
+    }
     const cluster = new NatsCluster(nodes);
     await cluster.waitForMetaLeader();
     return cluster;

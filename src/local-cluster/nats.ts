@@ -6,7 +6,10 @@ import { freePort } from './free-port.ts';
 import { ManagedProcess } from './managed-process.ts';
 import type { NatsContainer } from './nats-container.ts';
 import { LocalNatsTls, type NatsTlsPaths, natsRouteTlsConfig, natsTlsConfig } from './nats-tls.ts';
-import { waitFor } from './wait.ts';
+import { WaitHopeless, waitFor } from './wait.ts';
+
+/** A health request that hangs (a server stalled mid-start) fails, so the next poll asks again. */
+const HEALTH_REQUEST_TIMEOUT_MS = 5_000;
 
 /**
  * nats-server with JetStream on a file store inside `dir` and the HTTP
@@ -97,7 +100,12 @@ export class NatsServer {
       log,
       tls,
     });
-    await server.launch();
+    try {
+      await server.launch();
+    } catch (err) {
+      await server.stop({ kill: true });
+      throw err;
+    }
     return server;
   }
 
@@ -186,11 +194,30 @@ export class NatsServer {
   async launch(): Promise<void> {
     const running = natsBackend() === 'testcontainers' ? await this.launchContainer() : this.launchProcess();
     this.current = running;
-    await waitFor('nats-server with JetStream to be healthy', async () => {
-      if (!running.running) throw new Error(`nats-server exited; see ${this.logFile}`);
-      const res = await fetch(`${this.monitorUrl}/healthz?js-enabled-only=true`).catch(() => undefined);
-      return res?.ok ? true : undefined;
+    try {
+      await waitFor('nats-server with JetStream to be healthy', async () => {
+        if (!running.running) throw new WaitHopeless('nats-server exited');
+        return this.healthy();
+      });
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; the end of ${this.logFile}:\n${await this.logTail(20)}`);
+    }
+  }
+
+  /** True once /healthz says JetStream is up; otherwise throws what it answered, for the timeout's message. */
+  private async healthy(): Promise<true> {
+    const res = await fetch(`${this.monitorUrl}/healthz?js-enabled-only=true`, {
+      signal: AbortSignal.timeout(HEALTH_REQUEST_TIMEOUT_MS),
+    }).catch((err: Error) => {
+      throw new Error(`${this.monitorUrl}/healthz did not answer: ${err.cause ?? err.message}`);
     });
+    if (res.ok) return true;
+    throw new Error(`${this.monitorUrl}/healthz answered ${res.status} ${await res.text()}`);
+  }
+
+  private async logTail(lines: number): Promise<string> {
+    const text = await readFile(this.logFile, 'utf8').catch((err: Error) => `(unreadable: ${err.message})`);
+    return text.trimEnd().split('\n').slice(-lines).join('\n');
   }
 
   private launchProcess(): ManagedProcess {

@@ -1,6 +1,12 @@
 import { systemClock } from '../runtime/clock.ts';
 
-/** Polls `check` until it returns a value other than undefined, or throws after `timeoutMs`. */
+/** Thrown by a check that knows the wait is hopeless (the process it waits on exited): `waitFor` gives up at once. */
+export class WaitHopeless extends Error {}
+
+/**
+ * Polls `check` until it returns a value other than undefined, or throws after `timeoutMs`, or as
+ * soon as `check` throws `WaitHopeless`.
+ */
 export async function waitFor<T>(
   what: string,
   check: () => Promise<T | undefined> | T | undefined,
@@ -13,6 +19,7 @@ export async function waitFor<T>(
       const value = await check();
       if (value !== undefined) return value;
     } catch (err) {
+      if (err instanceof WaitHopeless) throw new Error(`gave up waiting for ${what}: ${err.message}`);
       lastError = err;
     }
     if (Date.now() > deadline) {

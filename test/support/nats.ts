@@ -114,8 +114,33 @@ export async function startOwnNatsCluster(
   return { dir: own.dir, cluster: own.nats, users: own.users, stop: own.stop };
 }
 
-/** Starts NATS in a new temporary directory with `users` declared; the directory goes if it fails to start. */
+/**
+ * How many times a test's own NATS is started afresh, in a new directory on new ports, before its
+ * test fails: the NATS the test needs is its setting, not what it tests, and a port another test
+ * process took between the probe and the bind (`freePort`) is the test run's race, not a finding.
+ */
+const OWN_NATS_START_ATTEMPTS = 2;
+
+/**
+ * Starts NATS in a new temporary directory with `users` declared; the directory goes if it fails
+ * to start, and it is tried again in another, saying why on stderr.
+ */
 async function inOwnDir<T extends NatsServer | NatsCluster>(
+  name: string,
+  usersOption: UsersOption | undefined,
+  start: (dir: string, authorization: string) => Promise<T>,
+): Promise<OwnDir & { nats: T; users: LocalNatsCredentials | undefined }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await inNewDir(name, usersOption, start);
+    } catch (err) {
+      if (attempt >= OWN_NATS_START_ATTEMPTS) throw err;
+      console.warn(`[test nats] ${name} did not start (attempt ${attempt}), trying again: ${err}`);
+    }
+  }
+}
+
+async function inNewDir<T extends NatsServer | NatsCluster>(
   name: string,
   usersOption: UsersOption | undefined,
   start: (dir: string, authorization: string) => Promise<T>,
