@@ -25,7 +25,7 @@ import { ObjectView } from '../src/bus/view.ts';
 import { defaultConfig } from '../src/config/schema.ts';
 import type { AssignHandler } from '../src/handlers/assign.ts';
 import { systemClock } from '../src/runtime/clock.ts';
-import { VIEW_PROJECTIONS } from '../src/views/projection.ts';
+import { HANDLER_VIEW_PROJECTIONS } from '../src/views/projection.ts';
 import { heapAfterGc } from './heap.ts';
 import { RecordingWriter } from './recording-writer.ts';
 import { instanceObject, OPERATOR_NAMESPACE } from './simulated-objects.ts';
@@ -387,7 +387,7 @@ if (!load) throw new Error(`no worker ${worker}: one of ${Object.keys(SPECS).joi
 const entry = await load();
 const heapBefore = heapAfterGc();
 const rssBeforeViewBytes = process.memoryUsage().rss;
-const view = new ObjectView(entry.viewKinds, log, { project: VIEW_PROJECTIONS });
+const view = new ObjectView(entry.viewKinds, log, { project: HANDLER_VIEW_PROJECTIONS });
 const cpuStart = process.cpuUsage();
 const started = performance.now();
 await view.start(js);

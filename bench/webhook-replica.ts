@@ -13,7 +13,7 @@ import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { ObjectView } from '../src/bus/view.ts';
 import type { ExpectedSet } from '../src/core/served-set-codec.ts';
-import { VIEW_PROJECTIONS } from '../src/views/projection.ts';
+import { REPLICA_VIEW_PROJECTIONS } from '../src/views/projection.ts';
 import { WebhookMetrics } from '../src/webhook/metrics.ts';
 import { Replica } from '../src/webhook/replica.ts';
 import { REPLICA_VIEW_KINDS } from '../src/webhook/world.ts';
@@ -34,7 +34,7 @@ const sink = {
   whenPublished: () => Promise.resolve(true),
 };
 const heapBefore = heapAfterGc();
-const view = new ObjectView([...REPLICA_VIEW_KINDS], log, { project: VIEW_PROJECTIONS });
+const view = new ObjectView([...REPLICA_VIEW_KINDS], log, { project: REPLICA_VIEW_PROJECTIONS });
 const replica = new Replica({ view, instance, sink, metrics, log, drainMs: 30_000 });
 
 const started = performance.now();

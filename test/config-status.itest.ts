@@ -30,7 +30,7 @@ import { isNotFound } from '../src/kube/errors.ts';
 import { fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { systemClock } from '../src/runtime/clock.ts';
-import { VIEW_PROJECTIONS } from '../src/views/projection.ts';
+import { HANDLER_VIEW_PROJECTIONS } from '../src/views/projection.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
 import { componentIdentity } from './support/identities.ts';
@@ -108,7 +108,7 @@ beforeAll(async () => {
   bus = await startOwnBus();
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
   stoppers.push(await startRecordingAndRouting(bus, { kubeConfig: admin, log, partitions: PARTITIONS }));
-  const view = new ObjectView(CONFIG_STATUS_VIEW_KINDS, log, { project: VIEW_PROJECTIONS });
+  const view = new ObjectView(CONFIG_STATUS_VIEW_KINDS, log, { project: HANDLER_VIEW_PROJECTIONS });
   await view.start(bus.js);
   stoppers.push(() => view.stop());
   clients = createKubeClients({

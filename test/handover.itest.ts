@@ -29,7 +29,7 @@ import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
 import { type ApplyOptions, fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { systemClock } from '../src/runtime/clock.ts';
-import { VIEW_PROJECTIONS } from '../src/views/projection.ts';
+import { HANDLER_VIEW_PROJECTIONS } from '../src/views/projection.ts';
 import { RECORDED_RESOURCES } from '../src/watchers/resources.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
@@ -72,7 +72,7 @@ beforeAll(async () => {
     const w = await startRecording(bus, resource, { kubeConfig: admin, log });
     stoppers.push(() => w.stop());
   }
-  view = new ObjectView([...HANDOVER_VIEW_KINDS], log, { project: VIEW_PROJECTIONS });
+  view = new ObjectView([...HANDOVER_VIEW_KINDS], log, { project: HANDLER_VIEW_PROJECTIONS });
   await view.start(bus.js);
   stoppers.push(() => view.stop());
   clients = createKubeClients({

@@ -24,7 +24,7 @@ import { createKubeClients, type KubeClients } from '../src/kube/clients.ts';
 import { fieldManagerFor, KubeWriter } from '../src/kube/writer.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { systemClock } from '../src/runtime/clock.ts';
-import { VIEW_PROJECTIONS } from '../src/views/projection.ts';
+import { HANDLER_VIEW_PROJECTIONS } from '../src/views/projection.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
@@ -58,7 +58,7 @@ beforeAll(async () => {
   bus = await startOwnBus();
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
   namespace = await createNamespace(admin, 'lease-agg');
-  view = new ObjectView([...LEASE_AGGREGATE_VIEW_KINDS], log, { project: VIEW_PROJECTIONS });
+  view = new ObjectView([...LEASE_AGGREGATE_VIEW_KINDS], log, { project: HANDLER_VIEW_PROJECTIONS });
   await view.start(bus.js);
   stoppers.push(() => view.stop());
   clients = createKubeClients({

@@ -9,7 +9,7 @@ import { objectSubject } from '../src/bus/subjects.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { ObjectView } from '../src/bus/view.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
-import { VIEW_PROJECTIONS } from '../src/views/projection.ts';
+import { HANDLER_VIEW_PROJECTIONS } from '../src/views/projection.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 
 const log = pino({ level: 'warn' });
@@ -65,7 +65,7 @@ describe('a projected view', () => {
   it('holds only the declared fields of a target and reads the target whole again from the bus', async () => {
     const name = 'widgets.example.com';
     const first = await record(crd(name, '1', 'first'));
-    const view = new ObjectView(['crd'], log, { project: VIEW_PROJECTIONS });
+    const view = new ObjectView(['crd'], log, { project: HANDLER_VIEW_PROJECTIONS });
     await view.start(bus.js);
     try {
       await view.waitFor(first);

@@ -16,7 +16,7 @@ import { ObjectView } from '../bus/view.ts';
 import { defaultConfig } from '../config/schema.ts';
 import { HANDOVER_WORK } from '../handlers/handover/wakes.ts';
 import { HANDOVER_VIEW_KINDS } from '../handlers/handover.ts';
-import { VIEW_PROJECTIONS } from '../views/projection.ts';
+import { HANDLER_VIEW_PROJECTIONS } from '../views/projection.ts';
 import { REPLICA_VIEW_KINDS } from '../webhook/world.ts';
 import type { NatsIdentity } from './nats-permissions.ts';
 
@@ -177,7 +177,7 @@ describe('NATS users: each component may do its role and nothing else', () => {
       }),
     );
     const handover = await connectAs('handover');
-    const view = new ObjectView(HANDOVER_VIEW_KINDS, log, { project: VIEW_PROJECTIONS });
+    const view = new ObjectView(HANDOVER_VIEW_KINDS, log, { project: HANDLER_VIEW_PROJECTIONS });
     await view.start(handover.js);
     try {
       await view.waitFor(recorded.seq);

@@ -1,11 +1,11 @@
 // Shared by the handlers' unit tests: a view holding fixed objects, answering the reads
 // handlers make (record, list, renewTime, whole) the way ObjectView does, and never waiting. It
-// keeps what the handlers' views keep (VIEW_PROJECTIONS), so a test of a handler fails when the
+// keeps what the handlers' views keep (HANDLER_VIEW_PROJECTIONS), so a test of a handler fails when the
 // handler reads a field its view no longer holds.
 import type { RecordedObject } from '../bus/messages.ts';
 import type { ObjectKey } from '../bus/subjects.ts';
 import type { ObjectView } from '../bus/view.ts';
-import { VIEW_PROJECTIONS, type ViewProjections } from '../views/projection.ts';
+import { HANDLER_VIEW_PROJECTIONS, type ViewProjections } from '../views/projection.ts';
 
 export type FakeView = Pick<ObjectView, 'waitFor' | 'list' | 'record' | 'renewTime' | 'whole'>;
 
@@ -13,7 +13,7 @@ export type FakeView = Pick<ObjectView, 'waitFor' | 'list' | 'record' | 'renewTi
 export function fakeView(
   objects: ReadonlyArray<readonly [string, RecordedObject]>,
   observedAtMs = 0,
-  projections: ViewProjections = VIEW_PROJECTIONS,
+  projections: ViewProjections = HANDLER_VIEW_PROJECTIONS,
 ): FakeView {
   const held = objects.map(([kind, whole], i) => {
     const project = projections[kind];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { HANDOVER_VERDICT_ANNOTATION } from '../api/constants.ts';
 import type { RecordedObject } from '../bus/messages.ts';
-import { EACH, projectionOf, VIEW_PROJECTIONS } from './projection.ts';
+import { EACH, HANDLER_VIEW_PROJECTIONS, projectionOf } from './projection.ts';
 
 const object = (extra: Record<string, unknown>): RecordedObject => ({
   apiVersion: 'v1',
@@ -49,7 +49,7 @@ describe('projectionOf', () => {
 
 describe('the handlers’ target projection', () => {
   it('drops the versions’ schemas and every annotation but the handover verdict', () => {
-    const project = VIEW_PROJECTIONS.crd;
+    const project = HANDLER_VIEW_PROJECTIONS.crd;
     if (!project) throw new Error('no projection for crd');
     const crd = object({
       metadata: {

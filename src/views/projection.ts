@@ -21,14 +21,38 @@ export type Projection = (object: RecordedObject) => RecordedObject;
 /** A view's projections by view kind; a kind without one is held whole. */
 export type ViewProjections = Readonly<Partial<Record<string, Projection>>>;
 
+/** A kept leaf whose string value many objects share (a CA bundle): held once, not once per object. */
+const SHARED = 'shared' as const;
+
 interface FieldTree {
-  [key: string]: FieldTree | true;
+  [key: string]: FieldTree | true | typeof SHARED;
 }
 
-/** The projection keeping `fields`, and always what names the object and its revision (a RecordedObject's). */
-export function projectionOf(fields: readonly FieldPath[]): Projection {
-  const tree = treeOf([...IDENTITY, ...fields]);
+/**
+ * The projection keeping `fields`, and always what names the object and its revision (a
+ * RecordedObject's). `shared` are kept too, as the same string for every object that has the same
+ * value: a 1.5 KiB CA bundle on each of 50,000 targets is one string, not 50,000 copies.
+ */
+export function projectionOf(fields: readonly FieldPath[], shared: readonly FieldPath[] = []): Projection {
+  const tree = treeOf([...IDENTITY, ...fields], shared);
   return (object) => pick(object, tree) as RecordedObject;
+}
+
+/** The most distinct shared values held for reuse; past it the least recently seen is forgotten. */
+const SHARED_VALUES_HELD = 1_024;
+const sharedValues = new Map<string, string>();
+
+/** The copy of `value` already held, or `value`, now held; the most recent at the end. */
+function sharedCopyOf(value: string): string {
+  const held = sharedValues.get(value);
+  if (held !== undefined) {
+    sharedValues.delete(held);
+    sharedValues.set(held, held);
+    return held;
+  }
+  sharedValues.set(value, value);
+  if (sharedValues.size > SHARED_VALUES_HELD) sharedValues.delete(sharedValues.keys().next().value as string);
+  return value;
 }
 
 const IDENTITY: readonly FieldPath[] = [
@@ -40,23 +64,27 @@ const IDENTITY: readonly FieldPath[] = [
   ['metadata', 'resourceVersion'],
 ];
 
-function treeOf(fields: readonly FieldPath[]): FieldTree {
+function treeOf(fields: readonly FieldPath[], shared: readonly FieldPath[]): FieldTree {
   const root: FieldTree = {};
-  for (const path of fields) {
+  const paths = [
+    ...fields.map((path) => ({ path, leaf: true as const })),
+    ...shared.map((path) => ({ path, leaf: SHARED as typeof SHARED })),
+  ];
+  for (const { path, leaf } of paths) {
     if (path.length === 0) throw new Error('a field path names at least one key');
     let node = root;
-    path.forEach((key, i) => {
-      const last = i === path.length - 1;
+    for (const [i, key] of path.entries()) {
       const existing = node[key];
-      if (existing === true) return;
-      if (last) {
-        node[key] = true;
-        return;
+      // A shorter path keeps the whole subtree; a shared leaf below it is kept with it, as is.
+      if (existing === true || existing === SHARED) break;
+      if (i === path.length - 1) {
+        node[key] = leaf;
+        break;
       }
       const next: FieldTree = existing ?? {};
       node[key] = next;
       node = next;
-    });
+    }
   }
   return root;
 }
@@ -74,6 +102,7 @@ function pick(value: unknown, tree: FieldTree): unknown {
     if (key === EACH || !Object.hasOwn(source, key)) continue;
     const field = source[key];
     if (sub === true) out[key] = field;
+    else if (sub === SHARED) out[key] = typeof field === 'string' ? sharedCopyOf(field) : field;
     else {
       const picked = pick(field, sub);
       if (picked !== undefined) out[key] = picked;
@@ -83,8 +112,8 @@ function pick(value: unknown, tree: FieldTree): unknown {
 }
 
 /**
- * What the handlers read of a target (a CRD or an XRD): which Service its conversion calls and
- * with what trust bundle, the handover's verdict annotation, what a write's precondition and a
+ * What the handlers read of a target (a CRD or an XRD): which Service its conversion calls, how
+ * (and, apart, with what trust bundle: TARGET_CA_BUNDLE), the handover's verdict annotation, what a write's precondition and a
  * verdict's cache key need, and the versions' names and flags. Never the versions' schemas (nor
  * their printer columns and subresources): a handler that compiles a config's rules against them
  * reads the whole record again (views/config-verdicts.ts).
@@ -94,7 +123,10 @@ export const TARGET_FIELDS: readonly FieldPath[] = [
   ['metadata', 'deletionTimestamp'],
   ['metadata', 'annotations', HANDOVER_VERDICT_ANNOTATION],
   ['spec', 'group'],
-  ['spec', 'conversion'],
+  ['spec', 'conversion', 'strategy'],
+  ['spec', 'conversion', 'webhook', 'conversionReviewVersions'],
+  ['spec', 'conversion', 'webhook', 'clientConfig', 'service'],
+  ['spec', 'conversion', 'webhook', 'clientConfig', 'url'],
   ['spec', 'versions', EACH, 'name'],
   ['spec', 'versions', EACH, 'served'],
   ['spec', 'versions', EACH, 'storage'],
@@ -122,17 +154,53 @@ export const CONFIG_FIELDS: readonly FieldPath[] = [
   ['status'],
 ];
 
-const projectTarget = projectionOf(TARGET_FIELDS);
+/** The CA bundle a target's conversion trusts: the same for every target of an instance. */
+const TARGET_CA_BUNDLE: FieldPath = ['spec', 'conversion', 'webhook', 'clientConfig', 'caBundle'];
+
+const projectTarget = projectionOf(TARGET_FIELDS, [TARGET_CA_BUNDLE]);
 const projectConfig = projectionOf(CONFIG_FIELDS);
 
 /**
- * What the long-running views keep, the handlers' and the webhook-server replicas': targets and
- * configs projected, every other kind whole. `switchyard explain` and `replay`, one-off commands,
+ * What the handlers' long-running views keep: targets and configs projected, every other kind
+ * whole. `switchyard explain` and `replay`, one-off commands,
  * keep theirs whole.
  */
-export const VIEW_PROJECTIONS: ViewProjections = {
+export const HANDLER_VIEW_PROJECTIONS: ViewProjections = {
   crd: projectTarget,
   xrd: projectTarget,
   crdconfig: projectConfig,
   xrdconfig: projectConfig,
+};
+
+/**
+ * What a webhook-server replica reads of a target: which Service its conversion names (a plan is
+ * held while it names the replica's) and its generation (a plan's revision). Its group and
+ * versions are read whole with the rules, when the plan compiles (views/config-sources.ts).
+ */
+export const REPLICA_TARGET_FIELDS: readonly FieldPath[] = [
+  ['metadata', 'generation'],
+  ['spec', 'conversion', 'webhook', 'clientConfig', 'service', 'name'],
+];
+
+/**
+ * What a replica reads of a config: what assignment resolves it by, and of its status only the
+ * phase (an Invalid config is expected nowhere: core/expected-set.ts, its Lease's expectation).
+ */
+export const REPLICA_CONFIG_FIELDS: readonly FieldPath[] = [
+  ...CONFIG_FIELDS.filter((path) => path[0] !== 'status'),
+  ['status', 'phase'],
+];
+
+const projectReplicaTarget = projectionOf(REPLICA_TARGET_FIELDS);
+const projectReplicaConfig = projectionOf(REPLICA_CONFIG_FIELDS);
+
+/**
+ * What a webhook-server replica's view keeps: its targets and configs down to what deciding which
+ * plans to hold reads. A target it does not serve costs it a name, a revision and a Service name.
+ */
+export const REPLICA_VIEW_PROJECTIONS: ViewProjections = {
+  crd: projectReplicaTarget,
+  xrd: projectReplicaTarget,
+  crdconfig: projectReplicaConfig,
+  xrdconfig: projectReplicaConfig,
 };

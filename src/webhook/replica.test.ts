@@ -6,7 +6,7 @@ import type { ObjectKey } from '../bus/subjects.ts';
 import type { ViewLag } from '../bus/view-lag.ts';
 import type { ExpectedSet } from '../core/served-set-codec.ts';
 import { type Clock, systemClock } from '../runtime/clock.ts';
-import { VIEW_PROJECTIONS } from '../views/projection.ts';
+import { REPLICA_VIEW_PROJECTIONS } from '../views/projection.ts';
 import { WebhookMetrics } from './metrics.ts';
 import { COMPILE_SLICE_MS, Replica, type ReplicaView } from './replica.ts';
 import { gizmoTarget, renameConfig } from './test-support.ts';
@@ -22,7 +22,7 @@ function mutableView() {
   const lists = new Map<string, readonly RecordedObject[]>();
   const reads: string[] = [];
   let lag: ViewLag = { state: 'current', behindBy: 0, confirmedAgoMs: 0, reason: undefined };
-  const held = (kind: string, object: RecordedObject) => VIEW_PROJECTIONS[kind]?.(object) ?? object;
+  const held = (kind: string, object: RecordedObject) => REPLICA_VIEW_PROJECTIONS[kind]?.(object) ?? object;
   const view: ReplicaView = {
     list: (kind) => {
       let list = lists.get(kind);
@@ -34,7 +34,7 @@ function mutableView() {
     },
     record: (key: ObjectKey) => {
       const object = objects.get(key.kind)?.get(key.name);
-      const projected = VIEW_PROJECTIONS[key.kind] !== undefined;
+      const projected = REPLICA_VIEW_PROJECTIONS[key.kind] !== undefined;
       return (
         object && {
           op: 'upsert',

@@ -19,7 +19,7 @@ import { viewLagPolicyOf } from '../config/schema.ts';
 import { createKubeClients } from '../kube/clients.ts';
 import { listenPort } from '../runtime/listen-port.ts';
 import { CertificateReloader, readCertificatePair } from '../runtime/serving-certificate.ts';
-import { VIEW_PROJECTIONS } from '../views/projection.ts';
+import { REPLICA_VIEW_PROJECTIONS } from '../views/projection.ts';
 import { LeasePublisher, leaseWriterFor } from './lease-publisher.ts';
 import { WebhookMetrics } from './metrics.ts';
 import { Replica } from './replica.ts';
@@ -103,7 +103,7 @@ export async function runWebhookServer(argv: string[]): Promise<void> {
   metrics.observeLease(() => publisher.stats());
   const view = new ObjectView([...REPLICA_VIEW_KINDS], log, {
     lag: viewLagPolicyOf(config.view),
-    project: VIEW_PROJECTIONS,
+    project: REPLICA_VIEW_PROJECTIONS,
   });
   metrics.observeView(() => view.freshness());
   if (config.webhook.unsafeDropPlanOnReassign)
