@@ -75,11 +75,11 @@ import type { KubeWriter } from '../kube/writer.ts';
 import { countHandoverDecision, countHandoverRepoint } from '../metrics/worker-metrics.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { ConfigVerdicts } from '../views/config-verdicts.ts';
+import { parseRecorded } from '../views/parse-cache.ts';
 import {
   CONFIG_VIEW_KINDS,
   derivedFromView,
   parsedList,
-  parseRecorded,
   readExpectedSets,
   readInstance,
   readInstanceLeases,

@@ -5,7 +5,9 @@
 // record streams stay whole; a reader that needs the rest of an object reads it again from the
 // bus (ObjectView.whole).
 import { HANDOVER_VERDICT_ANNOTATION } from '../api/constants.ts';
+import { conversionConfigSchema } from '../api/conversion-config.ts';
 import type { RecordedObject } from '../bus/messages.ts';
+import { parsedForm } from './parse-cache.ts';
 
 /**
  * A field to keep, as the keys leading to it; `[]` steps into every item of an array. A path that
@@ -34,7 +36,7 @@ interface FieldTree {
  * value: a 1.5 KiB CA bundle on each of 50,000 targets is one string, not 50,000 copies.
  */
 export function projectionOf(fields: readonly FieldPath[], shared: readonly FieldPath[] = []): Projection {
-  const tree = treeOf([...IDENTITY, ...fields], shared);
+  const tree = treeOf([...IDENTITY, ...fields], [...SHARED_IDENTITY, ...shared]);
   return (object) => pick(object, tree) as RecordedObject;
 }
 
@@ -55,9 +57,10 @@ function sharedCopyOf(value: string): string {
   return value;
 }
 
+/** What every object of a kind says alike: one string for all of them. */
+const SHARED_IDENTITY: readonly FieldPath[] = [['apiVersion'], ['kind']];
+
 const IDENTITY: readonly FieldPath[] = [
-  ['apiVersion'],
-  ['kind'],
   ['metadata', 'name'],
   ['metadata', 'namespace'],
   ['metadata', 'uid'],
@@ -112,10 +115,11 @@ function pick(value: unknown, tree: FieldTree): unknown {
 }
 
 /**
- * What the handlers read of a target (a CRD or an XRD): which Service its conversion calls, how
- * (and, apart, with what trust bundle: TARGET_CA_BUNDLE), the handover's verdict annotation, what a write's precondition and a
- * verdict's cache key need, and the versions' names and flags. Never the versions' schemas (nor
- * their printer columns and subresources): a handler that compiles a config's rules against them
+ * What the handlers read of a target (a CRD or an XRD): how its conversion calls which Service
+ * (the Service's name and namespace, and the trust bundle, apart: TARGET_SHARED), the handover's
+ * verdict annotation, what a write's precondition and a verdict's cache key need, and the
+ * versions' names and flags. Never the versions' schemas (nor their printer columns and
+ * subresources): a handler that compiles a config's rules against them
  * reads the whole record again (views/config-verdicts.ts).
  */
 export const TARGET_FIELDS: readonly FieldPath[] = [
@@ -125,7 +129,8 @@ export const TARGET_FIELDS: readonly FieldPath[] = [
   ['spec', 'group'],
   ['spec', 'conversion', 'strategy'],
   ['spec', 'conversion', 'webhook', 'conversionReviewVersions'],
-  ['spec', 'conversion', 'webhook', 'clientConfig', 'service'],
+  ['spec', 'conversion', 'webhook', 'clientConfig', 'service', 'path'],
+  ['spec', 'conversion', 'webhook', 'clientConfig', 'service', 'port'],
   ['spec', 'conversion', 'webhook', 'clientConfig', 'url'],
   ['spec', 'versions', EACH, 'name'],
   ['spec', 'versions', EACH, 'served'],
@@ -154,11 +159,29 @@ export const CONFIG_FIELDS: readonly FieldPath[] = [
   ['status'],
 ];
 
-/** The CA bundle a target's conversion trusts: the same for every target of an instance. */
-const TARGET_CA_BUNDLE: FieldPath = ['spec', 'conversion', 'webhook', 'clientConfig', 'caBundle'];
+/** The Service a target's conversion names: the same for every target of an instance. */
+const TARGET_SERVICE_NAME: FieldPath = ['spec', 'conversion', 'webhook', 'clientConfig', 'service', 'name'];
 
-const projectTarget = projectionOf(TARGET_FIELDS, [TARGET_CA_BUNDLE]);
-const projectConfig = projectionOf(CONFIG_FIELDS);
+/**
+ * What a target's conversion says alike for every target of an instance: its Service, and the CA
+ * bundle it trusts (1.5 KiB).
+ */
+const TARGET_SHARED: readonly FieldPath[] = [
+  TARGET_SERVICE_NAME,
+  ['spec', 'conversion', 'webhook', 'clientConfig', 'service', 'namespace'],
+  ['spec', 'conversion', 'webhook', 'clientConfig', 'caBundle'],
+];
+
+const projectTarget = projectionOf(TARGET_FIELDS, TARGET_SHARED);
+const projectConfig = parsedConfig(projectionOf(CONFIG_FIELDS));
+
+/**
+ * A config projection whose result is kept as its parse: every reader parses configs, and the
+ * view then holds one copy of each instead of the projection and its parse.
+ */
+function parsedConfig(project: Projection): Projection {
+  return (object) => parsedForm(conversionConfigSchema, project(object));
+}
 
 /**
  * What the handlers' long-running views keep: targets and configs projected, every other kind
@@ -177,10 +200,7 @@ export const HANDLER_VIEW_PROJECTIONS: ViewProjections = {
  * held while it names the replica's) and its generation (a plan's revision). Its group and
  * versions are read whole with the rules, when the plan compiles (views/config-sources.ts).
  */
-export const REPLICA_TARGET_FIELDS: readonly FieldPath[] = [
-  ['metadata', 'generation'],
-  ['spec', 'conversion', 'webhook', 'clientConfig', 'service', 'name'],
-];
+export const REPLICA_TARGET_FIELDS: readonly FieldPath[] = [['metadata', 'generation']];
 
 /**
  * What a replica reads of a config: what assignment resolves it by, and of its status only the
@@ -191,8 +211,8 @@ export const REPLICA_CONFIG_FIELDS: readonly FieldPath[] = [
   ['status', 'phase'],
 ];
 
-const projectReplicaTarget = projectionOf(REPLICA_TARGET_FIELDS);
-const projectReplicaConfig = projectionOf(REPLICA_CONFIG_FIELDS);
+const projectReplicaTarget = projectionOf(REPLICA_TARGET_FIELDS, [TARGET_SERVICE_NAME]);
+const projectReplicaConfig = parsedConfig(projectionOf(REPLICA_CONFIG_FIELDS));
 
 /**
  * What a webhook-server replica's view keeps: its targets and configs down to what deciding which

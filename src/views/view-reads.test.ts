@@ -4,7 +4,8 @@ import { renameConfigSpec } from '../../test/support/crds.ts';
 import { API_VERSION } from '../api/constants.ts';
 import { conversionConfigSchema } from '../api/conversion-config.ts';
 import type { RecordedObject } from '../bus/messages.ts';
-import { derivedFromView, parseRecorded, readExpectationView, readExpectedSets } from './view-reads.ts';
+import { parseRecorded } from './parse-cache.ts';
+import { derivedFromView, readExpectationView, readExpectedSets } from './view-reads.ts';
 
 const object = (name: string): RecordedObject => ({ metadata: { name, uid: 'u', resourceVersion: '1' } });
 

@@ -26,6 +26,7 @@ import {
 import type { LeaseFacts } from '../core/instance-aggregate.ts';
 import type { ExpectedSet } from '../core/served-set-codec.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
+import { parseRecorded } from './parse-cache.ts';
 
 type ViewReads = Pick<ObjectView, 'record' | 'list' | 'renewTime'>;
 
@@ -42,37 +43,6 @@ interface Meta {
 }
 
 const metaOf = (o: RecordedObject) => o.metadata as Meta;
-
-interface SchemaParses {
-  /** The schema compiled ahead of time: same results and messages, two to four times as fast. */
-  compiled: ZodType;
-  results: WeakMap<RecordedObject, z.ZodSafeParseResult<unknown>>;
-}
-
-const parses = new WeakMap<ZodType, SchemaParses>();
-
-/**
- * `schema.safeParse(object)`, once per recorded object: the view replaces an object with a new
- * one on every record and never changes one in place, so the result holds for as long as the
- * object is in the view. Handlers read every config and instance on every decision; parsing
- * them each time made a 1,000-config move spend most of its CPU in zod (bench/handover.ts).
- * The schema is compiled (`z.compile`) on its first use: a replica parses every config at start,
- * and its first thousand take a third less time that way, the ~40 ms of compiling included.
- * Callers must not modify what it returns.
- */
-export function parseRecorded<T>(schema: ZodType<T>, object: RecordedObject): z.ZodSafeParseResult<T> {
-  let bySchema = parses.get(schema);
-  if (!bySchema) {
-    bySchema = { compiled: z.compile(schema), results: new WeakMap() };
-    parses.set(schema, bySchema);
-  }
-  let result = bySchema.results.get(object);
-  if (!result) {
-    result = bySchema.compiled.safeParse(object);
-    bySchema.results.set(object, result);
-  }
-  return result as z.ZodSafeParseResult<T>;
-}
 
 /** The objects of `kinds` that parse with `schema`, in view order. */
 export function parsedList<T>(
