@@ -34,18 +34,24 @@ interface FieldTree {
  * The projection keeping `fields`, and always what names the object and its revision (a
  * RecordedObject's). `shared` are kept too, as the same string for every object that has the same
  * value: a 1.5 KiB CA bundle on each of 50,000 targets is one string, not 50,000 copies.
+ * Shared or not, a projection keeps the same value.
  */
 export function projectionOf(fields: readonly FieldPath[], shared: readonly FieldPath[] = []): Projection {
   const tree = treeOf([...IDENTITY, ...fields], [...SHARED_IDENTITY, ...shared]);
   return (object) => pick(object, tree) as RecordedObject;
 }
 
-/** The most distinct shared values held for reuse; past it the least recently seen is forgotten. */
-const SHARED_VALUES_HELD = 1_024;
+/**
+ * The most distinct shared values held for reuse, past which the least recently seen is
+ * forgotten, and the longest: what the table keeps after the objects are gone stays under 8 MiB.
+ */
+const SHARED_VALUES_HELD = 256;
+const SHARED_VALUE_MAX_CHARS = 32 * 1024;
 const sharedValues = new Map<string, string>();
 
 /** The copy of `value` already held, or `value`, now held; the most recent at the end. */
 function sharedCopyOf(value: string): string {
+  if (value.length > SHARED_VALUE_MAX_CHARS) return value;
   const held = sharedValues.get(value);
   if (held !== undefined) {
     sharedValues.delete(held);
