@@ -25,7 +25,11 @@ import { ObjectView } from '../src/bus/view.ts';
 import { defaultConfig } from '../src/config/schema.ts';
 import type { AssignHandler } from '../src/handlers/assign.ts';
 import { systemClock } from '../src/runtime/clock.ts';
-import { HANDLER_VIEW_PROJECTIONS } from '../src/views/projection.ts';
+import {
+  HANDLER_VIEW_PROJECTIONS,
+  ROUTING_VIEW_PROJECTIONS,
+  type ViewProjections,
+} from '../src/views/projection.ts';
 import { heapAfterGc } from './heap.ts';
 import { RecordingWriter } from './recording-writer.ts';
 import { instanceObject, OPERATOR_NAMESPACE } from './simulated-objects.ts';
@@ -121,6 +125,8 @@ const caBundle = Buffer.from('bench trust bundle').toString('base64');
 
 interface Loaded {
   viewKinds: readonly string[];
+  /** What its view keeps, as its `switchyard <concern>` process has it keep (the handlers' unless said). */
+  projections?: ViewProjections;
   spec: (view: ObjectView) => WorkerSpec;
 }
 
@@ -136,6 +142,7 @@ const SPECS: Record<string, () => Promise<Loaded>> = {
     ]);
     return {
       viewKinds: ROUTED_VIEW_KINDS,
+      projections: ROUTING_VIEW_PROJECTIONS,
       spec: (view) => {
         const router = new Router({ js, jsm, view, partitions });
         return {
@@ -172,6 +179,7 @@ const SPECS: Record<string, () => Promise<Loaded>> = {
     const handler = await assignHandlerOf();
     return {
       viewKinds: ASSIGN_VIEW_KINDS,
+      projections: ROUTING_VIEW_PROJECTIONS,
       spec: handlerSpec(ASSIGN_WORK.resyncKeys, (view) => handler(view).handle),
     };
   },
@@ -387,7 +395,9 @@ if (!load) throw new Error(`no worker ${worker}: one of ${Object.keys(SPECS).joi
 const entry = await load();
 const heapBefore = heapAfterGc();
 const rssBeforeViewBytes = process.memoryUsage().rss;
-const view = new ObjectView(entry.viewKinds, log, { project: HANDLER_VIEW_PROJECTIONS });
+const view = new ObjectView(entry.viewKinds, log, {
+  project: entry.projections ?? HANDLER_VIEW_PROJECTIONS,
+});
 const cpuStart = process.cpuUsage();
 const started = performance.now();
 await view.start(js);

@@ -20,7 +20,7 @@ import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
 import { observeHandlerRuntime, observeViewLag, workerMetricsToServe } from '../metrics/worker-metrics.ts';
 import { systemClock } from '../runtime/clock.ts';
 import { type HealthServer, startHealthServer } from '../runtime/health-server.ts';
-import { HANDLER_VIEW_PROJECTIONS } from '../views/projection.ts';
+import { HANDLER_VIEW_PROJECTIONS, type ViewProjections } from '../views/projection.ts';
 import type { ConcernWork } from './concern.ts';
 import { startResync } from './resync.ts';
 
@@ -60,6 +60,7 @@ export async function startWorker(
   argv: string[],
   name: string,
   viewKinds: readonly string[],
+  project: ViewProjections = HANDLER_VIEW_PROJECTIONS,
 ): Promise<Worker> {
   const { config } = loadConfig({ argv });
   const log = pino({ level: config.log.level, name });
@@ -80,7 +81,7 @@ export async function startWorker(
   health.require('nats', () => (connection.connected() ? undefined : 'disconnected from NATS, reconnecting'));
   const view = new ObjectView(viewKinds, log, {
     lag: viewLagPolicyOf(config.view),
-    project: HANDLER_VIEW_PROJECTIONS,
+    project,
   });
   observeViewLag(view);
   await view.start(bus.js);

@@ -179,7 +179,8 @@ const TARGET_SHARED: readonly FieldPath[] = [
 ];
 
 const projectTarget = projectionOf(TARGET_FIELDS, TARGET_SHARED);
-const projectConfig = parsedConfig(projectionOf(CONFIG_FIELDS));
+const projectConfigUnparsed = projectionOf(CONFIG_FIELDS);
+const projectConfig = parsedConfig(projectConfigUnparsed);
 
 /**
  * A config projection whose result is kept as its parse: every reader parses configs, and the
@@ -199,6 +200,17 @@ export const HANDLER_VIEW_PROJECTIONS: ViewProjections = {
   xrd: projectTarget,
   crdconfig: projectConfig,
   xrdconfig: projectConfig,
+};
+
+/**
+ * What the router's and assign's views keep: the handlers' projections, configs as projected, not
+ * as parsed. Neither parses a config: both read its target and pin off the record
+ * (handlers/assign/world.ts), and a parse, with its defaults, holds more than the projection.
+ */
+export const ROUTING_VIEW_PROJECTIONS: ViewProjections = {
+  ...HANDLER_VIEW_PROJECTIONS,
+  crdconfig: projectConfigUnparsed,
+  xrdconfig: projectConfigUnparsed,
 };
 
 /**

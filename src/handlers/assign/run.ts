@@ -5,6 +5,7 @@ import { stopOnSignals } from '../../bus/runtime/index.ts';
 import { fieldManagerFor, KubeWriter } from '../../kube/writer.ts';
 import { observeHandlerRuntime } from '../../metrics/worker-metrics.ts';
 import { systemClock } from '../../runtime/clock.ts';
+import { ROUTING_VIEW_PROJECTIONS } from '../../views/projection.ts';
 import { startAssignWorker } from '../assign.ts';
 import { startResync } from '../resync.ts';
 import { startWorker, workerClients } from '../run-handler.ts';
@@ -14,7 +15,12 @@ import { ASSIGN_CONCERN, ASSIGN_VIEW_KINDS } from './world.ts';
 const COMPONENT = 'assign';
 
 export async function runAssign(argv: string[]): Promise<void> {
-  const { config, log, bus, view } = await startWorker(argv, COMPONENT, ASSIGN_VIEW_KINDS);
+  const { config, log, bus, view } = await startWorker(
+    argv,
+    COMPONENT,
+    ASSIGN_VIEW_KINDS,
+    ROUTING_VIEW_PROJECTIONS,
+  );
   const clients = workerClients(COMPONENT, config);
   const worker = await startAssignWorker({
     nc: bus.nc,
