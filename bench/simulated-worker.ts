@@ -26,8 +26,8 @@ import { defaultConfig } from '../src/config/schema.ts';
 import type { AssignHandler } from '../src/handlers/assign.ts';
 import { systemClock } from '../src/runtime/clock.ts';
 import {
+  CONFIG_SUBJECT_VIEW_PROJECTIONS,
   HANDLER_VIEW_PROJECTIONS,
-  ROUTING_VIEW_PROJECTIONS,
   type ViewProjections,
 } from '../src/views/projection.ts';
 import { heapAfterGc } from './heap.ts';
@@ -142,7 +142,7 @@ const SPECS: Record<string, () => Promise<Loaded>> = {
     ]);
     return {
       viewKinds: ROUTED_VIEW_KINDS,
-      projections: ROUTING_VIEW_PROJECTIONS,
+      projections: CONFIG_SUBJECT_VIEW_PROJECTIONS,
       spec: (view) => {
         const router = new Router({ js, jsm, view, partitions });
         return {
@@ -179,7 +179,7 @@ const SPECS: Record<string, () => Promise<Loaded>> = {
     const handler = await assignHandlerOf();
     return {
       viewKinds: ASSIGN_VIEW_KINDS,
-      projections: ROUTING_VIEW_PROJECTIONS,
+      projections: CONFIG_SUBJECT_VIEW_PROJECTIONS,
       spec: handlerSpec(ASSIGN_WORK.resyncKeys, (view) => handler(view).handle),
     };
   },
@@ -255,6 +255,7 @@ const SPECS: Record<string, () => Promise<Loaded>> = {
     ]);
     return {
       viewKinds: INSTANCES_VIEW_KINDS,
+      projections: CONFIG_SUBJECT_VIEW_PROJECTIONS,
       spec: handlerSpec(INSTANCES_WORK.resyncKeys, (view) => {
         seedCaSecrets(view, SECRETS);
         return instancesHandler({

@@ -39,6 +39,8 @@ export interface HandlerProcess<T extends WorkItem> {
   /** The concern's registration (<concern>/wakes.ts): its name, consumers, payload schema, and every key for resync. */
   work: ConcernWork<T>;
   viewKinds: readonly string[];
+  /** What its view keeps of each kind: the handlers' projections unless said. */
+  projections?: ViewProjections;
   handler: (process: HandlerProcessContext) => Handler<T>;
   /** Logged once running, e.g. "handing over". */
   running: string;
@@ -106,7 +108,12 @@ export async function runHandlerProcess<T extends WorkItem>(
   argv: string[],
   spec: HandlerProcess<T>,
 ): Promise<void> {
-  const { config, log, health, bus, view } = await startWorker(argv, spec.work.concern, spec.viewKinds);
+  const { config, log, health, bus, view } = await startWorker(
+    argv,
+    spec.work.concern,
+    spec.viewKinds,
+    spec.projections,
+  );
   const clients = workerClients(spec.work.concern, config);
   const consumers = spec.work.consumers(config.bus.partitions[spec.work.partitionsOf]);
   const runtime = await startHandlerRuntime({

@@ -192,8 +192,7 @@ function parsedConfig(project: Projection): Projection {
 
 /**
  * What the handlers' long-running views keep: targets and configs projected, every other kind
- * whole. `switchyard explain` and `replay`, one-off commands,
- * keep theirs whole.
+ * whole. `switchyard explain` and `replay`, one-off commands, keep theirs whole.
  */
 export const HANDLER_VIEW_PROJECTIONS: ViewProjections = {
   crd: projectTarget,
@@ -203,11 +202,12 @@ export const HANDLER_VIEW_PROJECTIONS: ViewProjections = {
 };
 
 /**
- * What the router's and assign's views keep: the handlers' projections, configs as projected, not
- * as parsed. Neither parses a config: both read its target and pin off the record
- * (handlers/assign/world.ts), and a parse, with its defaults, holds more than the projection.
+ * What the views of readers that take of a config only its subject keep (its target and pin,
+ * read off the record: handlers/assign/world.ts `configSubjectOf`): the router's, assign's and the
+ * instances handler's. The handlers' projections, with configs as projected, not as parsed: a
+ * parse, with its defaults, holds more than the projection, and nobody would read it.
  */
-export const ROUTING_VIEW_PROJECTIONS: ViewProjections = {
+export const CONFIG_SUBJECT_VIEW_PROJECTIONS: ViewProjections = {
   ...HANDLER_VIEW_PROJECTIONS,
   crdconfig: projectConfigUnparsed,
   xrdconfig: projectConfigUnparsed,

@@ -14,7 +14,7 @@ import { fieldManagerFor, KubeWriter } from '../../src/kube/writer.ts';
 import type { LocalClusterInfo } from '../../src/local-cluster/cluster.ts';
 import { systemClock } from '../../src/runtime/clock.ts';
 import { x509Issuer } from '../../src/tls/x509-issuer.ts';
-import { HANDLER_VIEW_PROJECTIONS } from '../../src/views/projection.ts';
+import { CONFIG_SUBJECT_VIEW_PROJECTIONS } from '../../src/views/projection.ts';
 import type { OwnBus } from './bus.ts';
 import { componentIdentity, HANDOVER_ACCOUNT } from './identities.ts';
 
@@ -39,7 +39,7 @@ export async function startInstancesHandler(
     natsCaFile?: string;
   },
 ): Promise<() => Promise<void>> {
-  const view = new ObjectView(INSTANCES_VIEW_KINDS, opts.log, { project: HANDLER_VIEW_PROJECTIONS });
+  const view = new ObjectView(INSTANCES_VIEW_KINDS, opts.log, { project: CONFIG_SUBJECT_VIEW_PROJECTIONS });
   await view.start(bus.js);
   const clients = createKubeClients({
     kubeConfig: await componentIdentity(cluster, admin, INSTANCES),

@@ -5,7 +5,7 @@ import { stopOnSignals } from '../../bus/runtime/index.ts';
 import { fieldManagerFor, KubeWriter } from '../../kube/writer.ts';
 import { observeHandlerRuntime } from '../../metrics/worker-metrics.ts';
 import { systemClock } from '../../runtime/clock.ts';
-import { ROUTING_VIEW_PROJECTIONS } from '../../views/projection.ts';
+import { CONFIG_SUBJECT_VIEW_PROJECTIONS } from '../../views/projection.ts';
 import { startAssignWorker } from '../assign.ts';
 import { startResync } from '../resync.ts';
 import { startWorker, workerClients } from '../run-handler.ts';
@@ -19,7 +19,7 @@ export async function runAssign(argv: string[]): Promise<void> {
     argv,
     COMPONENT,
     ASSIGN_VIEW_KINDS,
-    ROUTING_VIEW_PROJECTIONS,
+    CONFIG_SUBJECT_VIEW_PROJECTIONS,
   );
   const clients = workerClients(COMPONENT, config);
   const worker = await startAssignWorker({

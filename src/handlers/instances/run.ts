@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { systemClock } from '../../runtime/clock.ts';
 import { x509Issuer } from '../../tls/x509-issuer.ts';
+import { CONFIG_SUBJECT_VIEW_PROJECTIONS } from '../../views/projection.ts';
 import { INSTANCES_VIEW_KINDS, instancesHandler } from '../instances.ts';
 import { handoverServiceAccount, operatorNamespace } from '../operator-namespace.ts';
 import { runHandlerProcess } from '../run-handler.ts';
@@ -19,6 +20,7 @@ export function runInstances(argv: string[]): Promise<void> {
   return runHandlerProcess(argv, {
     work: INSTANCES_WORK,
     viewKinds: INSTANCES_VIEW_KINDS,
+    projections: CONFIG_SUBJECT_VIEW_PROJECTIONS,
     handler: ({ config, log, view, writer, clients, bus }) => {
       const settings = {
         defaultNamespace: operatorNamespace(),

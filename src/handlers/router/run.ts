@@ -2,7 +2,7 @@
 // all: it reads only the bus, so its ServiceAccount has no permissions.
 import { stopOnSignals } from '../../bus/runtime/index.ts';
 import { observeHandlerRuntime } from '../../metrics/worker-metrics.ts';
-import { ROUTING_VIEW_PROJECTIONS } from '../../views/projection.ts';
+import { CONFIG_SUBJECT_VIEW_PROJECTIONS } from '../../views/projection.ts';
 import { ROUTED_VIEW_KINDS } from '../concern.ts';
 import { startRouter } from '../router.ts';
 import { startWorker } from '../run-handler.ts';
@@ -14,7 +14,7 @@ export async function runRouter(argv: string[]): Promise<void> {
     argv,
     COMPONENT,
     ROUTED_VIEW_KINDS,
-    ROUTING_VIEW_PROJECTIONS,
+    CONFIG_SUBJECT_VIEW_PROJECTIONS,
   );
   const runtime = await startRouter({
     nc: bus.nc,
