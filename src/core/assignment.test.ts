@@ -242,6 +242,52 @@ describe('weighted rendezvous over the pool', () => {
   });
 });
 
+describe('resolving a fleet from the resolutions in an earlier one', () => {
+  const subjectArb = fc.record(
+    { target: targetArb, pinnedTo: fc.option(fc.constantFrom('p0', 'p1', 'absent'), { nil: undefined }) },
+    { requiredKeys: ['target'] },
+  );
+  const subjectsArb = fc
+    .array(subjectArb, { minLength: 1, maxLength: 60 })
+    .map((subjects) => subjects.map((s, i) => ({ ...s, config: `CRDConversionConfig/c${i % 50}` })));
+  /** One pool member added, removed or reweighted, or a default or pinned instance changed: what one instance's change does. */
+  const oneChangeArb = fc.oneof(
+    fc.record({ op: fc.constant('add' as const), weight: fc.integer({ min: 1, max: 5 }) }),
+    fc.record({ op: fc.constant('remove' as const), at: fc.nat() }),
+    fc.record({ op: fc.constant('reweight' as const), at: fc.nat(), weight: fc.integer({ min: 1, max: 5 }) }),
+    fc.record({ op: fc.constant('default' as const) }),
+  );
+  const others = [instance('p0'), instance('p1', { default: true })];
+
+  type Change = { op: 'add' | 'remove' | 'reweight' | 'default'; at?: number; weight?: number };
+
+  function changed(pool: readonly { name: string; weight: number }[], change: Change): InstanceLike[] {
+    const members = pool.map((m) => member(m.name, m.weight));
+    const at = (change.at ?? 0) % members.length;
+    if (change.op === 'add') members.push(member('joiner-0', change.weight));
+    if (change.op === 'remove') members.splice(at, 1);
+    if (change.op === 'reweight') members[at] = member(pool[at]?.name ?? '', change.weight);
+    return [
+      ...members,
+      change.op === 'default' ? instance('p0', { default: true }) : instance('p0'),
+      others[1] as InstanceLike,
+    ];
+  }
+
+  it('gives exactly what resolving from scratch gives, whatever changed', () => {
+    fc.assert(
+      fc.property(subjectsArb, poolArb, oneChangeArb, fc.boolean(), (subjects, pool, change, unrelated) => {
+        const before = fleetOf([...pool.map((m) => member(m.name, m.weight)), ...others]);
+        // The usual start is the fleet just before; one that differs in several members is resolved from scratch.
+        const start = unrelated ? fleetOf([member('q', 2), member('r'), ...others]) : before;
+        const after = fleetOf(changed(pool, change));
+        const earlier = { fleet: start, resolutions: assignSubjects(subjects, start) };
+        expect(assignSubjects(subjects, after, earlier)).toEqual(assignSubjects(subjects, after));
+      }),
+    );
+  });
+});
+
 describe('two configs for one target', () => {
   const config = (
     kind: 'CRDConversionConfig' | 'XRDConversionConfig',

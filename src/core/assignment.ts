@@ -129,9 +129,17 @@ export function assignAll(
  * Resolves every subject, keyed by target name. Target names are unique across both config
  * kinds (admission rejects a second config for a target); a view that holds two anyway gets a
  * DuplicateTarget error for that target, the same whatever order the configs come in, and
- * never one of them picked by position.
+ * never one of them picked by position. `earlier`: the resolutions in another fleet, which make
+ * a fleet change that touches one pool member cheap (`resolverFrom`); the answer is the same.
  */
-export function assignSubjects(subjects: readonly ConfigSubject[], fleet: Fleet): Map<string, Resolution> {
+export function assignSubjects(
+  subjects: readonly ConfigSubject[],
+  fleet: Fleet,
+  earlier?: ResolvedFleet,
+): Map<string, Resolution> {
+  const resolveOne = earlier
+    ? resolverFrom(earlier, fleet)
+    : (subject: ConfigSubject) => resolveIn(fleet, subject);
   // One pass, no per-target arrays: a second config for a target is rare, and this runs over
   // every config on each fleet change.
   const firstClaim = new Map<string, ConfigSubject>();
@@ -147,9 +155,70 @@ export function assignSubjects(subjects: readonly ConfigSubject[], fleet: Fleet)
   const out = new Map<string, Resolution>();
   for (const [target, subject] of firstClaim) {
     const rivals = contested.get(target);
-    out.set(target, rivals ? duplicate(target, [...rivals].sort(compareNames)) : resolveIn(fleet, subject));
+    out.set(target, rivals ? duplicate(target, [...rivals].sort(compareNames)) : resolveOne(subject));
   }
   return out;
+}
+
+/** Every target's resolution in a fleet: what the next fleet's resolutions can start from. */
+export interface ResolvedFleet {
+  fleet: Fleet;
+  resolutions: ReadonlyMap<string, Resolution>;
+}
+
+/**
+ * `resolveIn(fleet, ·)`, starting from each target's resolution in an earlier fleet. When the
+ * two pools differ in one member (a join, a leave, a weight change: the common fleet change),
+ * a target the pool gave to another member goes to that member or to the changed one, whichever
+ * scores higher: two draws instead of one per member. Only the targets the changed member held
+ * are drawn again in full. Any other change, or a target with no pool resolution before, is
+ * resolved from scratch, so the answer is always `resolveIn`'s.
+ */
+function resolverFrom(earlier: ResolvedFleet, fleet: Fleet): (subject: ConfigSubject) => Resolution {
+  const change = poolChange(earlier.fleet.pool, fleet.pool);
+  if (change === 'many' || fleet.pool.length === 0) return (subject) => resolveIn(fleet, subject);
+  const members = new Map(fleet.pool.map((m) => [m.name, m]));
+  return (subject) => {
+    const was = earlier.resolutions.get(subject.target);
+    const held =
+      was?.ok && was.decidedBy === 'Pool' && subject.pinnedTo === undefined ? was.instance : undefined;
+    const holder = held === undefined || held === change.changed ? undefined : members.get(held);
+    if (holder === undefined) return resolveIn(fleet, subject);
+    const challenger = change.changed === undefined ? undefined : members.get(change.changed);
+    return challenger && outscores(challenger, holder, subject.target) ? challenger.won : holder.won;
+  };
+}
+
+/**
+ * The one member two pools disagree on (added, removed or reweighted; `changed` undefined when
+ * they agree on all), or `many`. Both pools are sorted by name.
+ */
+function poolChange(
+  before: readonly PoolMember[],
+  after: readonly PoolMember[],
+): { changed: string | undefined } | 'many' {
+  const differing: string[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < before.length || j < after.length) {
+    const a = before[i];
+    const b = after[j];
+    const order = a === undefined ? 1 : b === undefined ? -1 : compareNames(a.name, b.name);
+    if (order < 0) differing.push((a as PoolMember).name);
+    else if (order > 0) differing.push((b as PoolMember).name);
+    else if ((a as PoolMember).weight !== (b as PoolMember).weight) differing.push((a as PoolMember).name);
+    if (order <= 0) i++;
+    if (order >= 0) j++;
+    if (differing.length > 1) return 'many';
+  }
+  return { changed: differing[0] };
+}
+
+/** Whether `a` beats `b` for `target` as `rendezvousWinner` ranks them: the higher score, ties to the smaller name. */
+function outscores(a: PoolMember, b: PoolMember, target: string): boolean {
+  const scoreA = scoreOf(a.weight, drawFrom(a.prefix, target));
+  const scoreB = scoreOf(b.weight, drawFrom(b.prefix, target));
+  return scoreA > scoreB || (scoreA === scoreB && compareNames(a.name, b.name) < 0);
 }
 
 function duplicate(target: string, configs: readonly string[]): Resolution {

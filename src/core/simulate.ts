@@ -100,8 +100,12 @@ export function simulate(opts: {
   after: readonly InstanceLike[];
   fanoutRatePerSecond: number;
 }): Simulation {
-  const before = assignSubjects(opts.subjects, fleetOf(opts.before));
-  const after = assignSubjects(opts.subjects, fleetOf(opts.after));
+  const fleetBefore = fleetOf(opts.before);
+  const before = assignSubjects(opts.subjects, fleetBefore);
+  const after = assignSubjects(opts.subjects, fleetOf(opts.after), {
+    fleet: fleetBefore,
+    resolutions: before,
+  });
   const moves: Move[] = [];
   const stopResolving: ResolutionChange[] = [];
   const startResolving: ResolutionChange[] = [];

@@ -101,8 +101,13 @@ function instanceTriggers(
   const after = change.op === 'upsert' ? instanceOf(change.object) : undefined;
   if (fleetProjection(before) === fleetProjection(after)) return NOTHING;
   const others = world.instances.filter((i) => i.metadata.name !== name);
-  const resolvedBefore = assignSubjects(world.configs, fleetOf(before ? [...others, before] : others));
-  const resolvedAfter = assignSubjects(world.configs, fleetOf(after ? [...others, after] : others));
+  const fleetBefore = fleetOf(before ? [...others, before] : others);
+  const resolvedBefore = assignSubjects(world.configs, fleetBefore);
+  // One instance changed: each target resolves again from where it was, not from scratch.
+  const resolvedAfter = assignSubjects(world.configs, fleetOf(after ? [...others, after] : others), {
+    fleet: fleetBefore,
+    resolutions: resolvedBefore,
+  });
   const instances = new Set([name]);
   const changedTargets = new Set<string>();
   for (const [target, was] of resolvedBefore) {
