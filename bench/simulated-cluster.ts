@@ -268,12 +268,11 @@ async function measure(n: number): Promise<SizeResult> {
       ...WORKERS.filter((w) => w !== 'assign'),
       ...WORKERS.filter((w) => w === 'assign'),
     ]) {
-      const r = await jsonOf<WorkerRun>([
-        join(here, 'simulated-worker.ts'),
-        server.url,
-        worker,
-        String(SAMPLES),
-      ]);
+      // The CA every target publishes: the instances worker seeds each instance's CA Secret with it.
+      const r = await jsonOf<WorkerRun>(
+        [join(here, 'simulated-worker.ts'), server.url, worker, String(SAMPLES)],
+        { ...process.env, BENCH_CA_CERT: recorded.ca.certPem, BENCH_CA_KEY: recorded.ca.keyPem },
+      );
       workers.push(isFailed(r) ? { ...r, worker } : r);
       process.stderr.write(
         `  ${n}: ${worker} ${isFailed(r) ? r.failed : `view ${r.viewMs.toFixed(0)} ms`}\n`,

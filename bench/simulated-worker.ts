@@ -280,10 +280,9 @@ const SPECS: Record<string, () => Promise<Loaded>> = {
 
 /**
  * Each instance's CA Secret as the cluster holds it: the CA whose certificate every target
- * publishes as its caBundle (BENCH_CA_CERT, BENCH_CA_KEY from bench/simulated-cluster.ts), meant
- * to let the instances handler find the targets trusting its bundle, as in a settled cluster. It
- * does not yet: the handler still wakes the handover for every target (`publishes`), so its
- * decision times are an upper bound (BENCHMARKS.md, "A simulated cluster").
+ * publishes as its caBundle (BENCH_CA_CERT, BENCH_CA_KEY from bench/simulated-cluster.ts), so the
+ * instances handler finds every target trusting its bundle, as in a settled cluster, and wakes no
+ * handover (`publishes` stays 0). Without them it wakes the handover for every target.
  */
 function seedCaSecrets(view: ObjectView, secrets: Parameters<RecordingWriter['seed']>[0]): void {
   const { BENCH_CA_CERT: cert, BENCH_CA_KEY: key } = process.env;
