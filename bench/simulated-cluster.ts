@@ -34,6 +34,7 @@ import { DEFAULT_TOPOLOGY, ensureTopology, STREAMS } from '../src/bus/topology.t
 import { readCertificates } from '../src/core/instances/certificate-facts.ts';
 import { NatsServer } from '../src/local-cluster/nats.ts';
 import { x509Issuer } from '../src/tls/x509-issuer.ts';
+import { deployedEnv } from './deployed-env.ts';
 import { assignmentsOf, instanceName, instanceWeight, simulatedCluster } from './simulated-objects.ts';
 
 const SIZES = (process.env.BENCH_SIZES ?? '1000').split(',').map(Number);
@@ -107,7 +108,7 @@ function percentile(values: readonly number[], p: number): number {
 }
 
 /** The last line of a child's stdout as JSON, or why it has none (killed, out of memory). */
-async function jsonOf<T>(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<T | Failed> {
+async function jsonOf<T>(args: string[], env: NodeJS.ProcessEnv = deployedEnv()): Promise<T | Failed> {
   try {
     const { stdout } = await run(process.execPath, ['--expose-gc', ...args], { maxBuffer: 64 << 20, env });
     return JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as T;
@@ -271,7 +272,7 @@ async function measure(n: number): Promise<SizeResult> {
       // The CA every target publishes: the instances worker seeds each instance's CA Secret with it.
       const r = await jsonOf<WorkerRun>(
         [join(here, 'simulated-worker.ts'), server.url, worker, String(SAMPLES)],
-        { ...process.env, BENCH_CA_CERT: recorded.ca.certPem, BENCH_CA_KEY: recorded.ca.keyPem },
+        deployedEnv({ BENCH_CA_CERT: recorded.ca.certPem, BENCH_CA_KEY: recorded.ca.keyPem }),
       );
       workers.push(isFailed(r) ? { ...r, worker } : r);
       process.stderr.write(
@@ -338,6 +339,9 @@ function growthTable(results: readonly SizeResult[]): void {
   }
 }
 
+console.log(
+  `Each worker and replica runs as its own process with NODE_OPTIONS=${deployedEnv().NODE_OPTIONS}.`,
+);
 const results: SizeResult[] = [];
 for (const n of SIZES) results.push(await measure(n));
 growthTable(results);

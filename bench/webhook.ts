@@ -35,6 +35,7 @@ import type { KubeWriter } from '../src/kube/writer.ts';
 import { NatsServer } from '../src/local-cluster/nats.ts';
 import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { LeasePublisher, servedLeaseBody } from '../src/webhook/lease-publisher.ts';
+import { deployedEnv } from './deployed-env.ts';
 import { configSpec, hubObject, target } from './fleet.ts';
 import {
   buildReference,
@@ -108,7 +109,7 @@ function reviewRuns(floor: ReviewServer, switchyard: ReviewServer, objects: numb
 async function startServer(mode: 'switchyard' | 'floor', cert: { certPem: string; keyPem: string }) {
   const flags = (process.env.REVIEW_SERVER_FLAGS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, [...flags, join(here, 'webhook-review-server.ts'), mode], {
-    env: { ...process.env, BENCH_CERT: cert.certPem, BENCH_KEY: cert.keyPem },
+    env: deployedEnv({ BENCH_CERT: cert.certPem, BENCH_KEY: cert.keyPem }),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const port = await new Promise<number>((resolve, reject) => {
@@ -321,7 +322,7 @@ async function runReplica(url: string, expected: number, mode: 'replica' | 'view
       String(expected),
       mode,
     ],
-    { maxBuffer: 1 << 20 },
+    { maxBuffer: 1 << 20, env: deployedEnv() },
   );
   return JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as ReplicaRun;
 }

@@ -76,3 +76,14 @@ export const LIVENESS_PATH = '/healthz';
 
 /** The handover handler's ServiceAccount (deploy/rbac/handover.yaml), in the operator's namespace. */
 export const HANDOVER_SERVICE_ACCOUNT = 'switchyard-handover';
+
+/**
+ * NODE_OPTIONS of every Switchyard process (each Deployment in deploy/ and the webhook-server
+ * Deployments the instances handler renders; the benches run their processes with it too).
+ * V8 grows its young generation with the machine's memory: 128 MiB of semi-spaces on a 24 GiB
+ * node, refilled many times over while a view reads a large cluster, which a process held as RSS
+ * beside its heap (peak 432 MiB for a router whose view holds 80 MiB at 50,000 targets). 4 MiB
+ * semi-spaces took that peak to 277 MiB with the same view start and decision times
+ * (BENCHMARKS.md, "V8's young generation").
+ */
+export const SWITCHYARD_NODE_OPTIONS = '--max-semi-space-size=4';

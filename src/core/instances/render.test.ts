@@ -3,6 +3,7 @@ import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   SERVING_CERT_DIR,
+  SWITCHYARD_NODE_OPTIONS,
   WEBHOOK_SERVER_LABEL,
 } from '../../api/constants.ts';
 import { type WebhookServer, webhookServerSchema } from '../../api/webhook-server.ts';
@@ -275,11 +276,12 @@ describe('renderInstance', () => {
     ]);
   });
 
-  it('gives the replica its Pod name, namespace and uid by the downward API, then the settings env sorted', () => {
+  it('gives the replica its Pod name, namespace and uid by the downward API, the project’s NODE_OPTIONS, then the settings env sorted', () => {
     expect(container(render(instance()))?.env).toEqual([
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
       { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
       { name: 'POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
+      { name: 'NODE_OPTIONS', value: SWITCHYARD_NODE_OPTIONS },
       { name: 'SWITCHYARD_LOG_LEVEL', value: 'info' },
       { name: 'SWITCHYARD_NATS_URL', value: 'nats://nats.switchyard-system.svc:4222' },
     ]);

@@ -40,6 +40,7 @@ import {
   LIVENESS_PATH,
   READINESS_PATH,
   SERVING_CERT_DIR,
+  SWITCHYARD_NODE_OPTIONS,
   WEBHOOK_SERVER_COMMAND,
   WEBHOOK_SERVER_PORT,
   WEBHOOK_SERVER_PORT_NAME,
@@ -404,6 +405,7 @@ function container(instance: WebhookServer, settings: RenderSettings): V1Contain
     args: [...webhookServerArgs(instance.metadata.name), ...(spec.extraArgs ?? [])],
     env: [
       ...downwardApiEnv(),
+      ...nodeOptionsEnv(settings.env),
       ...settingsEnv(settings.env),
       ...natsUserEnv(settings),
       ...natsTlsEnv(settings),
@@ -465,6 +467,11 @@ function downwardApiEnv(): V1EnvVar[] {
     field('POD_NAMESPACE', 'metadata.namespace'),
     field('POD_UID', 'metadata.uid'),
   ];
+}
+
+/** The project's NODE_OPTIONS, unless the operator's settings name their own. */
+function nodeOptionsEnv(env: Readonly<Record<string, string>> | undefined): V1EnvVar[] {
+  return env?.NODE_OPTIONS === undefined ? [{ name: 'NODE_OPTIONS', value: SWITCHYARD_NODE_OPTIONS }] : [];
 }
 
 function settingsEnv(env: Readonly<Record<string, string>> | undefined): V1EnvVar[] {
