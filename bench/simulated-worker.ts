@@ -347,6 +347,13 @@ async function joinPlan(view: ObjectView) {
     ]);
   const world = assignWorldOf(view);
   const joiner = instanceObject(JOINER, JOINER_WEIGHT, 0, new Date().toISOString());
+  // A settled assign has decided its instances' lists (its start's resync wakes every key, and
+  // each assignment wakes its instance): one of them decided here, untimed, as it would have been.
+  const [settled] = view.list(KINDS.webhookserver.viewKind);
+  if (settled) {
+    const key = formatWorkKey({ kind: KINDS.webhookserver.viewKind, name: settled.metadata.name });
+    await handler(view).handle({ key, seq: view.sequence }, contextFor(key, view.sequence));
+  }
   let cpu = process.cpuUsage();
   const simulation = simulate({
     subjects: world.configs,
