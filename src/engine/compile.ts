@@ -9,7 +9,15 @@ import type { Rule } from '../api/rules.ts';
 import { type Claim, type Unclaimed, uncoveredFields } from './coverage.ts';
 import { type Diagnostic, error, isError, warning } from './diagnostics.ts';
 import { isPrefixOf, joinPath, overlaps, type Segments } from './paths.ts';
-import { DIRECTIONS, type Direction, type OmitTree, type Op, type Router, type SpokePlan } from './plan.ts';
+import {
+  DIRECTIONS,
+  type Direction,
+  type OmitBranch,
+  type OmitTree,
+  type Op,
+  type Router,
+  type SpokePlan,
+} from './plan.ts';
 import { SchemaIndex, type TargetSchema } from './schema.ts';
 import { arrow, type ResolvedRule, resolveRule, type SideKey } from './strategies.ts';
 
@@ -45,6 +53,9 @@ export interface TargetVersion {
 export type CompileResult =
   | { ok: true; router: Router; warnings: Diagnostic[] }
   | { ok: false; diagnostics: Diagnostic[] };
+
+/** Every plan without unlisted versions shares it: even an empty Set has a backing store. */
+const NO_VERSIONS: ReadonlySet<string> = new Set();
 
 export function compile(spec: ConversionSpec, versions: readonly TargetVersion[]): CompileResult {
   const byName = new Map(versions.map((v) => [v.name, v]));
@@ -95,7 +106,11 @@ export function compile(spec: ConversionSpec, versions: readonly TargetVersion[]
     if (compiled.plan) spokes.set(spoke.version, compiled.plan);
   }
   if (diagnostics.some(isError)) return { ok: false, diagnostics };
-  return { ok: true, router: { hubVersion: spec.hubVersion, spokes, unlisted }, warnings: diagnostics };
+  return {
+    ok: true,
+    router: { hubVersion: spec.hubVersion, spokes, unlisted: unlisted.size > 0 ? unlisted : NO_VERSIONS },
+    warnings: diagnostics,
+  };
 }
 
 // --- versions
@@ -434,19 +449,22 @@ function omitTree(
  */
 function interned(tree: MutableOmitTree, shared: Map<string, OmitTree>): { tree: OmitTree; key: string } {
   const parts: string[] = [];
-  for (const key of tree.keys()) {
-    const branch = tree.get(key);
-    if (branch === null || branch === undefined) {
+  const entries: (string | OmitBranch | null)[] = [];
+  for (const [key, branch] of tree) {
+    if (branch === null) {
       parts.push(`${JSON.stringify(key)}`);
+      entries.push(key, null);
       continue;
     }
     const child = interned(branch.children, shared);
-    tree.set(key, { children: child.tree as MutableOmitTree, keepIfEmptied: branch.keepIfEmptied });
+    entries.push(key, { children: child.tree, keepIfEmptied: branch.keepIfEmptied });
     parts.push(`${JSON.stringify(key)}${branch.keepIfEmptied ? '+' : '-'}${child.key}`);
   }
   const key = `{${parts.join(',')}}`;
   const seen = shared.get(key);
   if (seen) return { tree: seen, key };
-  shared.set(key, tree);
-  return { tree, key };
+  // A copy at its size: an array grown by pushes keeps room for a dozen more.
+  const level = entries.slice();
+  shared.set(key, level);
+  return { tree: level, key };
 }

@@ -40,8 +40,33 @@ export interface RemapOp extends OpBase {
   kind: 'remap';
   from: Segments;
   to: Segments;
-  table: ReadonlyMap<EnumValue, EnumValue>;
+  table: EnumTable;
   onUnmapped: 'Error' | 'Drop';
+}
+
+/**
+ * A remap's pairs, flat: [from, to, from, to, …], one pair per value. Flat, not a Map: a table
+ * has a few entries, a replica holds six per plan, and a Map's backing store is ~200 B even for
+ * two entries (BENCHMARKS.md, "Plans without small Maps").
+ */
+export type EnumTable = readonly EnumValue[];
+
+/** The pairs of `map` as an {@link EnumTable}. */
+export function enumTable(map: ReadonlyMap<EnumValue, EnumValue>): EnumTable {
+  // Allocated at its size: an array grown by pushes keeps room for a dozen more.
+  const table = new Array<EnumValue>(map.size * 2);
+  let i = 0;
+  for (const [from, to] of map) {
+    table[i++] = from;
+    table[i++] = to;
+  }
+  return table;
+}
+
+/** What `value` maps to, compared by type and value as a Map's keys are (1 never matches "1"). */
+export function remappedValue(table: EnumTable, value: unknown): EnumValue | undefined {
+  for (let i = 0; i < table.length; i += 2) if (table[i] === value) return table[i + 1];
+  return undefined;
 }
 
 export type Op = MoveOp | WriteOp | RemapOp;
@@ -49,9 +74,21 @@ export type Op = MoveOp | WriteOp | RemapOp;
 /**
  * Keys the pass-through copy must skip: every path a rule claims, on either side. Skipping the
  * destination paths too means a stray unknown field in the input can never masquerade as a
- * rule's output. `null` marks a skipped key, a branch a key to copy selectively.
+ * rule's output. Each level is flat, [key, branch, key, branch, …], where a `null` branch marks
+ * a skipped key and a branch a key to copy selectively. Flat, not a Map or a list of pairs: a
+ * level has one to a dozen keys and is read once, when the plan's step function is generated,
+ * while a Map's backing store is ~200 B even for one key and a pair is an array of its own
+ * (BENCHMARKS.md, "Plans without small Maps").
  */
-export type OmitTree = ReadonlyMap<string, OmitBranch | null>;
+export type OmitTree = readonly (string | OmitBranch | null)[];
+
+/** One level of an omit tree as [key, branch] pairs, in order. */
+export function omitEntries(tree: OmitTree): [string, OmitBranch | null][] {
+  const entries: [string, OmitBranch | null][] = [];
+  for (let i = 0; i < tree.length; i += 2)
+    entries.push([tree[i] as string, tree[i + 1] as OmitBranch | null]);
+  return entries;
+}
 
 export interface OmitBranch {
   children: OmitTree;

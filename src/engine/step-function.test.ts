@@ -6,7 +6,16 @@ import { describe, expect, it } from 'vitest';
 import type { EnumValue } from '../api/rules.ts';
 import { deepCopy, deepEqual, isJsonObject, type JsonObject, setOwn } from './json.ts';
 import { joinPath, type Segments } from './paths.ts';
-import type { Direction, OmitBranch, OmitTree, Op, SpokePlan } from './plan.ts';
+import {
+  type Direction,
+  enumTable,
+  type OmitBranch,
+  type OmitTree,
+  type Op,
+  omitEntries,
+  remappedValue,
+  type SpokePlan,
+} from './plan.ts';
 import { type StepResult, stepFunction, type Take } from './step-function.ts';
 
 function modelStep(omit: OmitTree, ops: readonly Op[], input: JsonObject, apiVersion: string, take: Take) {
@@ -23,7 +32,7 @@ function modelStep(omit: OmitTree, ops: readonly Op[], input: JsonObject, apiVer
 function modelCopy(source: JsonObject, omit: OmitTree, take: Take): JsonObject {
   const out: JsonObject = {};
   for (const key of Object.keys(source)) {
-    const skip = omit.get(key);
+    const skip = omitEntries(omit).find(([claimed]) => claimed === key)?.[1];
     if (skip === null) continue;
     const value = source[key];
     if (skip === undefined || !isJsonObject(value)) {
@@ -50,7 +59,7 @@ function modelOp(op: Op, input: JsonObject, output: JsonObject, take: Take): Pro
     case 'remap': {
       const value = readPath(input, op.from);
       if (value === undefined) return undefined;
-      const mapped = op.table.get(value as EnumValue);
+      const mapped = remappedValue(op.table, value);
       if (mapped !== undefined) return modelWrite(output, op.to, mapped, op);
       if (op.onUnmapped === 'Drop') return undefined;
       return {
@@ -122,7 +131,7 @@ const omitTreeArb: fc.Arbitrary<OmitTree> = fc.letrec<{ tree: OmitTree; branch: 
   (tie) => ({
     tree: fc
       .uniqueArray(fc.tuple(keyArb, tie('branch')), { selector: ([key]) => key, maxLength: 4 })
-      .map((entries) => new Map(entries)),
+      .map((entries) => entries.flat()),
     branch: fc.oneof(
       { depthSize: 'small', withCrossShrink: true },
       fc.constant(null),
@@ -170,7 +179,7 @@ const opArb: fc.Arbitrary<Op> = fc
       kind,
       from,
       to,
-      table: new Map(table.filter(([, v]) => v !== null) as [EnumValue, EnumValue][]),
+      table: enumTable(new Map(table.filter(([, v]) => v !== null) as [EnumValue, EnumValue][])),
       onUnmapped,
     };
   });
@@ -187,11 +196,10 @@ function planOf(random: OmitTree, candidates: Op[], direction: Direction): Spoke
     claim(omit, op.to);
     if (op.kind !== 'write') claim(omit, op.from);
   }
-  const empty: OmitTree = new Map();
   return {
     hubVersion: 'v2',
     spokeVersion: 'v1',
-    omit: { hubToSpoke: empty, spokeToHub: empty, [direction]: omit },
+    omit: { hubToSpoke: [], spokeToHub: [], [direction]: flatTree(omit) },
     ops: { hubToSpoke: [], spokeToHub: [], [direction]: ops },
     lossless: { hubToSpoke: true, spokeToHub: true },
   };
@@ -205,11 +213,18 @@ type MutableTree = Map<string, { children: MutableTree; keepIfEmptied: boolean }
 
 function copyTree(tree: OmitTree): MutableTree {
   return new Map(
-    [...tree].map(([key, branch]) => [
+    omitEntries(tree).map(([key, branch]) => [
       key,
       branch && { children: copyTree(branch.children), keepIfEmptied: branch.keepIfEmptied },
     ]),
   );
+}
+
+function flatTree(tree: MutableTree): OmitTree {
+  return [...tree].flatMap(([key, branch]) => [
+    key,
+    branch && { children: flatTree(branch.children), keepIfEmptied: branch.keepIfEmptied },
+  ]);
 }
 
 function claim(tree: MutableTree, path: Segments): void {
@@ -268,7 +283,7 @@ describe('stepFunction', () => {
   }, 60_000);
 
   it('shares the input values a rule does not claim when told to, and copies them otherwise', () => {
-    const omit: OmitTree = new Map([['spec', { children: new Map([['a', null]]), keepIfEmptied: false }]]);
+    const omit: OmitTree = ['spec', { children: ['a', null], keepIfEmptied: false }];
     const ops: Op[] = [
       { kind: 'move', from: ['spec', 'a'], to: ['spec', 'b'], ruleIndex: 0, strategy: 'FieldRename' },
     ];
@@ -288,7 +303,7 @@ describe('stepFunction', () => {
   });
 
   it('generates a plan direction once and keeps it with the plan', () => {
-    const plan = planOf(new Map([['a', null]]), [], 'hubToSpoke');
+    const plan = planOf(['a', null], [], 'hubToSpoke');
     expect(stepFunction(plan, 'hubToSpoke')).toBe(stepFunction(plan, 'hubToSpoke'));
     expect(stepFunction(plan, 'spokeToHub')).not.toBe(stepFunction(plan, 'hubToSpoke'));
   });

@@ -16,7 +16,15 @@
 // index. A `__proto__` key is stored with `setOwn`, as everywhere in the engine (json.ts).
 import { deepCopy, deepEqual, isJsonObject, type JsonObject, setOwn } from './json.ts';
 import { joinPath } from './paths.ts';
-import type { Direction, OmitBranch, OmitTree, Op, SpokePlan } from './plan.ts';
+import {
+  type Direction,
+  type OmitBranch,
+  type OmitTree,
+  type Op,
+  omitEntries,
+  remappedValue,
+  type SpokePlan,
+} from './plan.ts';
 
 /** Copies of the input's values, or the values themselves when the input is the caller's to give away. */
 export type Take = (value: unknown) => unknown;
@@ -70,6 +78,7 @@ const HELPERS = {
   setOwn,
   deepCopy,
   deepEqual,
+  remappedValue,
   /** A write found a value that is not an object at depth `depth` of op `index`'s destination. */
   blocked(ops: readonly Op[], index: number, depth: number): StepResult {
     const op = ops[index] as Op;
@@ -103,7 +112,8 @@ function hasKeys(object: JsonObject): boolean {
 function copyLevel(name: string, tree: OmitTree, levelOf: (tree: OmitTree) => string): string {
   const skipped: string[] = [];
   const branches: string[] = [];
-  for (const [key, branch] of tree) {
+  const entries = omitEntries(tree);
+  for (const [key, branch] of entries) {
     if (branch === null) skipped.push(`case ${literal(key)}:`);
     else branches.push(branchCase(key, branch, levelOf(branch.children)));
   }
@@ -113,7 +123,7 @@ function copyLevel(name: string, tree: OmitTree, levelOf: (tree: OmitTree) => st
     switch (key) {
       ${skipped.length > 0 ? `${skipped.join(' ')} continue;` : ''}
       ${branches.join('\n      ')}
-      ${tree.has('__proto__') ? '' : 'case "__proto__": setOwn(out, key, take(source[key])); continue;'}
+      ${entries.some(([key]) => key === '__proto__') ? '' : 'case "__proto__": setOwn(out, key, take(source[key])); continue;'}
     }
     out[key] = take(source[key]);
   }
@@ -156,10 +166,10 @@ function opBody(op: Op, index: number): string {
     case 'move':
       return moveBody(op.from, op.to, index);
     case 'remap':
-      // A Map compares keys by type and value, so 1 never matches "1"; objects never match.
+      // Keys compare by type and value, so 1 never matches "1"; objects never match.
       return `${read(op.from, 'found')}
     if (found !== undefined) {
-      const mapped = ops[${index}].table.get(found);
+      const mapped = remappedValue(ops[${index}].table, found);
       if (mapped !== undefined) {
 ${write(op.to, 'mapped', index)}
       } else ${op.onUnmapped === 'Drop' ? '{}' : `return unmapped(ops, ${index}, found);`}

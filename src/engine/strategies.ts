@@ -22,7 +22,7 @@ import {
 } from '../api/rules.ts';
 import { type Diagnostic, error, warning } from './diagnostics.ts';
 import { parsePath, type Segments } from './paths.ts';
-import { DIRECTIONS, type Direction, type Op, type OpCondition } from './plan.ts';
+import { DIRECTIONS, type Direction, enumTable, type Op, type OpCondition } from './plan.ts';
 import {
   describeShape,
   differingKeywords,
@@ -298,7 +298,7 @@ function enumRemap(rule: EnumRemapRule, at: Located): TransformResult {
           kind: 'remap',
           from: segments,
           to: segments,
-          table: down,
+          table: enumTable(down),
           onUnmapped: onUnmappedHubValue,
         },
         spokeToHub: {
@@ -307,7 +307,7 @@ function enumRemap(rule: EnumRemapRule, at: Located): TransformResult {
           kind: 'remap',
           from: segments,
           to: segments,
-          table: up,
+          table: enumTable(up),
           onUnmapped: onUnmappedSpokeValue,
         },
       },
