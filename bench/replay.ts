@@ -93,7 +93,7 @@ async function recordHistory(js: JetStreamClient): Promise<{ records: number; de
     const key = `crdconfig/${name}`;
     const decidedAt = new Date().toISOString();
     const viewSeq = view.sequence;
-    const decided = configAssignmentOnView(view, { kind: 'crdconfig', name }, decidedAt);
+    const decided = configAssignmentOnView(view, { kind: 'crdconfig', name }, decidedAt, 'switchyard-system');
     if (!decided) throw new Error(`nothing to decide about ${key}`);
     const rec: DecisionRecord = { concern: 'assign', key, viewSeq, decidedAt, decision: decided.decision };
     await js.publish(decisionSubject('assign', key), encodeMessage(decisionRecordSchema, rec));

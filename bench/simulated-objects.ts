@@ -220,7 +220,7 @@ function deploymentObject(instance: string, createdAt: string): RecordedObject {
   };
 }
 
-function endpointSliceObject(instance: string, createdAt: string): RecordedObject {
+export function endpointSliceObject(instance: string, createdAt: string): RecordedObject {
   const service = webhookServiceName(instance);
   return {
     apiVersion: 'discovery.k8s.io/v1',

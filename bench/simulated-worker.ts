@@ -32,7 +32,7 @@ import {
 } from '../src/views/projection.ts';
 import { heapAfterGc } from './heap.ts';
 import { RecordingWriter } from './recording-writer.ts';
-import { instanceObject, OPERATOR_NAMESPACE } from './simulated-objects.ts';
+import { endpointSliceObject, instanceObject, OPERATOR_NAMESPACE } from './simulated-objects.ts';
 
 const [url = '', worker = '', samplesArg = '2000'] = process.argv.slice(2);
 const SAMPLES = Number(samplesArg);
@@ -323,6 +323,7 @@ async function assignHandlerOf(): Promise<(view: ObjectView) => AssignHandler> {
       clock: systemClock,
       events: eventSink,
       partitions: { handover: partitions.handover },
+      defaultNamespace: OPERATOR_NAMESPACE,
     });
 }
 
@@ -334,7 +335,8 @@ const JOINER_WEIGHT = 10;
  * An instance joining the pool, planned as Switchyard plans it: `simulate` (what the operator
  * runs first), the router's trigger for the new instance's record (the configs whose resolution
  * changes: assign's paced fan-out), then assign deciding every key of that fan-out on a view that
- * holds the new instance (its record published here, as the watchers would). CPU of this process.
+ * holds the new instance and its ready replicas (their records published here, as the watchers
+ * would). CPU of this process.
  */
 async function joinPlan(view: ObjectView) {
   const [{ simulate }, { assignTriggers }, { assignWorldOf, instanceOf }, { formatWorkKey }, handler] =
@@ -381,11 +383,23 @@ async function joinPlan(view: ObjectView) {
     event,
     NOTHING_STORED,
   );
-  await view.waitFor(written.stored.seq);
+  // Its replicas ready: assign holds moves onto an instance with none, so what is timed is the
+  // wave its readiness releases, every move recorded.
+  const slice = endpointSliceObject(JOINER, event.observedAt);
+  const ready = await records.write(
+    objectSubject({
+      kind: KINDS.endpointslice.viewKind,
+      namespace: OPERATOR_NAMESPACE,
+      name: slice.metadata.name,
+    }),
+    { ...event, object: slice },
+    NOTHING_STORED,
+  );
+  await view.waitFor(Math.max(written.stored.seq, ready.stored.seq));
   const handle = handler(view).handle;
   const keys = [...triggers.now, ...triggers.paced].map(formatWorkKey);
   const decided = await pass(keys, (key) =>
-    handle({ key, seq: written.stored.seq }, contextFor(key, written.stored.seq)),
+    handle({ key, seq: ready.stored.seq }, contextFor(key, ready.stored.seq)),
   );
   return {
     moves: simulation.moves.length,

@@ -32,6 +32,7 @@ import { natsConnectOptions } from '../src/local-cluster/nats-client.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
+import { createReadyEndpointSlice } from './support/data-plane.ts';
 import { useLocalCluster } from './support/local-cluster.ts';
 import { switchyardProcess } from './support/processes.ts';
 
@@ -247,7 +248,7 @@ describe('assign, end to end', () => {
     expect(new Set(handoverWork.map((h) => h.work.key)).size).toBe(61);
   });
 
-  it('a 4th member moves exactly the configs it wins, each announced once, released at the paced rate; the pinned one stays', async () => {
+  it('a 4th member: its moves wait for its first ready Pod, then exactly the configs it wins move, each announced once, released at the paced rate; the pinned one stays', async () => {
     const before = handoverWork.length;
     const releasedBefore = releasedConfigWork.length;
     const fleetBefore = fleetOf(await list('conversionwebhookservers'));
@@ -260,6 +261,20 @@ describe('assign, end to end', () => {
       return is.ok && is.instance === D;
     }).map((c) => c.target);
     expect(won.length).toBeGreaterThan(5);
+    // D has no ready Pod: the join's wave decides every move it wins and records none of them.
+    await waitFor('the join wave released', () =>
+      releasedConfigWork.length - releasedBefore >= won.length ? true : undefined,
+    );
+    await new Promise((r) => setTimeout(r, 2_000));
+    const onD = (await list('crdconversionconfigs')).filter((c) => c.status?.assignedWebhookServer === D);
+    expect(
+      onD.map((c) => c.metadata.name),
+      'a move recorded onto an instance with no ready Pod',
+    ).toEqual([]);
+    expect(handoverWork.slice(before).filter((h) => h.work.to !== undefined)).toEqual([]);
+    // Its first ready Pod releases them, paced.
+    const releasedAtReady = releasedConfigWork.length;
+    await createReadyEndpointSlice(admin, 'default', D, [`${D}-1`]);
     await allAssigned('configs moved to the 4th member');
     // Assign's announcements name the move (`to`); the router also wakes the handover, with the
     // target alone, when the status write recording the new instance is recorded.
@@ -276,7 +291,7 @@ describe('assign, end to end', () => {
     // this process receives them, which on a loaded machine can delay one release into the next
     // one's slot: one release more than the promise in a window of W is that jitter, two are not.
     const times = releasedConfigWork
-      .slice(releasedBefore)
+      .slice(releasedAtReady)
       .map((r) => r.atMs)
       .sort((a, b) => a - b);
     const spanS = ((times.at(-1) ?? 0) - (times[0] ?? 0)) / 1000;

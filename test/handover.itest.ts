@@ -381,6 +381,8 @@ describe('handover', () => {
     expect(await serviceNamed(), `${B}-2 would receive conversions it has no plan for`).toBe(
       webhookServiceName(A),
     );
+    // Written: this test records the assignment without assign's AssignmentChanged reset, so no
+    // young wait is quiet here (core/handover-status.ts).
     expect(handoverReady(await configStatus())?.reason).toBe('HandoverPending');
 
     const second = await replica(B, `${B}-2`);

@@ -41,6 +41,7 @@ import type { Config } from '../config/schema.ts';
 import { ASSIGN_WORK } from '../handlers/assign/wakes.ts';
 import { ASSIGN_VIEW_KINDS } from '../handlers/assign/world.ts';
 import { ASSIGN_PACER } from '../handlers/assign.ts';
+import { ROUTED_VIEW_KINDS } from '../handlers/concern.ts';
 import { CONFIG_STATUS_WORK } from '../handlers/config-status/wakes.ts';
 import { CONFIG_STATUS_VIEW_KINDS } from '../handlers/config-status.ts';
 import { HANDOVER_WORK } from '../handlers/handover/wakes.ts';
@@ -209,7 +210,7 @@ function publishFor(identity: NatsIdentity, config: Config): string[] {
     case 'router':
       return [
         ...verifyTopology(),
-        ...keepView(ASSIGN_VIEW_KINDS),
+        ...keepView(ROUTED_VIEW_KINDS),
         ...getRecords(),
         ...consumeFrom(ROUTER_CONSUMER),
         ...republishOwn(ROUTER_CONSUMER),

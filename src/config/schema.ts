@@ -235,8 +235,9 @@ const handover = z
         'How long every ready Pod of a move’s destination must go on reporting the target, the same Pods ready ' +
           'throughout, before the target is repointed, in seconds (0: at once). Covers a destination replica that ' +
           'died or hung just before the gate looked: its Lease stays live, and its endpoint ready until its ' +
-          'readiness probe fails (6–9 s for a hung replica). Each verified move takes at least this long. One value ' +
-          'for every process of the handover fleet: the confirmation’s start is stored in the config’s status.handover.',
+          'readiness probe fails (6–9 s for a hung replica). Each verified move takes at least this long after assign ' +
+          'records it. Counted from the latest recorded change of the destination’s EndpointSlices and ready Pods’ ' +
+          'Leases, so every process of the handover fleet reads the same clock off the bus; one value for all of them.',
       ),
     stallAfterSeconds: numeric(z.number().positive())
       .default(600)

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { ASSIGNED_CONDITION, decideConfigAssignment, decideInstanceAssignment } from './assign-decision.ts';
+import {
+  ASSIGNED_CONDITION,
+  decideConfigAssignment,
+  decideInstanceAssignment,
+  type InstanceReadiness,
+} from './assign-decision.ts';
 import type { Resolution } from './assignment.ts';
 import { targetListStatus } from './status-lists.ts';
 
@@ -7,10 +12,41 @@ const T0 = '2026-03-01T12:00:00Z';
 const T1 = '2026-03-01T12:05:00Z';
 const pool = (instance: string): Resolution => ({ ok: true, instance, decidedBy: 'Pool' });
 const missingPin: Resolution = { ok: false, reason: 'PinnedInstanceMissing', message: 'create it' };
+const EVERY_READY: InstanceReadiness = { exists: () => true, ready: () => true };
+/** Instances a, b and c exist; only those in `ready` have a ready replica. */
+const readyOnly = (...ready: string[]): InstanceReadiness => ({
+  exists: (name) => ['a', 'b', 'c'].includes(name),
+  ready: (name) => ready.includes(name),
+});
 
 describe('a config’s assignment status', () => {
+  it('a move onto an instance with no ready replica is held: nothing written, nothing announced, why recorded', () => {
+    const onA = decideConfigAssignment(undefined, 'w.example.com', pool('a'), T0, 1, EVERY_READY).write
+      ?.status;
+    const d = decideConfigAssignment(onA, 'w.example.com', pool('b'), T1, 1, readyOnly('a'));
+    expect(d.write).toBeUndefined();
+    expect(d.move).toBeUndefined();
+    expect(d.held).toMatchObject({ from: 'a', to: 'b' });
+    expect(d.held?.message).toContain('b, which has no ready replica yet');
+    const released = decideConfigAssignment(onA, 'w.example.com', pool('b'), T1, 1, readyOnly('a', 'b'));
+    expect(released.move).toEqual({ from: 'a', to: 'b' });
+    expect(released.write?.via).toBe('mergePatch');
+    expect(released.held).toBeUndefined();
+  });
+
+  it('a first assignment, or a move off an instance that is gone, is recorded at once, ready or not', () => {
+    const first = decideConfigAssignment(undefined, 'w.example.com', pool('b'), T0, 1, readyOnly());
+    expect(first.move).toEqual({ to: 'b' });
+    expect(first.held).toBeUndefined();
+    const onGone = decideConfigAssignment(undefined, 'w.example.com', pool('gone'), T0, 1, EVERY_READY).write
+      ?.status;
+    const d = decideConfigAssignment(onGone, 'w.example.com', pool('b'), T1, 1, readyOnly());
+    expect(d.move).toEqual({ from: 'gone', to: 'b' });
+    expect(d.held).toBeUndefined();
+  });
+
   it('a first assignment writes the instance, the path and a False HandoverReady in one merge patch', () => {
-    const d = decideConfigAssignment(undefined, 'widgets.example.com', pool('a'), T0, 1);
+    const d = decideConfigAssignment(undefined, 'widgets.example.com', pool('a'), T0, 1, EVERY_READY);
     expect(d.write).toEqual({
       via: 'mergePatch',
       status: {
@@ -34,8 +70,10 @@ describe('a config’s assignment status', () => {
   });
 
   it('a status that already says it writes nothing and moves nothing (no request on a no-op)', () => {
-    const first = decideConfigAssignment(undefined, 'widgets.example.com', pool('a'), T0, 1);
-    expect(decideConfigAssignment(first.write?.status, 'widgets.example.com', pool('a'), T1, 1)).toEqual({
+    const first = decideConfigAssignment(undefined, 'widgets.example.com', pool('a'), T0, 1, EVERY_READY);
+    expect(
+      decideConfigAssignment(first.write?.status, 'widgets.example.com', pool('a'), T1, 1, EVERY_READY),
+    ).toEqual({
       write: undefined,
       move: undefined,
     });
@@ -57,7 +95,7 @@ describe('a config’s assignment status', () => {
       reason: 'Compiled',
       message: '',
     };
-    const first = decideConfigAssignment(undefined, 'w.example.com', pool('a'), T0, 3);
+    const first = decideConfigAssignment(undefined, 'w.example.com', pool('a'), T0, 3, EVERY_READY);
     const [assigned] = first.write?.status.conditions ?? [];
     const status = {
       assignedWebhookServer: 'a',
@@ -65,7 +103,7 @@ describe('a config’s assignment status', () => {
       handoverDestination: 'a',
       conditions: [validated, assigned ?? verified, verified],
     };
-    const d = decideConfigAssignment(status, 'w.example.com', pool('d'), T1, 4);
+    const d = decideConfigAssignment(status, 'w.example.com', pool('d'), T1, 4, EVERY_READY);
     expect(d.move).toEqual({ from: 'a', to: 'd' });
     expect(d.write?.via).toBe('mergePatch');
     expect(d.write?.status).toMatchObject({ assignedWebhookServer: 'd', handoverDestination: 'd' });
@@ -90,8 +128,8 @@ describe('a config’s assignment status', () => {
   });
 
   it('an unresolvable config keeps naming the instance that serves it and says why, without a move', () => {
-    const first = decideConfigAssignment(undefined, 'w.example.com', pool('a'), T0, 1);
-    const d = decideConfigAssignment(first.write?.status, 'w.example.com', missingPin, T1, 1);
+    const first = decideConfigAssignment(undefined, 'w.example.com', pool('a'), T0, 1, EVERY_READY);
+    const d = decideConfigAssignment(first.write?.status, 'w.example.com', missingPin, T1, 1, EVERY_READY);
     expect(d.move).toBeUndefined();
     expect(d.write?.via, 'HandoverReady is the handover’s: assign applies Assigned only').toBe('apply');
     expect(d.write?.status.assignedWebhookServer).toBe('a');
@@ -101,7 +139,7 @@ describe('a config’s assignment status', () => {
   });
 
   it('an unresolvable config never assigned names nothing', () => {
-    const d = decideConfigAssignment(undefined, 'w.example.com', missingPin, T0, 1);
+    const d = decideConfigAssignment(undefined, 'w.example.com', missingPin, T0, 1, EVERY_READY);
     expect(d.write?.status).not.toHaveProperty('assignedWebhookServer');
     expect(d.write?.status).not.toHaveProperty('handoverDestination');
     expect(d.move).toBeUndefined();

@@ -10,6 +10,14 @@
 // `assignedWebhookServer` keeps naming the instance that serves the target today, because the
 // target's conversion still points there (handover moves it only to a resolved instance).
 //
+// A move onto an instance with no ready replica is held: nothing is written, the decision (with
+// what it waits for) goes on the bus, and the instance's first ready replica wakes the config
+// again (assign/triggers.ts). Recording it earlier only churns: the handover cannot act on it,
+// and during a join its ~2 status writes per target share the apiserver's queue with the very
+// writes that start the newcomer. The status meanwhile says what is true: the source serves it.
+// A first assignment is never held (nothing serves the target yet), nor a move off an instance
+// that is gone (it serves nothing).
+//
 // A new instance and the reset of HandoverReady are one write. Written apart, a reader would see
 // `assignedWebhookServer: b` beside a True verdict about the move to a, while the target still
 // names a (`kubectl wait --for=condition=HandoverReady` would return before the move). The reset
@@ -63,10 +71,26 @@ export type ConfigAssignmentWrite =
   | { via: 'mergePatch'; status: ReassignmentStatus };
 
 export interface ConfigAssignmentDecision {
-  /** What to write; undefined when the status already says it. */
+  /** What to write; undefined when the status already says it, or the move is held. */
   write: ConfigAssignmentWrite | undefined;
-  /** Set when the resolved instance differs from the one the status names. */
+  /** Set when the resolved instance differs from the one the status names, and the move is recorded now. */
   move: Move | undefined;
+  /** A move not recorded yet: its destination has no ready replica. */
+  held?: HeldMove;
+}
+
+export interface HeldMove {
+  from: string;
+  to: string;
+  message: string;
+}
+
+/** What assign knows of the instances a move goes from and to. */
+export interface InstanceReadiness {
+  /** The instance exists (its object is in the view). */
+  exists(instance: string): boolean;
+  /** The instance's Service has a ready Pod: the handover could act on a move onto it. */
+  ready(instance: string): boolean;
 }
 
 export function assignedCondition(resolution: Resolution): ConditionState {
@@ -102,11 +126,23 @@ export function decideConfigAssignment(
   resolution: Resolution,
   nowIso: string,
   generation: number | undefined,
+  instances: InstanceReadiness,
 ): ConfigAssignmentDecision {
   const current = status?.assignedWebhookServer;
   const withAssigned = setCondition(status?.conditions, assignedCondition(resolution), nowIso);
   if (resolution.ok && resolution.instance !== current) {
     const to = resolution.instance;
+    if (current !== undefined && instances.exists(current) && !instances.ready(to)) {
+      return {
+        write: undefined,
+        move: undefined,
+        held: {
+          from: current,
+          to,
+          message: `${target} resolves to ${to}, which has no ready replica yet: the move is recorded once it has one, and ${current} serves ${target} meanwhile`,
+        },
+      };
+    }
     return {
       write: {
         via: 'mergePatch',

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ConfigStatus } from '../api/conversion-config.ts';
-import { decideHandover, type HandoverInput } from './handover.ts';
-import { decideHandoverStatus } from './handover-status.ts';
+import type { ReplicaReport } from './aggregate.ts';
+import { DEFAULT_HANDOVER_POLICY, decideHandover, type HandoverInput } from './handover.ts';
+import { decideHandoverStatus, progressOf, QUIET_WAIT_MS } from './handover-status.ts';
 
 const T = 'gadgets.example.com';
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
@@ -112,5 +113,84 @@ describe('handover status', () => {
       handoverDestination: 'b',
       handover: { destination: 'b' },
     });
+  });
+});
+
+/** The Lease of Pod `pod`, renewed a second ago, serving T. */
+const servingLease = (pod: string): ReplicaReport => ({
+  replica: pod,
+  renewTimeMs: NOW - 1_000,
+  leaseDurationSeconds: 90,
+  report: { kind: 'set', served: new Set([T]), unsettled: new Set() },
+});
+
+describe('a young move waiting on its replicas', () => {
+  const assigned = (atMs: number): ConfigStatus => ({
+    assignedWebhookServer: 'b',
+    handoverDestination: 'b',
+    conditions: [
+      {
+        type: 'HandoverReady',
+        status: 'False',
+        reason: 'AssignmentChanged',
+        message: `assigned to b (was a); ${T} is pointed at it once b can serve it`,
+        lastTransitionTime: new Date(atMs).toISOString(),
+      },
+    ],
+  });
+  const confirmingLook = (status: ConfigStatus) =>
+    look(status, {
+      currentServiceName: 'a-webhook-server',
+      replicas: { readyPods: ['b-1'], leases: [servingLease('b-1')], stableSinceMs: NOW - 1_000 },
+      progress: progressOf(status, 'b'),
+      policy: DEFAULT_HANDOVER_POLICY,
+    });
+
+  it('is not written while assign’s AssignmentChanged about it stands and the move is young', () => {
+    const quiet = confirmingLook(assigned(NOW - 5_000));
+    expect(quiet.status.conditions[0].reason).toBe('HandoverPending');
+    expect(quiet.changed, 'AssignmentChanged already says it waits for b').toBe(false);
+  });
+
+  it('is written once the move has waited the quiet period, with its reason and progress', () => {
+    const old = confirmingLook(assigned(NOW - QUIET_WAIT_MS));
+    expect(old.changed).toBe(true);
+    expect(old.status.conditions[0].reason).toBe('HandoverPending');
+    expect(old.status.handover?.waitingSince, 'the wait counts from the assignment').toBe(
+      new Date(NOW - QUIET_WAIT_MS).toISOString(),
+    );
+  });
+
+  it('a wait that needs a person, or a verdict, is written at once', () => {
+    const young = assigned(NOW - 1_000);
+    const unknown = look(young, {
+      currentServiceName: 'a-webhook-server',
+      replicas: {
+        readyPods: ['b-1'],
+        leases: [{ ...servingLease('b-1'), report: { kind: 'undecodable', reason: 'not base64' } }],
+      },
+      progress: progressOf(young, 'b'),
+    });
+    expect(unknown.status.conditions[0].reason).toBe('HandoverUnknown');
+    expect(unknown.changed).toBe(true);
+    const confirmed = assigned(NOW - DEFAULT_HANDOVER_POLICY.confirmMs);
+    const verified = look(confirmed, {
+      currentServiceName: 'a-webhook-server',
+      replicas: { readyPods: ['b-1'], leases: [servingLease('b-1')], stableSinceMs: NOW - 60_000 },
+      progress: progressOf(confirmed, 'b'),
+      policy: DEFAULT_HANDOVER_POLICY,
+    });
+    expect(verified.status.conditions[0]).toMatchObject({ status: 'True', reason: 'HandoverReady' });
+    expect(verified.changed).toBe(true);
+  });
+
+  it('resumes its stall clock from the assignment, and a wait for another destination from nothing of it', () => {
+    expect(progressOf(assigned(NOW - 5_000), 'b')).toEqual({
+      destination: 'b',
+      waitingSince: new Date(NOW - 5_000).toISOString(),
+    });
+    expect(progressOf(assigned(NOW - 5_000), 'c')).toBeUndefined();
+    const stored = { destination: 'b', waitingSince: EARLIER };
+    expect(progressOf({ ...assigned(NOW), handover: stored }, 'b')).toBe(stored);
   });
 });

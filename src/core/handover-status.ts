@@ -11,6 +11,8 @@ import type { ConfigStatus, HandoverProgress } from '../api/conversion-config.ts
 import { findCondition, sameCondition, setCondition } from './conditions.ts';
 import { type GateDecision, HANDOVER_READY } from './handover.ts';
 
+const ASSIGNMENT_CHANGED = 'AssignmentChanged';
+
 export interface HandoverStatus {
   /** Only the HandoverReady entry: a server-side apply states the one list entry this concern owns. */
   conditions: [Condition];
@@ -39,6 +41,14 @@ export interface HandoverStatusDecision {
   changed: boolean;
 }
 
+/**
+ * How long a move may wait on its destination's replicas alone (a report still to come, the
+ * confirmation) before its status says so. Until then assign's `AssignmentChanged` already says
+ * the true thing, that the target is pointed at the destination once it can serve it; writing
+ * each look's reason as well doubled a rebalance's status writes (BENCHMARKS.md, "Scale").
+ */
+export const QUIET_WAIT_MS = 30_000;
+
 export function decideHandoverStatus(input: HandoverStatusInput): HandoverStatusDecision {
   const { current, decision } = input;
   const previous = findCondition(current?.conditions, HANDOVER_READY);
@@ -57,7 +67,31 @@ export function decideHandoverStatus(input: HandoverStatusInput): HandoverStatus
     !sameCondition(previous, condition) ||
     current?.handoverDestination !== input.destination ||
     !sameProgress(current?.handover, decision.progress);
-  return { status, changed };
+  return { status, changed: changed && !isQuietWait(input, previous) };
+}
+
+/** A young move waiting on its replicas, while assign's reset about it still stands. */
+function isQuietWait(input: HandoverStatusInput, previous: Condition | undefined): boolean {
+  if (input.decision.action !== 'wait' || input.decision.condition.reason !== 'HandoverPending') return false;
+  if (previous?.reason !== ASSIGNMENT_CHANGED || input.current?.handoverDestination !== input.destination)
+    return false;
+  return Date.parse(input.nowIso) - Date.parse(previous.lastTransitionTime) < QUIET_WAIT_MS;
+}
+
+/**
+ * What the gate resumes a wait from: the stored progress of a wait for this destination; else,
+ * while assign's reset about it stands, a wait begun when assign recorded the move (the wait is
+ * not written while it is quiet, and its stall clock must not restart at every look).
+ */
+export function progressOf(
+  status: ConfigStatus | undefined,
+  destination: string,
+): HandoverProgress | undefined {
+  if (status?.handover?.destination === destination) return status.handover;
+  const condition = findCondition(status?.conditions, HANDOVER_READY);
+  if (condition?.reason === ASSIGNMENT_CHANGED && status?.handoverDestination === destination)
+    return { destination, waitingSince: condition.lastTransitionTime };
+  return status?.handover;
 }
 
 function sameProgress(a: HandoverProgress | undefined, b: HandoverProgress | undefined): boolean {

@@ -407,6 +407,16 @@ describe('the gate acts only on the instance the status names', () => {
     });
   });
 
+  it('says, while the destination has no ready Pod, that assign records the move once it has one', () => {
+    const held = decideHandover(input({ assigned: 'a', replicas: { readyPods: [], leases: [] } }));
+    expect(held).toMatchObject({
+      action: 'hold',
+      message: expect.stringContaining('once b has a ready Pod'),
+    });
+    const ready = decideHandover(input({ assigned: 'a' }));
+    expect(ready).toMatchObject({ action: 'hold', message: expect.not.stringContaining('ready Pod') });
+  });
+
   it('never states a verdict about an instance the status does not name (any input)', () => {
     const instance = fc.constantFrom('a', 'b', 'c');
     const service = fc.option(
@@ -561,6 +571,43 @@ describe('which replicas hold a plan', () => {
       expect(gap.progress?.confirming).toBeUndefined();
       const again = confirming({ progress: gap.progress, nowMs: NOW + CONFIRM });
       expect(again.action, 'the confirmation restarted after the gap').toBe('wait');
+    });
+
+    it('counts from when the ready Pods and their reports last changed, as recorded, when that is known', () => {
+      const twoPods = { readyPods: ['b-1', 'b-2'], leases: [lease('b-1'), lease('b-2')] };
+      const waitedLong = waiting('b', 60_000);
+      const settled = confirming({
+        replicas: { ...twoPods, stableSinceMs: NOW - CONFIRM },
+        progress: waitedLong,
+      });
+      expect(settled, 'the replicas have served it unchanged for the whole confirmation').toMatchObject({
+        action: 'patch',
+        condition: { reason: 'HandoverReady' },
+      });
+      const recent = confirming({
+        replicas: { ...twoPods, stableSinceMs: NOW - 4_000 },
+        progress: waitedLong,
+      });
+      expect(recent.action).toBe('wait');
+      expect(recent.recheckAtMs).toBe(NOW - 4_000 + CONFIRM);
+      // A change recorded since (a Pod flapped, a report changed) restarts it, whatever was kept.
+      const changed = confirming({
+        replicas: { ...twoPods, stableSinceMs: NOW + 1_000 },
+        progress: recent.progress,
+        nowMs: NOW + 2_000,
+      });
+      expect(changed.action).toBe('wait');
+      expect(changed.recheckAtMs).toBe(NOW + 1_000 + CONFIRM);
+    });
+
+    it('never counts from before the wait began: a replica hung just before the move gets the whole confirmation to show it', () => {
+      const twoPods = { readyPods: ['b-1', 'b-2'], leases: [lease('b-1'), lease('b-2')] };
+      const young = confirming({
+        replicas: { ...twoPods, stableSinceMs: NOW - 3_600_000 },
+        progress: waiting('b', 3_000),
+      });
+      expect(young.action).toBe('wait');
+      expect(young.recheckAtMs).toBe(NOW - 3_000 + CONFIRM);
     });
 
     it('does not hold a first apply or a move with no Lease at all: nothing serves the first, nothing vouches for the other', () => {

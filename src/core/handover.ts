@@ -139,6 +139,12 @@ export interface DestinationReplicas {
   readyPods: readonly string[];
   /** Every served-set Lease of the destination; each names its Pod in `replica` (holderIdentity). */
   leases: readonly ReplicaReport[];
+  /**
+   * Since when the ready Pods and their reports have stood as they are (epoch ms): the latest
+   * recorded change of the Service's EndpointSlices or of a ready Pod's Lease. The confirmation
+   * counts from it, so it runs from the replicas' own reports, without a status write to keep it.
+   */
+  stableSinceMs?: number | undefined;
 }
 
 export interface HandoverInput {
@@ -175,10 +181,14 @@ export interface HandoverInput {
 export function decideHandover(input: HandoverInput): HandoverDecision {
   if (input.assigned !== input.destination) {
     const recorded = input.assigned === undefined ? 'names no instance yet' : `names ${input.assigned}`;
+    const when =
+      input.assigned !== undefined && input.replicas.readyPods.length === 0
+        ? `, which it does once ${input.destination} has a ready Pod`
+        : '';
     return {
       action: 'hold',
       reason: 'AwaitingAssignment',
-      message: `${input.target} resolves to ${input.destination} and its config's status ${recorded}: waiting for assign to record the move`,
+      message: `${input.target} resolves to ${input.destination} and its config's status ${recorded}: waiting for assign to record the move${when}`,
     };
   }
   if (input.currentServiceName === webhookServiceName(input.destination)) return noMove(input);
@@ -336,7 +346,12 @@ function gateMove(clock: WaitClock, source: string): GateDecision {
   return confirmServed(clock, move);
 }
 
-// Every ready Pod serves the target: patch once the same Pods have done so for confirmMs.
+// Every ready Pod serves the target: patch once the same Pods have done so for confirmMs. Counted
+// from when the Pods and their reports last changed, as recorded, when the caller knows it (a
+// Pod that flapped or a report that changed since restarts it), and never from before this wait
+// began: a replica that hung just before the move was recorded must have the whole confirmation
+// to fail its readiness probe. Otherwise from the gate's first look at these Pods, kept in the
+// progress.
 function confirmServed(clock: WaitClock, move: string): GateDecision {
   const { input, policy } = clock;
   const { readyPods } = input.replicas;
@@ -344,7 +359,13 @@ function confirmServed(clock: WaitClock, move: string): GateDecision {
   if (policy.confirmMs <= 0) return patch('HandoverReady', served);
   const pods = podsDigest(readyPods);
   const saved = input.progress?.destination === input.destination ? input.progress.confirming : undefined;
-  const sinceMs = saved?.pods === pods ? pastTime(saved.since, input.nowMs) : input.nowMs;
+  const stable = input.replicas.stableSinceMs;
+  const sinceMs =
+    stable !== undefined
+      ? Math.min(Math.max(stable, clock.waitingSinceMs), input.nowMs)
+      : saved?.pods === pods
+        ? pastTime(saved.since, input.nowMs)
+        : input.nowMs;
   const confirmedAtMs = sinceMs + policy.confirmMs;
   if (input.nowMs >= confirmedAtMs)
     return patch('HandoverReady', `${served}, and did for ${policy.confirmMs / 1000}s`);

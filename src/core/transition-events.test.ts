@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { HandoverCondition } from './handover.ts';
-import { assignedEvent, handoverWaitEvent, repointEvent } from './transition-events.ts';
+import { assignedTargetsEvent, handoverWaitEvent, repointBatchEvent } from './transition-events.ts';
 
 const condition = (
   reason: HandoverCondition['reason'],
@@ -13,27 +13,31 @@ const condition = (
 });
 
 describe('transition events', () => {
-  it('a repoint is one transition per target version and destination', () => {
-    const e = repointEvent({
-      target: 'w.x.io',
-      readVersion: '42',
+  it('repoints onto one instance with one verdict are one Event about the instance, named by its first', () => {
+    const repoints = Array.from({ length: 12 }, (_, i) => ({
+      target: `t${i}.x.io`,
       from: 'a-webhook-server',
-      to: 'b-webhook-server',
-      condition: condition('HandoverReady'),
-    });
-    expect(e).toEqual({
-      type: 'Normal',
       reason: 'HandoverReady',
-      action: 'RepointConversion',
-      note: 'w.x.io now converts through Service b-webhook-server (was a-webhook-server): because HandoverReady',
-      key: 'repoint/w.x.io/42/b-webhook-server',
+    }));
+    const e = repointBatchEvent({
+      instance: 'b',
+      service: 'b-webhook-server',
+      reason: 'HandoverReady',
+      repoints,
+      first: { target: 't0.x.io', readVersion: '42' },
     });
-    const unverified = repointEvent({
-      target: 'w.x.io',
-      readVersion: '43',
-      from: undefined,
-      to: 'b-webhook-server',
-      condition: condition('HandoverUnverified'),
+    expect(e).toMatchObject({ type: 'Normal', reason: 'HandoverReady', action: 'RepointConversion' });
+    expect(e.key).toBe('repoint/b/HandoverReady/t0.x.io/42');
+    expect(e.note).toMatch(
+      /^12 targets now convert through Service b-webhook-server of instance b: t0\.x\.io \(was a-webhook-server\), /,
+    );
+    expect(e.note).toContain('and 2 more');
+    const unverified = repointBatchEvent({
+      instance: 'b',
+      service: 'b-webhook-server',
+      reason: 'HandoverUnverified',
+      repoints: [{ target: 't', from: undefined, reason: 'HandoverUnverified' }],
+      first: { target: 't', readVersion: '1' },
     });
     expect(unverified.type, 'a move nobody confirmed is worth a look').toBe('Warning');
     expect(unverified.note).not.toContain('was');
@@ -53,11 +57,27 @@ describe('transition events', () => {
       expect(at(undefined, reason), reason).toBeUndefined();
   });
 
-  it('an assignment says whether the target moves or is placed for the first time', () => {
-    expect(assignedEvent({ target: 't', readVersion: '5', move: { from: 'a', to: 'b' } })).toMatchObject({
-      reason: 'Reassigned',
-      key: 'assign/t/5/b',
+  it('an instance’s new list is one Event, saying which targets came and went when the lists are known', () => {
+    const e = assignedTargetsEvent({
+      instance: 's5',
+      readVersion: '7',
+      before: { targets: ['a', 'b'], count: 2 },
+      after: { targets: ['b', 'c', 'd'], count: 3, digest: 'sha256:x' },
     });
-    expect(assignedEvent({ target: 't', readVersion: '5', move: { to: 'b' } }).reason).toBe('Assigned');
+    expect(e).toMatchObject({
+      type: 'Normal',
+      reason: 'AssignedTargetsChanged',
+      key: 'assign/s5/7/sha256:x',
+    });
+    expect(e.note).toBe(
+      '3 targets resolve to instance s5 (+2: c, d; −1: a); the handover repoints each once s5 serves it',
+    );
+    const unlisted = assignedTargetsEvent({
+      instance: 's5',
+      readVersion: '8',
+      before: { count: 4000 },
+      after: { count: 4200, digest: 'sha256:y' },
+    });
+    expect(unlisted.note).toContain('4200 targets resolve to instance s5 (was 4000)');
   });
 });

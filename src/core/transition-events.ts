@@ -3,7 +3,6 @@
 // re-check that changed nothing. Each Event has a key naming the transition, so a redelivered
 // message or a second replica deciding the same thing records it once (kube/event-recorder.ts).
 // Pure: the handler adds which objects the Event is about and sends it.
-import type { Move } from './assign-decision.ts';
 import type { HandoverCondition, HandoverReason } from './handover.ts';
 
 export interface TransitionEvent {
@@ -12,25 +11,6 @@ export interface TransitionEvent {
   action: string;
   note: string;
   key: string;
-}
-
-/** After the handover's patch of a target's spec.conversion (on `readVersion`, the precondition it carried). */
-export function repointEvent(input: {
-  target: string;
-  readVersion: string;
-  from: string | undefined;
-  to: string;
-  condition: HandoverCondition;
-}): TransitionEvent {
-  const { target, readVersion, from, to, condition } = input;
-  return {
-    type: condition.reason === 'HandoverUnverified' ? 'Warning' : 'Normal',
-    reason: condition.reason,
-    action: 'RepointConversion',
-    note: `${target} now converts through Service ${to}${from ? ` (was ${from})` : ''}: ${condition.message}`,
-    // One successful patch per target version: the precondition lets no second writer through.
-    key: `repoint/${target}/${readVersion}/${to}`,
-  };
 }
 
 /** Waiting states a user must look at; the others (pending, awaiting reports) resolve themselves. */
@@ -55,16 +35,75 @@ export function handoverWaitEvent(input: {
   };
 }
 
-/** When assign announces that a target's resolved instance changed (on the config's `readVersion`). */
-export function assignedEvent(input: { target: string; readVersion: string; move: Move }): TransitionEvent {
-  const { target, readVersion, move } = input;
+/** How many names an aggregated Event lists; the rest are counted. */
+const NAMES_LISTED = 10;
+
+function someOf(names: readonly string[]): string {
+  const shown = names.slice(0, NAMES_LISTED).join(', ');
+  return names.length > NAMES_LISTED ? `${shown} and ${names.length - NAMES_LISTED} more` : shown;
+}
+
+/**
+ * When assign writes an instance's assigned-target list (on the instance's `readVersion`): one
+ * Event per change of the list, however many targets it gained or lost, not one per target (a
+ * join of 1,000 targets recorded 212 Events, as many apiserver writes as the moves' statuses).
+ * The lists, when the status carries them (up to STATUS_LIST_MAX), say which targets came and went.
+ */
+export function assignedTargetsEvent(input: {
+  instance: string;
+  readVersion: string;
+  before: { targets?: readonly string[] | undefined; count?: number | undefined } | undefined;
+  after: { targets?: readonly string[] | undefined; count: number; digest: string };
+}): TransitionEvent {
+  const { instance, readVersion, before, after } = input;
+  const was = before?.count ?? 0;
+  let change = `was ${was}`;
+  if (before?.targets !== undefined && after.targets !== undefined) {
+    const had = new Set(before.targets);
+    const has = new Set(after.targets);
+    const added = after.targets.filter((t) => !had.has(t));
+    const removed = before.targets.filter((t) => !has.has(t));
+    change = [
+      ...(added.length > 0 ? [`+${added.length}: ${someOf(added)}`] : []),
+      ...(removed.length > 0 ? [`−${removed.length}: ${someOf(removed)}`] : []),
+    ].join('; ');
+  }
   return {
     type: 'Normal',
-    reason: move.from ? 'Reassigned' : 'Assigned',
-    action: 'AssignTarget',
-    note: move.from
-      ? `${target} moves from instance ${move.from} to ${move.to}; the handover repoints it once ${move.to} serves it`
-      : `${target} is assigned to instance ${move.to}`,
-    key: `assign/${target}/${readVersion}/${move.to}`,
+    reason: 'AssignedTargetsChanged',
+    action: 'AssignTargets',
+    note: `${after.count} targets resolve to instance ${instance} (${change}); the handover repoints each once ${instance} serves it`,
+    key: `assign/${instance}/${readVersion}/${after.digest}`,
+  };
+}
+
+/** One repoint, as a batch of them reports it. */
+export interface RepointDone {
+  target: string;
+  from: string | undefined;
+  reason: string;
+}
+
+/**
+ * The repoints onto one instance with one verdict, over a short window, as one Event about the
+ * instance: a rebalance of 1,000 targets recorded one Event per moved target before. `first`
+ * names the batch (its first repoint's target and the version its patch was conditional on), so a
+ * batch recorded twice is one Event.
+ */
+export function repointBatchEvent(input: {
+  instance: string;
+  service: string;
+  reason: string;
+  repoints: readonly RepointDone[];
+  first: { target: string; readVersion: string };
+}): TransitionEvent {
+  const { instance, service, reason, repoints, first } = input;
+  const names = repoints.map((r) => (r.from ? `${r.target} (was ${r.from})` : r.target));
+  return {
+    type: reason === 'HandoverUnverified' ? 'Warning' : 'Normal',
+    reason,
+    action: 'RepointConversion',
+    note: `${repoints.length} targets now convert through Service ${service} of instance ${instance}: ${someOf(names)}`,
+    key: `repoint/${instance}/${reason}/${first.target}/${first.readVersion}`,
   };
 }

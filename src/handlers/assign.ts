@@ -23,7 +23,7 @@ import type { Logger } from 'pino';
 import { API_VERSION } from '../api/constants.ts';
 import type { ConfigStatus } from '../api/conversion-config.ts';
 import { ownKind } from '../api/resources.ts';
-import type { WebhookServerStatus } from '../api/webhook-server.ts';
+import { WEBHOOK_SERVER_KIND, type WebhookServerStatus } from '../api/webhook-server.ts';
 import {
   type DecisionRecord,
   decisionRecordSchema,
@@ -57,7 +57,7 @@ import {
   type ResolvedFleet,
   resolveIn,
 } from '../core/assignment.ts';
-import { assignedEvent } from '../core/transition-events.ts';
+import { assignedTargetsEvent } from '../core/transition-events.ts';
 import type { EventSink } from '../kube/event-recorder.ts';
 import type { KubeWriter } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
@@ -70,6 +70,7 @@ import {
   configSubjectOf,
   fleetOfView,
   INSTANCE_KIND,
+  instanceReadinessOf,
   isConfigKind,
   type KeyedSubject,
 } from './assign/world.ts';
@@ -84,6 +85,8 @@ export interface AssignDeps {
   clock: Clock;
   events: EventSink;
   partitions: { handover: number };
+  /** Where an instance without spec.namespace runs (its Service, its ready Pods): the operator's namespace. */
+  defaultNamespace: string;
 }
 
 export class AssignHandler {
@@ -110,10 +113,14 @@ export class AssignHandler {
     // One synchronous read of the view: the sequence recorded is the one decided on.
     const viewSeq = this.deps.view.sequence;
     const decidedAt = new Date(this.deps.clock.now()).toISOString();
-    const decided = configAssignmentOnView(this.deps.view, key, decidedAt);
+    const decided = configAssignmentOnView(this.deps.view, key, decidedAt, this.deps.defaultNamespace);
     if (!decided) return;
     const { record, subject, decision } = decided;
     await this.recordDecision(key, viewSeq, decidedAt, decision);
+    if (decision.held) {
+      ctx.log.info({ config: subject.config, target: subject.target, held: decision.held }, 'move held');
+      return;
+    }
     if (decision.move) await this.announceMove(subject, decision.move, causeSeq);
     if (!decision.write) return;
     const readVersion = record.object.metadata.resourceVersion;
@@ -123,18 +130,6 @@ export class AssignHandler {
       { config: subject.config, target: subject.target, move: decision.move },
       'assignment written',
     );
-    if (decision.move) {
-      const ref = ownKind(key.kind);
-      this.deps.events.record({
-        regarding: {
-          apiVersion: API_VERSION,
-          kind: ref?.kind ?? key.kind,
-          name: key.name,
-          uid: record.object.metadata.uid,
-        },
-        ...assignedEvent({ target: subject.target, readVersion, move: decision.move }),
-      });
-    }
   }
 
   private async reconcileInstance(key: ObjectWorkKey, ctx: HandlerContext): Promise<void> {
@@ -146,6 +141,24 @@ export class AssignHandler {
     if (!write) return;
     await this.applyStatus(key, write, object.metadata.resourceVersion, ctx);
     ctx.log.info({ instance: key.name, assigned: write.assignedTargetCount }, 'assigned targets written');
+    this.deps.events.record({
+      regarding: {
+        apiVersion: API_VERSION,
+        kind: WEBHOOK_SERVER_KIND,
+        name: key.name,
+        uid: object.metadata.uid,
+      },
+      ...assignedTargetsEvent({
+        instance: key.name,
+        readVersion: object.metadata.resourceVersion,
+        before: status && { targets: status.assignedTargets, count: status.assignedTargetCount },
+        after: {
+          targets: write.assignedTargets,
+          count: write.assignedTargetCount,
+          digest: write.assignedTargetsDigest,
+        },
+      }),
+    });
   }
 
   /**
@@ -253,9 +266,10 @@ function targetsByInstanceOn(view: Pick<ObjectView, 'list'>): ReadonlyMap<string
  * replay decides with the very function the handler did.
  */
 export function configAssignmentOnView(
-  view: Pick<ObjectView, 'list' | 'record' | 'records' | 'changesSince'>,
+  view: Pick<ObjectView, 'list' | 'record' | 'records' | 'changesSince' | 'renewTime'>,
   key: { kind: string; name: string },
   decidedAt: string,
+  defaultNamespace: string,
 ): { record: LiveRecord; subject: KeyedSubject; decision: ConfigAssignmentDecision } | undefined {
   const record = view.record({ kind: key.kind, namespace: '', name: key.name });
   // Gone: its instance's list is woken by the deletion itself. Omitted: fail closed, no guess.
@@ -269,6 +283,7 @@ export function configAssignmentOnView(
     resolutionAmong(claimantsOf(view, subject.target), fleetOfView(view), subject.target),
     decidedAt,
     generationOf(record.object),
+    instanceReadinessOf(view, defaultNamespace),
   );
   return { record, subject, decision };
 }

@@ -10,7 +10,7 @@ import type { HandlerConsumerSpec } from '../bus/runtime/index.ts';
 import { STREAMS } from '../bus/topology.ts';
 import type { ObjectView } from '../bus/view.ts';
 import type { Config } from '../config/schema.ts';
-import { ASSIGN_VIEW_KINDS, type AssignWorld, assignWorldOf } from './assign/world.ts';
+import { ASSIGN_WORLD_KINDS, type AssignWorld, assignWorldOf } from './assign/world.ts';
 
 export type Partitions = Config['bus']['partitions'];
 
@@ -25,7 +25,7 @@ export interface RoutedChange {
 }
 
 /** What the router's view holds: the configs and instances every trigger function reads. */
-export const ROUTED_VIEW_KINDS: readonly string[] = ASSIGN_VIEW_KINDS;
+export const ROUTED_VIEW_KINDS: readonly string[] = ASSIGN_WORLD_KINDS;
 
 /**
  * A change ready to route. The world is read from the view once, on the first concern that asks,

@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   API_VERSION,
   HANDOVER_VERDICT_ANNOTATION,
@@ -167,7 +167,16 @@ async function run(
     policy: { unreportedGraceMs: GRACE_MS, stallAfterMs: 600_000, confirmMs: 0 },
     defaultNamespace: 'switchyard-system',
   });
-  const outcome = await handle({ key: TARGET, seq: 3, ...work }, ctx);
+  // Repoint Events gather over a window (handover/repoint-events.ts): this look's batch is recorded
+  // when the window ends.
+  vi.useFakeTimers({ toFake: ['setTimeout'] });
+  let outcome: Awaited<ReturnType<typeof handle>>;
+  try {
+    outcome = await handle({ key: TARGET, seq: 3, ...work }, ctx);
+    vi.runOnlyPendingTimers();
+  } finally {
+    vi.useRealTimers();
+  }
   const status = writes.find((w) => w.what === 'status')?.body.status;
   return { outcome, writes, status, events, bundleReads, reason: status?.conditions?.[0]?.reason };
 }
@@ -341,14 +350,13 @@ describe('the handover handler', () => {
         type: 'Warning',
         reason: 'HandoverUnverified',
         action: 'RepointConversion',
-        regarding: { apiVersion: API_VERSION, kind: 'CRDConversionConfig', name: 'w', uid: 'uid-w' },
-        related: { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: TARGET },
-        key: `repoint/${TARGET}/7/b-webhook-server`,
+        regarding: { apiVersion: API_VERSION, kind: 'ConversionWebhookServer', name: 'b' },
+        key: `repoint/b/HandoverUnverified/${TARGET}/7`,
       }),
     ]);
   });
 
-  it('records one Event per repoint, none when the target already says it, and one on entering a stall', async () => {
+  it('records each repoint in its batch’s Event, none when the target already says it, and one on entering a stall', async () => {
     const fleet = [instance('a'), instance('b'), readyPods('b', ['b1']), lease('b', 'b1', [TARGET], T0)];
     const moved = await run([...fleet, crd('a-webhook-server'), config('b')]);
     expect(moved.events.map((e) => [e.type, e.reason])).toEqual([['Normal', 'HandoverReady']]);

@@ -60,7 +60,7 @@ import {
   type HandoverPolicy,
   type VerdictCondition,
 } from '../core/handover.ts';
-import { decideHandoverStatus } from '../core/handover-status.ts';
+import { decideHandoverStatus, progressOf } from '../core/handover-status.ts';
 import { decideInstanceAggregate } from '../core/instance-aggregate.ts';
 import {
   conversionServiceOf,
@@ -69,7 +69,7 @@ import {
   keptCaBundleOf,
   liveConversionOf,
 } from '../core/target-conversion.ts';
-import { handoverWaitEvent, repointEvent } from '../core/transition-events.ts';
+import { handoverWaitEvent } from '../core/transition-events.ts';
 import type { EventSink, ObjectRef } from '../kube/event-recorder.ts';
 import type { KubeWriter } from '../kube/writer.ts';
 import { countHandoverDecision, countHandoverRepoint } from '../metrics/worker-metrics.ts';
@@ -84,7 +84,9 @@ import {
   readInstance,
   readInstanceLeases,
   readReadyPods,
+  readReplicasStableSinceMs,
 } from '../views/view-reads.ts';
+import { RepointEvents } from './handover/repoint-events.ts';
 
 export const HANDOVER = 'handover';
 
@@ -136,6 +138,7 @@ const TRUST_BUNDLE_RETRY_MS = 10_000;
 
 export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
   const verdicts = new ConfigVerdicts();
+  const repoints = new RepointEvents(deps.events);
   return async (item, ctx) => {
     await deps.view.waitFor(item.seq);
     const claimant = configsByTarget(deps.view).get(item.key)?.[0];
@@ -162,7 +165,7 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
     const regarding = objectRefOf(config);
     const related = { apiVersion: targetKind.apiVersion, kind: targetKind.kind, name: item.key };
     if (decision.action === 'patch' && gate.kind === 'decided') {
-      const noBundle = await pointTarget(deps, item, gate, decision.condition, ctx, nowMs);
+      const noBundle = await pointTarget(deps, repoints, item, gate, decision.condition, ctx, nowMs);
       if (noBundle) return noBundle;
     }
     const status = decideHandoverStatus({
@@ -224,6 +227,7 @@ export function nextLookMs(
  */
 async function pointTarget(
   deps: HandoverDeps,
+  repoints: RepointEvents,
   item: HandoverWork,
   gate: Extract<HandoverOnView, { kind: 'decided' }>,
   condition: VerdictCondition,
@@ -272,16 +276,10 @@ async function pointTarget(
   const from = gate.currentServiceName;
   ctx.log.info({ target: item.key, from, to: destination, reason: condition.reason }, 'conversion repointed');
   countHandoverRepoint(condition.reason, waitedSeconds(config.status?.handover, destination, nowMs));
-  deps.events.record({
-    regarding: objectRefOf(config),
-    related: { apiVersion: targetKind.apiVersion, kind: targetKind.kind, name: item.key },
-    ...repointEvent({
-      target: item.key,
-      readVersion: live.metadata.resourceVersion,
-      from,
-      to: desired.webhook.clientConfig.service.name,
-      condition,
-    }),
+  repoints.add(destination, live.metadata.resourceVersion, {
+    target: item.key,
+    from,
+    reason: condition.reason,
   });
   return undefined;
 }
@@ -355,7 +353,7 @@ export function handoverOnView(
     recorded: verdictOf(subject.live),
     replicas: subject.replicas,
     nowMs: opts.nowMs,
-    progress: config.status?.handover,
+    progress: progressOf(config.status, subject.destination),
     previous: findCondition(config.status?.conditions, HANDOVER_READY) as HandoverCondition | undefined,
     previousDestination: config.status?.handoverDestination,
     policy: opts.policy,
@@ -446,11 +444,13 @@ function destinationReplicas(
   nowMs: number,
 ): DestinationReplicas {
   const name = instance.metadata.name;
-  return decideInstanceAggregate({
+  const readyPods = readReadyPods(view, name, namespace);
+  const { replicas } = decideInstanceAggregate({
     leases: readInstanceLeases(view, name, namespace),
-    readyPods: readReadyPods(view, name, namespace),
+    readyPods,
     expected: readExpectedSets(view)(name),
     current: instance.status,
     nowMs,
-  }).replicas;
+  });
+  return { ...replicas, stableSinceMs: readReplicasStableSinceMs(view, name, namespace, readyPods) };
 }

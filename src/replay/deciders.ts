@@ -4,6 +4,7 @@
 import type { ObjectView } from '../bus/view.ts';
 import { ASSIGN_CONCERN, ASSIGN_VIEW_KINDS } from '../handlers/assign/world.ts';
 import { configAssignmentOnView } from '../handlers/assign.ts';
+import { operatorNamespace } from '../handlers/operator-namespace.ts';
 import { parseWorkKey } from '../handlers/work-keys.ts';
 
 export interface Decider {
@@ -18,7 +19,7 @@ export const DECIDERS: Readonly<Record<string, Decider>> = {
     viewKinds: ASSIGN_VIEW_KINDS,
     decide(view, key, decidedAt) {
       const parsed = parseWorkKey(key);
-      return parsed && configAssignmentOnView(view, parsed, decidedAt)?.decision;
+      return parsed && configAssignmentOnView(view, parsed, decidedAt, operatorNamespace())?.decision;
     },
   },
 };

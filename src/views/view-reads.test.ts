@@ -5,7 +5,12 @@ import { API_VERSION } from '../api/constants.ts';
 import { conversionConfigSchema } from '../api/conversion-config.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import { parseRecorded } from './parse-cache.ts';
-import { derivedFromView, readExpectationView, readExpectedSets } from './view-reads.ts';
+import {
+  derivedFromView,
+  readExpectationView,
+  readExpectedSets,
+  readReplicasStableSinceMs,
+} from './view-reads.ts';
 
 const object = (name: string): RecordedObject => ({ metadata: { name, uid: 'u', resourceVersion: '1' } });
 
@@ -174,5 +179,65 @@ describe('the expectation read off a view', () => {
     expect(readExpectedSets(view)('a'), 'a holds the same two targets').toBe(setOfA);
     lists.crdconfig = [config('w', 'widgets.x.io', { phase: 'Invalid' }), config('g', 'gadgets.x.io')];
     expect([...readExpectedSets(view)('a').names]).toEqual(['gadgets.x.io']);
+  });
+});
+
+describe('readReplicasStableSinceMs', () => {
+  const at = (s: number) => new Date(Date.UTC(2026, 2, 1, 12, 0, s)).toISOString();
+  const slice = (name: string, service: string, namespace = 'ns'): RecordedObject => ({
+    metadata: {
+      name,
+      namespace,
+      uid: name,
+      resourceVersion: '1',
+      labels: { 'kubernetes.io/service-name': service },
+    },
+  });
+  const lease = (pod: string, instance: string, namespace = 'ns'): RecordedObject =>
+    ({
+      metadata: {
+        name: `${pod}-served`,
+        namespace,
+        uid: pod,
+        resourceVersion: '1',
+        labels: { 'switchyard.dev/webhook-server': instance },
+      },
+      spec: { holderIdentity: pod },
+    }) as RecordedObject;
+  /** A view holding these objects, each recorded (observed) at the given second. */
+  const viewOf = (records: [string, RecordedObject, number][]) => ({
+    list: (kind: string) => records.filter(([k]) => k === kind).map(([, o]) => o),
+    record: (key: { kind: string; namespace?: string; name: string }) => {
+      const found = records.find(
+        ([k, o]) =>
+          k === key.kind && o.metadata.name === key.name && (o.metadata.namespace ?? '') === key.namespace,
+      );
+      return (
+        found && {
+          op: 'upsert' as const,
+          object: found[1],
+          observedBy: 'watch' as const,
+          observedAt: at(found[2]),
+        }
+      );
+    },
+    renewTime: () => undefined,
+  });
+
+  it("is the latest recorded change of the instance's slices and of its ready Pods' Leases", () => {
+    const view = viewOf([
+      ['endpointslice', slice('b-webhook-server-x', 'b-webhook-server'), 10],
+      ['lease', lease('b-1', 'b'), 20],
+      ['lease', lease('b-2', 'b'), 30],
+      // Not b's, not ready, or in another namespace: none of them moves it.
+      ['lease', lease('b-3', 'b'), 50],
+      ['lease', lease('c-1', 'c'), 50],
+      ['endpointslice', slice('c-webhook-server-x', 'c-webhook-server'), 50],
+      ['endpointslice', slice('b-webhook-server-y', 'b-webhook-server', 'other'), 50],
+    ]);
+    expect(readReplicasStableSinceMs(view, 'b', 'ns', ['b-1', 'b-2'])).toBe(Date.parse(at(30)));
+    expect(readReplicasStableSinceMs(view, 'b', 'ns', ['b-1'])).toBe(Date.parse(at(20)));
+    expect(readReplicasStableSinceMs(view, 'b', 'ns', [])).toBe(Date.parse(at(10)));
+    expect(readReplicasStableSinceMs(view, 'd', 'ns', [])).toBeUndefined();
   });
 });

@@ -112,6 +112,43 @@ export function readInstanceLeases(view: ViewReads, instance: string, namespace:
     });
 }
 
+/**
+ * Since when an instance's ready Pods and what they report have stood as they are now: the latest
+ * time the watchers recorded a change of its Service's EndpointSlices or of a ready Pod's Lease
+ * (renewals are heartbeats, not changes). A Pod that turned unready, restarted or was replaced,
+ * and a report that changed, each moved it forward; a record observed late only moves it later.
+ * Undefined when none of them is recorded.
+ */
+export function readReplicasStableSinceMs(
+  view: ViewReads,
+  instance: string,
+  namespace: string,
+  readyPods: readonly string[],
+): number | undefined {
+  const service = webhookServiceName(instance);
+  const ready = new Set(readyPods);
+  let latest: number | undefined;
+  const observe = (kind: string, object: RecordedObject) => {
+    const observedAt = view.record({ kind, namespace, name: metaOf(object).name })?.observedAt;
+    const ms = observedAt === undefined ? Number.NaN : Date.parse(observedAt);
+    if (!Number.isNaN(ms) && (latest === undefined || ms > latest)) latest = ms;
+  };
+  for (const slice of view.list('endpointslice'))
+    if (metaOf(slice).namespace === namespace && metaOf(slice).labels?.[SERVICE_NAME_LABEL] === service)
+      observe('endpointslice', slice);
+  for (const lease of view.list('lease')) {
+    const holder = (lease as { spec?: { holderIdentity?: string } }).spec?.holderIdentity;
+    if (
+      metaOf(lease).namespace === namespace &&
+      metaOf(lease).labels?.[WEBHOOK_SERVER_LABEL] === instance &&
+      holder !== undefined &&
+      ready.has(holder)
+    )
+      observe('lease', lease);
+  }
+  return latest;
+}
+
 interface SliceEndpoint {
   conditions?: { ready?: boolean | null };
   targetRef?: { kind?: string; name?: string };

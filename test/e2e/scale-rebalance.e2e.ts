@@ -176,6 +176,9 @@ describe(`${TARGETS} targets over four instances, a fifth joins`, () => {
         `Apiserver writes until then: ${writes.length}, of which the instances handler's ${instancesWrites}.`,
     );
     console.log(
+      `[scale-e2e] apiserver writes until the last repoint, by writer and resource:\n${writesByWriter(writes, moved.length)}`,
+    );
+    console.log(
       `[scale-e2e] second by second:\n${perSecond(startedAt, endedAt, writes, backlogSamples, repoints)}`,
     );
 
@@ -199,6 +202,25 @@ describe(`${TARGETS} targets over four instances, a fifth joins`, () => {
 });
 
 const WRITE_VERBS = ['create', 'update', 'patch', 'delete'];
+
+/** Writes grouped by writer, verb and resource (with subresource), most first, and each per moved target. */
+function writesByWriter(writes: readonly AuditEvent[], moves: number): string {
+  const counts = new Map<string, number>();
+  for (const e of writes) {
+    const writer = e.user.username.replace(/^system:serviceaccount:[^:]+:/, '');
+    const ref = e.objectRef;
+    const resource = `${ref?.resource ?? '?'}${ref?.subresource ? `/${ref.subresource}` : ''}`;
+    const key = `${writer} ${e.verb} ${resource}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  const rows = [...counts].sort((a, b) => b[1] - a[1]);
+  return [
+    ...rows.map(
+      ([key, n]) => `  ${String(n).padStart(6)}  ${(n / moves).toFixed(2).padStart(6)}/move  ${key}`,
+    ),
+    `  ${String(writes.length).padStart(6)}  ${(writes.length / moves).toFixed(2).padStart(6)}/move  in all`,
+  ].join('\n');
+}
 
 interface BacklogSample {
   atMs: number;

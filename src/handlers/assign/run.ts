@@ -7,6 +7,7 @@ import { observeHandlerRuntime } from '../../metrics/worker-metrics.ts';
 import { systemClock } from '../../runtime/clock.ts';
 import { CONFIG_SUBJECT_VIEW_PROJECTIONS } from '../../views/projection.ts';
 import { startAssignWorker } from '../assign.ts';
+import { operatorNamespace } from '../operator-namespace.ts';
 import { startResync } from '../resync.ts';
 import { startWorker, workerClients } from '../run-handler.ts';
 import { ASSIGN_WORK } from './wakes.ts';
@@ -32,6 +33,7 @@ export async function runAssign(argv: string[]): Promise<void> {
       clock: systemClock,
       events: clients.events.recorder,
       partitions: { handover: config.bus.partitions.handover },
+      defaultNamespace: operatorNamespace(),
     },
     partitions: config.bus.partitions.assign,
     fanoutRatePerSecond: config.bus.fanoutRatePerSecond,

@@ -200,3 +200,50 @@ function resolvedOwner(world: AssignWorld, target: string): string | undefined {
   const r = resolveIn(fleetOf(world.instances), { target });
   return r.ok ? r.instance : undefined;
 }
+
+describe("an instance's first ready Pod", () => {
+  const world = worldOf(pool3, configs60);
+  const slice = (instance: string, ready: boolean[]): RecordedObject => ({
+    ...object(`${instance}-webhook-server-abc`, {}),
+    metadata: {
+      name: `${instance}-webhook-server-abc`,
+      uid: `uid-slice-${instance}`,
+      resourceVersion: String(++rv),
+      labels: { 'kubernetes.io/service-name': `${instance}-webhook-server` },
+    },
+    endpoints: ready.map((r, i) => ({
+      conditions: { ready: r },
+      targetRef: { kind: 'Pod', name: `${instance}-${i}` },
+    })),
+  });
+  const resolvedTo = (instance: string) =>
+    configs60
+      .map((c) => configSubjectOf('crdconfig', c))
+      .filter((s) => s !== undefined && resolvedOwner(world, s.target) === instance)
+      .map((s) => ({ kind: 'crdconfig', name: s?.key.name ?? '' }));
+
+  it('wakes, paced, exactly the configs that resolve to the instance (the moves held until then)', () => {
+    const t = assignTriggers(
+      upsert('endpointslice', slice('b', [false, true])),
+      slice('b', [false, false]),
+      world,
+    );
+    expect(t.now).toEqual([]);
+    expect(keys(t.paced)).toEqual(keys(resolvedTo('b')));
+    expect(t.paced.length).toBeGreaterThan(0);
+    const created = assignTriggers(upsert('endpointslice', slice('c', [true])), undefined, world);
+    expect(keys(created.paced)).toEqual(keys(resolvedTo('c')));
+  });
+
+  it('a slice that had a ready Pod, one with none, or one of no instance of ours wakes nothing', () => {
+    const nothing = { now: [], paced: [] };
+    expect(
+      assignTriggers(upsert('endpointslice', slice('b', [true, true])), slice('b', [true]), world),
+    ).toEqual(nothing);
+    expect(assignTriggers(upsert('endpointslice', slice('b', [false])), undefined, world)).toEqual(nothing);
+    expect(assignTriggers(upsert('endpointslice', slice('zz', [true])), undefined, world)).toEqual(nothing);
+    expect(
+      assignTriggers({ kind: 'endpointslice', op: 'delete', object: slice('b', [true]) }, undefined, world),
+    ).toEqual(nothing);
+  });
+});

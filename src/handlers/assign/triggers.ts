@@ -14,9 +14,14 @@
 //   between the fleet before and after (a new member: what it now wins; a removed one: what
 //   it held), and they go through the paced fan-out, since one change can reach thousands.
 //   The instances whose lists change are woken at once: there are few.
+// * An EndpointSlice of an instance's Service that had no ready Pod and now has one wakes, paced,
+//   every config that resolves to the instance: the moves assign held while the instance could
+//   not take them (core/assign-decision.ts). Woken for a slice, not for the Service as a whole:
+//   an instance with a second slice already ready costs no-op reconciles, never a missed one.
 // * Without a previous record (a creation, or history aged out) the object counts as absent
 //   before: the superset is woken, which costs a few no-op reconciles and never misses one.
 
+import { SERVICE_NAME_LABEL } from '../../api/constants.ts';
 import type { RecordedObject } from '../../bus/messages.ts';
 import {
   assignSubjects,
@@ -25,6 +30,7 @@ import {
   isPoolMember,
   type Resolution,
 } from '../../core/assignment.ts';
+import { instanceOfService } from '../lease-aggregate/triggers.ts';
 import { formatWorkKey, type ObjectWorkKey } from '../work-keys.ts';
 import { type AssignWorld, configSubjectOf, INSTANCE_KIND, instanceOf, isConfigKind } from './world.ts';
 
@@ -50,7 +56,37 @@ export function assignTriggers(
 ): AssignTriggers {
   if (isConfigKind(change.kind)) return configTriggers(change, previous, world);
   if (change.kind === INSTANCE_KIND) return instanceTriggers(change, previous, world);
+  if (change.kind === 'endpointslice') return readinessTriggers(change, previous, world);
   return NOTHING;
+}
+
+interface LooseSlice {
+  metadata?: { labels?: Record<string, string> };
+  endpoints?: { conditions?: { ready?: boolean }; targetRef?: { kind?: string; name?: string } }[];
+}
+
+/** Whether the slice lists a ready Pod, as the gate counts them (`readReadyPods`). */
+function hasReadyPod(slice: RecordedObject | undefined): boolean {
+  return ((slice as LooseSlice | undefined)?.endpoints ?? []).some(
+    (e) => e.conditions?.ready !== false && e.targetRef?.kind === 'Pod' && Boolean(e.targetRef.name),
+  );
+}
+
+function readinessTriggers(
+  change: RecordedChange,
+  previous: RecordedObject | undefined,
+  world: AssignWorld,
+): AssignTriggers {
+  const after = change.op === 'upsert' ? change.object : undefined;
+  if (hasReadyPod(previous) || !hasReadyPod(after)) return NOTHING;
+  const instance = instanceOfService((after as LooseSlice).metadata?.labels?.[SERVICE_NAME_LABEL]);
+  if (instance === undefined || !world.instances.some((i) => i.metadata.name === instance)) return NOTHING;
+  const resolved = assignSubjects(world.configs, fleetOf(world.instances));
+  const paced = world.configs.filter((c) => {
+    const resolution = resolved.get(c.target);
+    return resolution?.ok === true && resolution.instance === instance;
+  });
+  return { now: [], paced: paced.map((c) => c.key) };
 }
 
 function configTriggers(

@@ -9,6 +9,7 @@
 import { CRD_CONFIG_KIND, XRD_CONFIG_KIND } from '../../api/conversion-config.ts';
 import type { RecordedObject } from '../../bus/messages.ts';
 import type { ObjectView } from '../../bus/view.ts';
+import type { InstanceReadiness } from '../../core/assign-decision.ts';
 import {
   type ConfigSubject,
   type Fleet,
@@ -16,7 +17,7 @@ import {
   type InstanceLike,
   sameInstanceLikes,
 } from '../../core/assignment.ts';
-import { derivedFromView } from '../../views/view-reads.ts';
+import { derivedFromView, readReadyPods } from '../../views/view-reads.ts';
 import type { ObjectWorkKey } from '../work-keys.ts';
 
 /** The concern's name: its work subjects, field manager (`switchyard-assign`) and logs. */
@@ -24,8 +25,10 @@ export const ASSIGN_CONCERN = 'assign';
 
 export const CONFIG_KINDS = ['crdconfig', 'xrdconfig'] as const;
 export const INSTANCE_KIND = 'webhookserver';
-/** The recorded kinds assignment reads. */
-export const ASSIGN_VIEW_KINDS = [INSTANCE_KIND, ...CONFIG_KINDS];
+/** The recorded kinds the resolver reads: what the router's view holds for every trigger function. */
+export const ASSIGN_WORLD_KINDS = [INSTANCE_KIND, ...CONFIG_KINDS];
+/** The recorded kinds assignment reads: the resolver's, and which instances have a ready Pod. */
+export const ASSIGN_VIEW_KINDS = [...ASSIGN_WORLD_KINDS, 'endpointslice'];
 
 export interface KeyedSubject extends ConfigSubject {
   key: ObjectWorkKey;
@@ -44,6 +47,7 @@ interface LooseSpec {
   targetCRD?: { name?: unknown };
   targetXRD?: { name?: unknown };
   webhookServerRef?: { name?: unknown };
+  namespace?: unknown;
   default?: unknown;
   sharding?: { enabled?: unknown; weight?: unknown };
 }
@@ -91,6 +95,26 @@ export function instanceOf(object: RecordedObject): InstanceLike {
 }
 
 const WORLD_KINDS = [...CONFIG_KINDS, INSTANCE_KIND];
+
+/**
+ * Which instances exist and which have a ready Pod behind their Service, as the handover's gate
+ * reads them (`readReadyPods`, in the instance's namespace): a move is held while the gate could
+ * only answer DestinationNotReady.
+ */
+export function instanceReadinessOf(
+  view: Pick<ObjectView, 'list' | 'record' | 'renewTime'>,
+  defaultNamespace: string,
+): InstanceReadiness {
+  return {
+    exists: (instance) => view.record({ kind: INSTANCE_KIND, namespace: '', name: instance }) !== undefined,
+    ready(instance) {
+      const record = view.record({ kind: INSTANCE_KIND, namespace: '', name: instance });
+      if (!record) return false;
+      const namespace = stringOrUndefined(specOf(record.object)?.namespace) ?? defaultNamespace;
+      return readReadyPods(view, instance, namespace).length > 0;
+    },
+  };
+}
 const WORLD = {};
 
 /**

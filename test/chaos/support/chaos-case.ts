@@ -22,6 +22,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import { webhookServiceName } from '../../../src/api/constants.ts';
 import type { DeadLetterEntry } from '../../../src/bus/dead-letters.ts';
+import type { HandoverOnView } from '../../../src/handlers/handover.ts';
 import type { PodRef } from '../../../src/local-cluster/pod-faults.ts';
 import {
   apiserverConversions,
@@ -487,23 +488,29 @@ export function failureKinds(failures: readonly Failure[]): string {
 }
 
 /**
- * Polls until the config's status assigns `to` and shows the gate confirming it (every ready Pod
- * of `to` counted); false when the move was verified first or nothing showed within `timeoutMs`.
+ * Polls until the config's status assigns `to` and the gate, on a view of the bus, is confirming
+ * it (every ready Pod of `to` counted; a young wait is written to no status); false when the move
+ * was verified first or nothing showed within `timeoutMs`.
  */
 async function untilConfirming(subject: Subject, to: string, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const status = await configStatus(subject.admin, subject.config).catch(() => undefined);
-    if (
-      status?.assignedWebhookServer === to &&
-      status.handover?.destination === to &&
-      status.handover.confirming !== undefined
-    )
+    if (status?.assignedWebhookServer === to && isConfirming(subject.witness.gateNow(subject.target), to))
       return true;
     if (status?.handoverDestination === to && handoverReady(status)?.status === 'True') return false;
     await sleep(100);
   }
   return false;
+}
+
+function isConfirming(gate: HandoverOnView, to: string): boolean {
+  return (
+    gate.kind === 'decided' &&
+    gate.subject.destination === to &&
+    gate.decision.action === 'wait' &&
+    gate.decision.progress?.confirming !== undefined
+  );
 }
 
 /** Polls until the move to `to` is verified; how long it took from the write, or what was last seen. */

@@ -13,6 +13,7 @@ import { webhookServiceName } from '../../../src/api/constants.ts';
 import { ObjectView } from '../../../src/bus/view.ts';
 import { decodeServedSet } from '../../../src/core/served-set-codec.ts';
 import { conversionServiceOf } from '../../../src/core/target-conversion.ts';
+import { type HandoverOnView, handoverOnView } from '../../../src/handlers/handover.ts';
 import { readExpectedSets, readInstanceLeases, readReadyPods } from '../../../src/views/view-reads.ts';
 import { REPLICA_VIEW_KINDS } from '../../../src/webhook/world.ts';
 
@@ -61,6 +62,15 @@ export class HandoverWitness {
 
   stop(): void {
     this.view.stop();
+  }
+
+  /**
+   * The gate's decision about `target` on this view now, as the handover and `switchyard explain`
+   * read it: what a test asks when it must act while the gate waits in a given state (the
+   * handover writes a young wait to no status, core/handover-status.ts).
+   */
+  gateNow(target: string): HandoverOnView {
+    return handoverOnView(this.view, target, { defaultNamespace: this.namespace, nowMs: Date.now() });
   }
 
   private onTargets(): void {
