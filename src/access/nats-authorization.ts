@@ -27,19 +27,35 @@ function passwordExpression(source: PasswordSource): string {
   return 'variable' in source ? `$${source.variable}` : JSON.stringify(source.literal);
 }
 
-function userEntry(identity: NatsIdentity, config: Config, password: PasswordSource): string {
+function userEntry(
+  identity: NatsIdentity,
+  config: Config,
+  password: PasswordSource,
+  permissions: NatsPermissionsMode,
+): string {
   const { publish, subscribe } = natsPermissions(identity, config);
   return [
     '    {',
     `      user: ${JSON.stringify(identity)}`,
     `      password: ${passwordExpression(password)}`,
-    '      permissions: {',
-    `        publish: { allow: ${JSON.stringify(publish)} }`,
-    `        subscribe: { allow: ${JSON.stringify(subscribe)} }`,
-    '      }',
+    ...(permissions === 'scoped'
+      ? [
+          '      permissions: {',
+          `        publish: { allow: ${JSON.stringify(publish)} }`,
+          `        subscribe: { allow: ${JSON.stringify(subscribe)} }`,
+          '      }',
+        ]
+      : []),
     '    }',
   ].join('\n');
 }
+
+/**
+ * `scoped`: each component's user may use only its own subjects, as deploy/ configures them.
+ * `open`: the same users with every permission, which no cluster should run: what the
+ * per-subject checks cost nats-server is the difference (bench/scale-rebalance.ts).
+ */
+export type NatsPermissionsMode = 'scoped' | 'open';
 
 /**
  * The block. `password` says where each component's password comes from (by
@@ -51,9 +67,12 @@ export function renderAuthorization(opts: {
   config: Config;
   password?: (identity: NatsIdentity) => PasswordSource;
   admin?: ExtraUser;
+  permissions?: NatsPermissionsMode;
 }): string {
   const password = opts.password ?? ((identity) => ({ variable: passwordVariable(identity) }));
-  const users = NATS_IDENTITIES.map((identity) => userEntry(identity, opts.config, password(identity)));
+  const users = NATS_IDENTITIES.map((identity) =>
+    userEntry(identity, opts.config, password(identity), opts.permissions ?? 'scoped'),
+  );
   if (opts.admin) {
     users.push(
       `    { user: ${JSON.stringify(opts.admin.user)}, password: ${JSON.stringify(opts.admin.password)} }`,

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { type Logger, pino } from 'pino';
+import type { NatsPermissionsMode } from '../access/nats-authorization.ts';
 import { apiUrl, HttpMethod, send } from '../kube/request.ts';
 import {
   type ApiServer,
@@ -98,6 +99,12 @@ export interface LocalCluster extends LocalClusterInfo {
   pids(): { name: string; pid: number }[];
   /** What nats-server refused a component's user so far (`NatsServer.permissionViolations`). */
   natsPermissionViolations(): Promise<string[]>;
+  /**
+   * The components' NATS users keep their passwords and get their own permissions (`scoped`, as
+   * deploy/ gives them) or every permission (`open`), reloaded in place: a benchmark's A/B of what
+   * the permission checks cost. A single server only.
+   */
+  setNatsPermissions(mode: NatsPermissionsMode): Promise<void>;
   /** Stops every process. Removes the directory unless `keepDir` (keep logs when a test failed). */
   stop(opts?: { keepDir?: boolean }): Promise<void>;
 }
@@ -285,6 +292,10 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
       natsCluster,
       restartApiServer,
       natsPermissionViolations: () => (natsCluster ?? nats).permissionViolations(),
+      async setNatsPermissions(mode) {
+        if (natsCluster) throw new Error('setNatsPermissions: a single nats-server only');
+        await nats.reconfigure([natsUsers.authorizationWith(mode), opts.natsConfig ?? ''].join('\n'));
+      },
       pids: () => [
         ...processes.flatMap((p) => (p.running && p.pid !== undefined ? [{ name: p.name, pid: p.pid }] : [])),
         ...agent.runningPods().flatMap((pod) => pod.pids.map((pid) => ({ name: `pod ${pod.name}`, pid }))),

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { renderAuthorization } from '../access/nats-authorization.ts';
+import { type NatsPermissionsMode, renderAuthorization } from '../access/nats-authorization.ts';
 import { newNatsPassword } from '../access/nats-credentials-secret.ts';
 import { NATS_IDENTITIES, type NatsIdentity } from '../access/nats-permissions.ts';
 import { defaultConfig } from '../config/schema.ts';
@@ -15,8 +15,10 @@ import { defaultConfig } from '../config/schema.ts';
 export interface LocalNatsCredentials {
   dir: string;
   passwords: Record<NatsIdentity, string>;
-  /** The server configuration that declares them. */
+  /** The server configuration that declares them, with the permissions deploy/ gives them. */
   authorization: string;
+  /** The same users and passwords, permissions scoped or open (`NatsPermissionsMode`). */
+  authorizationWith(permissions: NatsPermissionsMode): string;
 }
 
 export const LOCAL_NATS_ADMIN = 'admin';
@@ -29,12 +31,15 @@ export async function makeLocalNatsCredentials(clusterDir: string): Promise<Loca
     string
   >;
   for (const id of NATS_IDENTITIES) await writeFile(join(dir, id), passwords[id], { mode: 0o600 });
-  const authorization = renderAuthorization({
-    config: defaultConfig(),
-    password: (id) => ({ literal: passwords[id] }),
-    admin: { user: LOCAL_NATS_ADMIN, password: newNatsPassword() },
-  });
-  return { dir, passwords, authorization };
+  const admin = { user: LOCAL_NATS_ADMIN, password: newNatsPassword() };
+  const authorizationWith = (permissions: NatsPermissionsMode) =>
+    renderAuthorization({
+      config: defaultConfig(),
+      password: (id) => ({ literal: passwords[id] }),
+      admin,
+      permissions,
+    });
+  return { dir, passwords, authorization: authorizationWith('scoped'), authorizationWith };
 }
 
 /** The flags that make `switchyard <subcommand>` connect as its component's user. */

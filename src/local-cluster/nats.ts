@@ -39,6 +39,8 @@ export class NatsServer {
   private readonly log: Logger;
 
   private readonly dir: string;
+  /** The configuration's own lines; what `start` was given comes after them. */
+  private readonly baseConfig: string[];
 
   private constructor(opts: {
     name: string;
@@ -49,7 +51,9 @@ export class NatsServer {
     logFile: string;
     log: Logger;
     tls: LocalNatsTls | undefined;
+    baseConfig: string[];
   }) {
+    this.baseConfig = opts.baseConfig;
     this.name = opts.name;
     this.url = `nats://127.0.0.1:${opts.port}`;
     this.monitorUrl = `http://127.0.0.1:${opts.httpPort}`;
@@ -78,18 +82,15 @@ export class NatsServer {
           ? await LocalNatsTls.create(join(dir, 'tls'), Date.now())
           : undefined;
     const configFile = join(dir, 'nats.conf');
-    await writeFile(
-      configFile,
-      [
-        `listen: "127.0.0.1:${port}"`,
-        `http: "127.0.0.1:${httpPort}"`,
-        `server_name: "${node.serverName ?? 'switchyard-local'}"`,
-        `jetstream { store_dir: "${storeDir}", max_memory_store: 256MB, max_file_store: 2GB }`,
-        node.cluster ? clusterConfig(node.cluster, tls?.paths) : '',
-        tls ? natsTlsConfig(tls.paths) : '',
-        extraConfig,
-      ].join('\n'),
-    );
+    const baseConfig = [
+      `listen: "127.0.0.1:${port}"`,
+      `http: "127.0.0.1:${httpPort}"`,
+      `server_name: "${node.serverName ?? 'switchyard-local'}"`,
+      `jetstream { store_dir: "${storeDir}", max_memory_store: 256MB, max_file_store: 2GB }`,
+      node.cluster ? clusterConfig(node.cluster, tls?.paths) : '',
+      tls ? natsTlsConfig(tls.paths) : '',
+    ];
+    await writeFile(configFile, [...baseConfig, extraConfig].join('\n'));
     const server = new NatsServer({
       name: node.serverName ?? 'nats-server',
       port,
@@ -99,6 +100,7 @@ export class NatsServer {
       logFile: join(dir, 'logs', 'nats-server.log'),
       log,
       tls,
+      baseConfig,
     });
     try {
       await server.launch();
@@ -107,6 +109,19 @@ export class NatsServer {
       throw err;
     }
     return server;
+  }
+
+  /**
+   * Writes the configuration again with `extraConfig` in place of what `start` was given, and has
+   * the running server reload it (SIGHUP): users and their permissions change for the clients
+   * already connected, without a restart.
+   */
+  async reconfigure(extraConfig: string): Promise<void> {
+    const current = this.current;
+    if (!(current instanceof ManagedProcess))
+      throw new Error('reconfigure: the server runs as a process only');
+    await writeFile(this.configFile, [...this.baseConfig, extraConfig].join('\n'));
+    current.kill('SIGHUP');
   }
 
   get running(): boolean {

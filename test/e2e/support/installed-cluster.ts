@@ -70,30 +70,41 @@ export function useInstalledCluster(
   });
   return {
     async start(): Promise<InstalledCluster> {
-      const cluster = await startLocalCluster({ log: opts.log, natsCluster: opts.natsCluster ?? false });
-      const admin = cluster.kubeConfigFor('admin');
-      await installSwitchyard({
-        admin,
-        natsUrl: cluster.natsUrl,
-        natsCaFile: cluster.natsCaFile,
-        natsCredentialsDir: cluster.natsCredentialsDir,
-        ...(opts.natsCluster ? { streamReplicas: 3 as const } : {}),
-        log: opts.log,
-      });
-      // Reconnects for as long as it takes: the chaos suite kills and freezes nats-server.
-      nc = await connect({
-        ...natsConnectOptions(cluster),
-        name: `${name}-witness`,
-        maxReconnectAttempts: -1,
-      });
-      const witness = new HandoverWitness({
-        namespace: SWITCHYARD_NAMESPACE,
-        instances: opts.instances,
-        log: opts.log,
-      });
-      await witness.start(jetstream(nc));
-      installed = { cluster, admin, witness };
+      ({ installed, nc } = await startInstalledCluster(name, opts));
       return installed;
     },
   };
+}
+
+/**
+ * A local cluster of its own, Switchyard installed from deploy/, and a HandoverWitness following
+ * its bus (reconnecting for as long as it takes: the chaos suite kills and freezes nats-server).
+ * The caller stops the witness, closes `nc` and stops the cluster.
+ */
+export async function startInstalledCluster(
+  name: string,
+  opts: { instances: readonly string[]; log: Logger; natsCluster?: boolean },
+): Promise<{ installed: InstalledCluster; nc: NatsConnection }> {
+  const cluster = await startLocalCluster({ log: opts.log, natsCluster: opts.natsCluster ?? false });
+  const admin = cluster.kubeConfigFor('admin');
+  await installSwitchyard({
+    admin,
+    natsUrl: cluster.natsUrl,
+    natsCaFile: cluster.natsCaFile,
+    natsCredentialsDir: cluster.natsCredentialsDir,
+    ...(opts.natsCluster ? { streamReplicas: 3 as const } : {}),
+    log: opts.log,
+  });
+  const nc = await connect({
+    ...natsConnectOptions(cluster),
+    name: `${name}-witness`,
+    maxReconnectAttempts: -1,
+  });
+  const witness = new HandoverWitness({
+    namespace: SWITCHYARD_NAMESPACE,
+    instances: opts.instances,
+    log: opts.log,
+  });
+  await witness.start(jetstream(nc));
+  return { installed: { cluster, admin, witness }, nc };
 }
