@@ -29,6 +29,7 @@ import {
   createTwoVersionTarget,
   handoverReady,
   isServedBy,
+  readyReplicasOf,
   request,
   SERVED_FIELD,
   servingInstances,
@@ -270,9 +271,10 @@ class Demo {
     while (pending.size > 0) {
       if (Date.now() > deadline)
         throw new Error(`moves not done within ${MOVE_TIMEOUT_MS / 1000} s: ${[...pending].join(', ')}`);
-      const [statuses, serving] = await Promise.all([
+      const [statuses, serving, newcomerReady] = await Promise.all([
         configStatuses(admin),
         servingInstances(admin, INSTANCES),
+        readyReplicasOf(admin, NEWCOMER),
       ]);
       for (const target of expected) {
         const status = statuses.get(target.config);
@@ -289,7 +291,7 @@ class Demo {
           `  ✓ ${target.plural.padEnd(10)} ${entry.from} → ${NEWCOMER}   HandoverReady=True (${entry.reason}) after ${(entry.ms / 1000).toFixed(1)} s`,
         );
       }
-      const waiting = [...pending].map((c) => `${c} (${moveState(statuses.get(c))})`);
+      const waiting = [...pending].map((c) => `${c} (${moveState(statuses.get(c), newcomerReady)})`);
       const line = `  moves ${moved.length}/${expected.length} done${waiting.length ? ` · waiting: ${waiting.slice(0, 4).join(', ')}${waiting.length > 4 ? ', …' : ''}` : ''} · ${this.loadLine()}`;
       if (line !== lastLine && pending.size > 0) say(line);
       lastLine = line;
@@ -413,8 +415,9 @@ interface Moved {
 }
 
 /** Where a move to the newcomer stands: its HandoverReady reason once the handover is about it. */
-function moveState(status: ConfigStatus | undefined): string {
-  if (status?.assignedWebhookServer !== NEWCOMER) return 'not assigned yet';
+function moveState(status: ConfigStatus | undefined, newcomerReady: number): string {
+  if (status?.assignedWebhookServer !== NEWCOMER)
+    return newcomerReady === 0 ? `held until ${NEWCOMER} has a ready replica` : 'not assigned yet';
   if (status.handoverDestination !== NEWCOMER) return 'assigned';
   return handoverReady(status)?.reason ?? 'assigned';
 }

@@ -247,6 +247,12 @@ export async function servingInstances(
   );
 }
 
+/** The instance's `status.readyReplicas` as the apiserver has it; 0 when absent. */
+export async function readyReplicasOf(kc: KubeConfig, instance: string): Promise<number> {
+  const answer = await request(kc, HttpMethod.GET, `${INSTANCES}/${instance}`);
+  return (answer.body as { status?: { readyReplicas?: number } }).status?.readyReplicas ?? 0;
+}
+
 /** HandoverReady of a config's status, if any. */
 export function handoverReady(status: ConfigStatus | undefined) {
   return status?.conditions?.find((c) => c.type === 'HandoverReady');
