@@ -34,6 +34,13 @@ export function webhookServiceName(instance: string): string {
   return `${instance}${SERVICE_SUFFIX}`;
 }
 
+/** The instance whose Service is named `service`, if it is one of ours (`webhookServiceName`'s inverse). */
+export function instanceOfService(service: string | undefined): string | undefined {
+  return service?.endsWith(SERVICE_SUFFIX)
+    ? service.slice(0, -SERVICE_SUFFIX.length) || undefined
+    : undefined;
+}
+
 // A Service name is a DNS label of at most 63 characters, and it is the instance name plus
 // the suffix above.
 export const MAX_INSTANCE_NAME_LENGTH = 63 - SERVICE_SUFFIX.length;

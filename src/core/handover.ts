@@ -26,8 +26,10 @@
 //
 // The decision is pure and takes time as `nowMs`. What it must remember between looks (when
 // this wait began, since when B has been silent) is `HandoverProgress`: the handler stores it
-// in the config's `status.handover` and passes it back, so any replica resumes the same clocks
-// after a restart. `recheckAtMs` says when time alone can change the answer (grace end, stall
+// in the config's `status.handover` with the condition it writes, and passes it back, so any
+// replica resumes the same clocks after a restart. A young wait is not written
+// (core/handover-status.ts); it resumes from assign's AssignmentChanged, and the confirmation
+// counts from the replicas' record times (`stableSinceMs`), which every replica reads alike. `recheckAtMs` says when time alone can change the answer (grace end, stall
 // threshold, a Lease expiring), for a durable delayed re-check; events do the rest.
 import { createHash } from 'node:crypto';
 import type { ConditionStatus } from '../api/conditions.ts';

@@ -3,7 +3,7 @@
 // names, the destination's replicas and what each reports, and the gate's decision now. Read
 // from a view of the bus with the same functions the handlers decide with (`resolveIn`,
 // `handoverOnView`), so `switchyard explain` says what the handlers would do.
-import { SERVICE_SUFFIX } from '../api/constants.ts';
+import { instanceOfService } from '../api/constants.ts';
 import { conversionConfigSchema, targetNameOf } from '../api/conversion-config.ts';
 import { TARGET_OF_CONFIG } from '../api/resources.ts';
 import { webhookServerSchema } from '../api/webhook-server.ts';
@@ -47,10 +47,6 @@ export interface TargetExplanation {
 export function explainableTargets(view: HandoverView): string[] {
   const configs = parsedList(view, CONFIG_VIEW_KINDS, conversionConfigSchema);
   return [...new Set(configs.map(targetNameOf))].sort();
-}
-
-function instanceOfService(service: string | undefined): string | undefined {
-  return service?.endsWith(SERVICE_SUFFIX) ? service.slice(0, -SERVICE_SUFFIX.length) : undefined;
 }
 
 /** The explanation, or undefined when no config converts the target. */

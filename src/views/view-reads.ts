@@ -155,6 +155,20 @@ interface SliceEndpoint {
 }
 
 /**
+ * The ready Pods one EndpointSlice lists: endpoints whose `conditions.ready` is not false (an
+ * unset one counts as ready, as the EndpointSlice API asks consumers to read it: a Pod counted
+ * ready must report, so that errs toward waiting) with a Pod as their target. One rule for the
+ * gate's read and for the trigger that releases held moves.
+ */
+export function readyPodsOfSlice(slice: RecordedObject | undefined): string[] {
+  const pods: string[] = [];
+  for (const e of (slice as { endpoints?: SliceEndpoint[] } | undefined)?.endpoints ?? [])
+    if (e.conditions?.ready !== false && e.targetRef?.kind === 'Pod' && e.targetRef.name)
+      pods.push(e.targetRef.name);
+  return pods;
+}
+
+/**
  * The ready Pods of an instance's Service: the union over its EndpointSlices of endpoints whose
  * `conditions.ready` is not false, by Pod name. An unset `ready` counts as ready, as the
  * EndpointSlice API asks consumers to read it: a Pod counted ready must report, so that errs
@@ -166,10 +180,7 @@ export function readReadyPods(view: ViewReads, instance: string, namespace: stri
   for (const slice of view.list('endpointslice')) {
     if (metaOf(slice).namespace !== namespace || metaOf(slice).labels?.[SERVICE_NAME_LABEL] !== service)
       continue;
-    for (const e of (slice as { endpoints?: SliceEndpoint[] }).endpoints ?? []) {
-      if (e.conditions?.ready === false || e.targetRef?.kind !== 'Pod' || !e.targetRef.name) continue;
-      pods.add(e.targetRef.name);
-    }
+    for (const pod of readyPodsOfSlice(slice)) pods.add(pod);
   }
   return [...pods];
 }

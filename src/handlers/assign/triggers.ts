@@ -21,7 +21,7 @@
 // * Without a previous record (a creation, or history aged out) the object counts as absent
 //   before: the superset is woken, which costs a few no-op reconciles and never misses one.
 
-import { SERVICE_NAME_LABEL } from '../../api/constants.ts';
+import { instanceOfService, SERVICE_NAME_LABEL } from '../../api/constants.ts';
 import type { RecordedObject } from '../../bus/messages.ts';
 import {
   assignSubjects,
@@ -30,7 +30,7 @@ import {
   isPoolMember,
   type Resolution,
 } from '../../core/assignment.ts';
-import { instanceOfService } from '../lease-aggregate/triggers.ts';
+import { readyPodsOfSlice } from '../../views/view-reads.ts';
 import { formatWorkKey, type ObjectWorkKey } from '../work-keys.ts';
 import { type AssignWorld, configSubjectOf, INSTANCE_KIND, instanceOf, isConfigKind } from './world.ts';
 
@@ -60,26 +60,15 @@ export function assignTriggers(
   return NOTHING;
 }
 
-interface LooseSlice {
-  metadata?: { labels?: Record<string, string> };
-  endpoints?: { conditions?: { ready?: boolean }; targetRef?: { kind?: string; name?: string } }[];
-}
-
-/** Whether the slice lists a ready Pod, as the gate counts them (`readReadyPods`). */
-function hasReadyPod(slice: RecordedObject | undefined): boolean {
-  return ((slice as LooseSlice | undefined)?.endpoints ?? []).some(
-    (e) => e.conditions?.ready !== false && e.targetRef?.kind === 'Pod' && Boolean(e.targetRef.name),
-  );
-}
-
 function readinessTriggers(
   change: RecordedChange,
   previous: RecordedObject | undefined,
   world: AssignWorld,
 ): AssignTriggers {
   const after = change.op === 'upsert' ? change.object : undefined;
-  if (hasReadyPod(previous) || !hasReadyPod(after)) return NOTHING;
-  const instance = instanceOfService((after as LooseSlice).metadata?.labels?.[SERVICE_NAME_LABEL]);
+  if (readyPodsOfSlice(previous).length > 0 || readyPodsOfSlice(after).length === 0) return NOTHING;
+  const labels = (after as { metadata: { labels?: Record<string, string> } }).metadata.labels;
+  const instance = instanceOfService(labels?.[SERVICE_NAME_LABEL]);
   if (instance === undefined || !world.instances.some((i) => i.metadata.name === instance)) return NOTHING;
   const resolved = assignSubjects(world.configs, fleetOf(world.instances));
   const paced = world.configs.filter((c) => {

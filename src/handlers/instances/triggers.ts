@@ -12,11 +12,11 @@
 //   * While an instance is being deleted, any config or target change: the deletion decision
 //     reads them all, and a finalizer must go once the last dependent moves away, with no one
 //     touching the instance.
-import { WEBHOOK_SERVER_LABEL } from '../../api/constants.ts';
+import { instanceOfService, WEBHOOK_SERVER_LABEL } from '../../api/constants.ts';
 import { isTargetViewKind } from '../../api/resources.ts';
 import type { RecordedObject } from '../../bus/messages.ts';
 import { isConfigKind } from '../assign/world.ts';
-import { instanceOfService, type RecordedChange } from '../lease-aggregate/triggers.ts';
+import type { RecordedChange } from '../lease-aggregate/triggers.ts';
 
 type Loose = {
   metadata?: { name?: string; labels?: Record<string, string> };

@@ -8,7 +8,7 @@
 // and the targets naming its Service. Each trigger names the instances before and after the
 // change, so a Lease relabelled, a slice moved or a config reassigned wakes both sides. Loose on
 // purpose: a woken instance whose aggregate did not change writes nothing.
-import { SERVICE_NAME_LABEL, WEBHOOK_SERVER_LABEL, webhookServiceName } from '../../api/constants.ts';
+import { instanceOfService, SERVICE_NAME_LABEL, WEBHOOK_SERVER_LABEL } from '../../api/constants.ts';
 import type { RecordedObject } from '../../bus/messages.ts';
 
 export interface RecordedChange {
@@ -16,8 +16,6 @@ export interface RecordedChange {
   op: 'upsert' | 'delete';
   object: RecordedObject;
 }
-
-const SERVICE_SUFFIX = webhookServiceName('');
 
 type Loose = {
   metadata?: { name?: string; labels?: Record<string, string> };
@@ -27,13 +25,6 @@ type Loose = {
   };
   status?: { assignedWebhookServer?: string };
 };
-
-/** The instance whose Service is named `service`, if it is one of ours. */
-export function instanceOfService(service: string | undefined): string | undefined {
-  return service?.endsWith(SERVICE_SUFFIX)
-    ? service.slice(0, -SERVICE_SUFFIX.length) || undefined
-    : undefined;
-}
 
 function instancesNamedBy(kind: string, object: Loose | undefined): (string | undefined)[] {
   if (!object) return [];
