@@ -145,7 +145,11 @@ describe('Pod faults', () => {
       'a replacement Pod',
       async () => {
         const pods = await podsMatching(admin, NAMESPACE, 'app=idle');
-        return pods.length === 1 && pods[0]?.name !== pod.name ? pods[0] : undefined;
+        if (pods.length === 1 && pods[0]?.name !== pod.name) return pods[0];
+        // Said on a timeout: what the ReplicaSet controller had done by then.
+        const sets = await admin.makeApiClient(AppsV1Api).listNamespacedReplicaSet({ namespace: NAMESPACE });
+        const status = sets.items.map((rs) => rs.status);
+        throw new Error(`Pods ${JSON.stringify(pods)}, ReplicaSet status ${JSON.stringify(status)}`);
       },
       // The ReplicaSet's resync under a loaded machine: a clean-clone CI run saw more than 20 s.
       { timeoutMs: 60_000 },

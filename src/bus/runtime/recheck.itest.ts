@@ -174,6 +174,8 @@ describe('durable re-check', () => {
       await expect.poll(() => runs.length, { timeout: 10_000 }).toBe(1);
       await trigger(other);
       await expect.poll(() => dlqCount('stuck'), { timeout: 30_000 }).toBe(1);
+      // The dead letter is stored before the original is acked and counted.
+      await expect.poll(() => runtime.counters().deadLettered, { timeout: 5_000 }).toBe(1);
       // Under naks, the other key ran only after all three failed attempts (max_ack_pending 1).
       expect(runs.map((r) => r.key)).toEqual(['stuck', other, 'stuck', 'stuck']);
       expect(

@@ -123,6 +123,8 @@ describe('handler runtime', () => {
         const ci = await jsm.consumers.info(STREAM, 'poison');
         return ci.num_pending + ci.num_ack_pending === 0 ? true : undefined;
       });
+      // The runtime counts a dead letter once its ack is confirmed, a moment after the server applied it.
+      await expect.poll(() => runtime.counters().deadLettered, { timeout: 5_000 }).toBe(3);
       expect(runtime.counters()).toMatchObject({ processed: 30, deadLettered: 3, invalid: 2, retried: 3 });
     } finally {
       await runtime.stop();
