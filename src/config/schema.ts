@@ -316,7 +316,7 @@ const webhook = z
       .describe(
         'How long a webhook-server replica keeps a plan after a current view first showed that the target no ' +
           'longer names this instance and is assigned elsewhere, in seconds, per replica. The target leaves the ' +
-          'replica’s Lease at once; the plan is dropped only once that evidence, the Lease’s silence about the ' +
+          'replica’s Lease within 5 s (a set that only shrank waits at most that long for more); the plan is dropped only once that evidence, the Lease’s silence about the ' +
           'target and the last review it served are each this old, and never while the view is behind the bus. ' +
           'The apiserver keeps calling the old Service for a moment after a repoint: requests already sent, and the ' +
           'old storage of the resource converting events for open watches until it is torn down. Cover the longest ' +

@@ -266,6 +266,11 @@ function checksum(form: string, header: Uint8Array, payload: Uint8Array): Uint8A
     .subarray(0, CHECKSUM_BYTES);
 }
 
+/** Whether an encoded value is in the names form: self-contained, read alike whatever the reader's expected set. */
+export function isNamesForm(value: string): boolean {
+  return value.startsWith(`${FORMAT_VERSION}.${FORM_NAMES}.`);
+}
+
 /** Whether an encoded value is the truncation marker (the replica's set did not fit). */
 export function isTruncationMarker(value: string): boolean {
   return value.startsWith(`${FORMAT_VERSION}.${FORM_TRUNCATED}.`);

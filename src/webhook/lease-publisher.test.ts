@@ -25,13 +25,14 @@ import {
   retryAfterFailure,
   type ServedLease,
   servedLeaseBody,
+  shrinkOnly,
 } from './lease-publisher.ts';
 
 const POD = { name: 'alpha-webhook-server-7d9f-x2', uid: '5b0c2f9e-0000-4000-8000-000000000001' };
 const WALL_START = Date.UTC(2025, 0, 2, 3, 4, 5, 678);
 
 describe('nextLeaseWrite: what to write now', () => {
-  const written = { value: 'v2.n.A', resourceVersion: '7', renewedAtMs: 1_000 };
+  const written = { value: 'v2.n.A', resourceVersion: '7', renewedAtMs: 1_000, publishedAtMs: 1_000 };
   const state = (over: Partial<LeaseWriteState>): LeaseWriteState => ({
     desired: 'v2.n.A',
     written,
@@ -68,6 +69,50 @@ describe('nextLeaseWrite: what to write now', () => {
   it('while withdrawing: publishes the empty set if the Lease does not hold it, then is done (no renewals)', () => {
     expect(nextLeaseWrite(state({ withdrawing: true, desired: 'v2.n.EMPTY' }))).toEqual({ kind: 'publish' });
     expect(nextLeaseWrite(state({ withdrawing: true, nowMs: 500_000 }))).toEqual({ kind: 'done' });
+  });
+
+  it('a held shrink waits for its window, or for the heartbeat if that comes first, and then publishes', () => {
+    const held = (over: Partial<LeaseWriteState>) =>
+      nextLeaseWrite(state({ desired: 'v2.n.B', shrinkHeldUntilMs: 6_000, ...over }));
+    expect(held({})).toEqual({ kind: 'wait', ms: 4_000 });
+    expect(held({ nowMs: 6_000 })).toEqual({ kind: 'publish' });
+    expect(held({ shrinkHeldUntilMs: 40_000, nowMs: 30_000 })).toEqual({ kind: 'wait', ms: 1_000 });
+    expect(held({ shrinkHeldUntilMs: 40_000, nowMs: 31_000 }), 'the heartbeat publishes it').toEqual({
+      kind: 'publish',
+    });
+    expect(held({ withdrawing: true }), 'a withdrawal never waits').toEqual({ kind: 'publish' });
+  });
+});
+
+describe('shrinkOnly: the one change whose publish may wait', () => {
+  const names = (...n: string[]) => ({
+    served: new Set(n),
+    viewBehind: false,
+    value: encodeServedSet(n, expectedSetOf(n)),
+  });
+
+  it('holds a names-form set that only lost names', () => {
+    expect(shrinkOnly(names('a.x.io', 'b.x.io'), names('a.x.io'))).toBe(true);
+    expect(shrinkOnly(names('a.x.io'), names())).toBe(true);
+  });
+
+  it('publishes at once anything added, an unchanged size, and "view behind" either way', () => {
+    expect(shrinkOnly(names('a.x.io'), names('a.x.io', 'b.x.io'))).toBe(false);
+    expect(shrinkOnly(names('a.x.io', 'b.x.io'), names('a.x.io', 'c.x.io'))).toBe(false);
+    expect(shrinkOnly(names('a.x.io', 'b.x.io'), { ...names('a.x.io'), viewBehind: true })).toBe(false);
+    expect(shrinkOnly({ ...names('a.x.io', 'b.x.io'), viewBehind: true }, names('a.x.io'))).toBe(false);
+  });
+
+  it('publishes the digest form at once: a reader decodes it against the expected set of now', () => {
+    const many = Array.from({ length: 1_500 }, (_, i) => `t${i}.x.io`);
+    const expected = expectedSetOf(many);
+    const digest = (n: string[]) => ({
+      served: new Set(n),
+      viewBehind: false,
+      value: encodeServedSet(n, expected),
+    });
+    expect(digest(many).value).not.toMatch(/^v2\.n\./);
+    expect(shrinkOnly(digest(many), digest(many.slice(1)))).toBe(false);
   });
 });
 
@@ -389,6 +434,55 @@ describe('LeasePublisher', () => {
     ]);
     expect(api.maxInFlight).toBe(1);
     await publisher.stop();
+  });
+
+  it('a shrink right after a publish waits out the window with whatever else shrank, unsettled meanwhile; an addition goes at once', async () => {
+    const { api, clock, publisher } = setup();
+    publisher.publish(['a.x.io', 'b.x.io', 'c.x.io'], EXPECTED);
+    await clock.advance(10_000);
+    publisher.publish(['a.x.io', 'b.x.io'], EXPECTED);
+    await settle();
+    expect(api.applies(), 'the first shrink after a quiet window goes at once').toHaveLength(2);
+
+    publisher.publish(['a.x.io'], EXPECTED);
+    await clock.advance(1_000);
+    publisher.publish([], EXPECTED);
+    await clock.advance(3_999);
+    expect(api.applies(), 'shrinks within 5 s of the last publish wait').toHaveLength(2);
+    expect(decoded(api.stored), 'the Lease still reports what the replica still holds').toEqual([
+      'a.x.io',
+      'b.x.io',
+    ]);
+    expect(publisher.settled(), 'not settled: a plan leaving the report must not drain yet').toBe(false);
+    await clock.advance(1);
+    expect(api.applies(), 'one write for both shrinks, at the end of the window').toHaveLength(3);
+    expect(decoded(api.stored)).toEqual([]);
+    expect(publisher.settled()).toBe(true);
+
+    await clock.advance(100);
+    publisher.publish(['c.x.io'], EXPECTED);
+    await settle();
+    expect(api.applies(), 'an addition is never held').toHaveLength(4);
+    publisher.publish([], EXPECTED);
+    await clock.advance(100);
+    expect(api.applies()).toHaveLength(4);
+    publisher.publish(['b.x.io'], EXPECTED);
+    await settle();
+    expect(api.applies(), 'an addition ends a held shrink: the latest set goes at once').toHaveLength(5);
+    expect(decoded(api.stored)).toEqual(['b.x.io']);
+    await publisher.stop();
+  });
+
+  it('withdraw does not wait for a held shrink', async () => {
+    const { api, clock, publisher } = setup();
+    publisher.publish(['a.x.io', 'b.x.io'], EXPECTED);
+    await settle();
+    publisher.publish(['a.x.io'], EXPECTED);
+    await clock.advance(100);
+    expect(api.applies()).toHaveLength(1);
+    expect(await publisher.withdraw()).toBe(true);
+    expect(api.applies()).toHaveLength(2);
+    expect(decoded(api.stored)).toEqual([]);
   });
 
   it('a renewal refused with 409 (someone else wrote the Lease) is followed by a whole apply that restores it', async () => {

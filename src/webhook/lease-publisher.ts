@@ -23,6 +23,17 @@
 // loop, not per change. One loop per Lease is the only writer, so two writes of the same Lease
 // are never in flight together.
 //
+// One exception to "at once": a set that only shrank, in the self-contained names form, within
+// `shrinkCoalesceMs` (5 s) of the last publish waits for the end of that window, and goes with
+// whatever else shrank meanwhile (`shrinkOnly`). Nothing waits for a shrink: a replica keeps
+// the plan of a target that left until its Lease stops reporting it (plans.ts), so the longer
+// report is still true, and the gate of a move waits for a destination's *additions*, which go
+// at once. In a rebalance every repoint shrinks each source replica's set; published one by
+// one, that was one Lease write per replica per move (issue 32). The first shrink after a quiet
+// window goes at once, so a single move is reported as fast as before. The digest form is not
+// held: a reader decodes it against the expected set it computes now, and a report encoded
+// against an older one reads as "cannot tell" for the bucket that changed.
+//
 // Failures are retried with the project's backoff (runtime/backoff.ts): 409 and 404 quickly (the
 // next write is an apply that cures them), anything else from 1 s doubling to 10 s — capped well
 // below the Lease's duration, so that a recovered apiserver sees a renewal before readers give
@@ -45,6 +56,7 @@ import {
   type ExpectedSet,
   encodeServedSet,
   expectedSetOf,
+  isNamesForm,
   isTruncationMarker,
   viewBehindMarker,
 } from '../core/served-set-codec.ts';
@@ -66,6 +78,12 @@ export const LEASE_DURATION_HEARTBEATS = 3;
  * always lands well inside even a short lease duration.
  */
 export const DEFAULT_WRITE_BACKOFF: BackoffPolicy = { baseMs: 1_000, maxMs: 10_000 };
+/**
+ * How long after a publish a set that only shrank may wait (see the header): in a rebalance,
+ * each source replica writes its Lease about once per window instead of once per move; a
+ * target that left stays reported, and its plan held, that much longer.
+ */
+export const DEFAULT_SHRINK_COALESCE_MS = 5_000;
 /** How long `withdraw` tries to publish the empty set by default: inside the Pod's termination grace. */
 export const DEFAULT_WITHDRAW_TIMEOUT_MS = 10_000;
 
@@ -146,6 +164,8 @@ export interface WrittenLease {
   resourceVersion: string;
   /** Monotonic ms at which that write's renewTime was taken. */
   renewedAtMs: number;
+  /** Monotonic ms at which the value was last published (a renewal keeps it). */
+  publishedAtMs: number;
 }
 
 export interface LeaseWriteState {
@@ -158,6 +178,11 @@ export interface LeaseWriteState {
   renewEveryMs: number;
   /** `withdraw` was called: once the desired (empty) set is written, stop. */
   withdrawing: boolean;
+  /**
+   * Set when the desired set only shrank (`shrinkOnly`): the publish may wait until then
+   * (monotonic ms), or until a heartbeat is due, whichever comes first.
+   */
+  shrinkHeldUntilMs?: number | undefined;
 }
 
 export type LeaseWrite =
@@ -172,11 +197,37 @@ export type LeaseWrite =
 
 export function nextLeaseWrite(state: LeaseWriteState): LeaseWrite {
   const { written } = state;
-  if (written === undefined || written.value !== state.desired || written.resourceVersion === '')
-    return { kind: 'publish' };
-  if (state.withdrawing) return { kind: 'done' };
+  if (written === undefined || written.resourceVersion === '') return { kind: 'publish' };
   const dueInMs = written.renewedAtMs + state.renewEveryMs - state.nowMs;
+  if (written.value !== state.desired) {
+    const heldForMs = (state.shrinkHeldUntilMs ?? state.nowMs) - state.nowMs;
+    // A heartbeat due meanwhile publishes instead: one write either way.
+    if (state.withdrawing || heldForMs <= 0 || dueInMs <= 0) return { kind: 'publish' };
+    return { kind: 'wait', ms: Math.min(heldForMs, dueInMs) };
+  }
+  if (state.withdrawing) return { kind: 'done' };
   return dueInMs <= 0 ? { kind: 'renew' } : { kind: 'wait', ms: dueInMs };
+}
+
+/** What a publish needs to know of the set it replaces: its input, as `publish` was given it. */
+export interface ServedInput {
+  served: ReadonlySet<string>;
+  viewBehind: boolean;
+  /** The encoded value. */
+  value: string;
+}
+
+/**
+ * Whether `next` only takes names out of `previous`, both in the self-contained names form: the
+ * one change whose publish may wait (see the header). Anything added, a change of form, and
+ * "view behind" either way is published at once.
+ */
+export function shrinkOnly(previous: ServedInput, next: ServedInput): boolean {
+  if (previous.viewBehind || next.viewBehind) return false;
+  if (!isNamesForm(previous.value) || !isNamesForm(next.value)) return false;
+  if (next.served.size >= previous.served.size) return false;
+  for (const name of next.served) if (!previous.served.has(name)) return false;
+  return true;
 }
 
 export type WriteFailureKind = 'conflict' | 'not-found' | 'error';
@@ -228,6 +279,8 @@ export interface LeasePublisherOptions {
   budgetBytes?: number;
   /** Jitter source of the backoff (tests pin it). */
   random?: () => number;
+  /** How long after a publish a set that only shrank may wait for more (default 5 s; 0: never). */
+  shrinkCoalesceMs?: number;
 }
 
 interface Resolved {
@@ -241,6 +294,7 @@ interface Resolved {
   backoff: BackoffPolicy;
   budgetBytes: number | undefined;
   random: () => number;
+  shrinkCoalesceMs: number;
 }
 
 /** Defaults and checks, once: a misconfiguration fails at start, not on the first heartbeat. */
@@ -272,6 +326,7 @@ export function resolveLeasePublisherOptions(options: LeasePublisherOptions): Re
     backoff: options.backoff ?? DEFAULT_WRITE_BACKOFF,
     budgetBytes: options.budgetBytes,
     random: options.random ?? Math.random,
+    shrinkCoalesceMs: options.shrinkCoalesceMs ?? DEFAULT_SHRINK_COALESCE_MS,
   };
 }
 
@@ -316,6 +371,8 @@ export class LeasePublisher {
   private input: Input | undefined;
   private encoded: { version: number; value: string } | undefined;
   private written: WrittenLease | undefined;
+  /** The input the last publish wrote, with its value: what a shrink is measured against. */
+  private writtenInput: ServedInput | undefined;
   /** Input version whose encoding the Lease is known to hold. */
   private publishedVersion = -1;
   private readonly waiters: Array<{ version: number; resolve: (ok: boolean) => void }> = [];
@@ -494,8 +551,10 @@ export class LeasePublisher {
         nowMs: this.o.clock.monotonic(),
         renewEveryMs: this.o.renewEveryMs,
         withdrawing: this.withdrawing,
+        shrinkHeldUntilMs: this.shrinkHeldUntilMs(input, desired),
       });
-      if (action.kind !== 'publish') this.markPublished(input.version);
+      // A held shrink is not on the Lease yet: settled() stays false, so no plan drains meanwhile.
+      if (action.kind !== 'publish' && this.written?.value === desired) this.markPublished(input.version);
       if (action.kind === 'done') {
         this.log.info('withdrawn: the Lease holds the empty set and is no longer renewed');
         return 'done';
@@ -516,6 +575,15 @@ export class LeasePublisher {
         await this.backOff(err, action.kind, skipDelay);
       }
     }
+  }
+
+  private shrinkHeldUntilMs(input: Input, value: string): number | undefined {
+    const previous = this.writtenInput;
+    if (this.written === undefined || previous === undefined || this.o.shrinkCoalesceMs <= 0)
+      return undefined;
+    if (!shrinkOnly(previous, { served: input.served, viewBehind: input.viewBehind, value }))
+      return undefined;
+    return this.written.publishedAtMs + this.o.shrinkCoalesceMs;
   }
 
   private encode(input: Input): string {
@@ -544,7 +612,13 @@ export class LeasePublisher {
     });
     const stored = await this.o.writer.apply(KINDS.lease, body, { signal: this.halt.signal });
     const first = this.counters.publishes === 0;
-    this.written = { value, resourceVersion: stored.metadata?.resourceVersion ?? '', renewedAtMs };
+    this.written = {
+      value,
+      resourceVersion: stored.metadata?.resourceVersion ?? '',
+      renewedAtMs,
+      publishedAtMs: renewedAtMs,
+    };
+    this.writtenInput = { served: input.served, viewBehind: input.viewBehind, value };
     const truncated = isTruncationMarker(value);
     Object.assign(this.counters, {
       publishes: this.counters.publishes + 1,
