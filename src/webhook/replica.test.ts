@@ -109,7 +109,7 @@ async function started(replica: Replica): Promise<void> {
   await replica.whenCompiled();
 }
 
-function replicaOf(view: ReplicaView, drainMs = 0, clock?: Clock) {
+function replicaOf(view: ReplicaView, drainMs = 0, clock?: Clock, syncIntervalMs = 0) {
   const published: { served: string[]; expected: ExpectedSet; viewBehind: boolean }[] = [];
   const metrics = new WebhookMetrics();
   const replica = new Replica({
@@ -125,6 +125,8 @@ function replicaOf(view: ReplicaView, drainMs = 0, clock?: Clock) {
     metrics,
     log: pino({ level: 'silent' }),
     drainMs,
+    // Each sync at once, so a test sees each change's effect after one turn of the event loop.
+    syncIntervalMs,
     ...(clock && { clock }),
   });
   return { replica, published, metrics };
@@ -238,6 +240,28 @@ describe('a webhook-server replica', () => {
     await settle();
     await settle();
     expect(published, 'a status write changes nothing it publishes').toHaveLength(2);
+  });
+
+  it('syncs at most once an interval: changes within it make one sync at its end, and one publish', async () => {
+    const { view, put } = mutableView();
+    put('webhookserver', instance('a'));
+    for (const target of ['gizmos.x.io', 'widgets.x.io', 'sprockets.x.io']) put('crd', crd(target));
+    put('crdconfig', config('g', 'gizmos.x.io', 'a'));
+    const { replica, published } = replicaOf(view, 0, undefined, 100);
+    await started(replica);
+    expect(published.map((p) => p.served)).toEqual([['gizmos.x.io']]);
+    put('crdconfig', config('w', 'widgets.x.io', 'a'));
+    await settle();
+    put('crdconfig', config('s', 'sprockets.x.io', 'a'));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(published, 'no sync yet: the last was less than 100 ms ago').toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    await replica.whenCompiled();
+    expect(
+      published.map((p) => p.served),
+      'both changes in one sync and one publish',
+    ).toEqual([['gizmos.x.io'], ['gizmos.x.io', 'sprockets.x.io', 'widgets.x.io']]);
+    replica.stop();
   });
 
   it('reads a config and its target whole from the bus only to compile them: a status write or a repoint compiles nothing', async () => {
