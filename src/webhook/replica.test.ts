@@ -372,7 +372,7 @@ describe('a webhook-server replica', () => {
     // Marked Invalid by config-status: no longer expected anywhere, though this replica's
     // compile still holds it; readers decode against the new expectation.
     put('crdconfig', config('o', 'other.x.io', 'a', { phase: 'Invalid' }));
-    await settle();
+    await expect.poll(() => published.length).toBeGreaterThan(1);
     expect(published.map((p) => p.served)).toEqual([
       ['gizmos.x.io', 'other.x.io'],
       ['gizmos.x.io', 'other.x.io'],
