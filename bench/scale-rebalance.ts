@@ -25,6 +25,7 @@ import { pino } from 'pino';
 import { defaultConfig } from '../src/config/schema.ts';
 import { patchInstance } from '../src/scenario/fleet.ts';
 import { startInstalledCluster } from '../test/e2e/support/installed-cluster.ts';
+import { describeCpu } from '../test/e2e/support/process-cpu.ts';
 import {
   bareRepoints,
   bareStart,
@@ -83,6 +84,7 @@ try {
       `run ${run}: apiserver writes until the last repoint:\n${writesByWriter(r.writes, r.expected.length)}`,
     );
     say(`run ${run}: second by second:\n${perSecond(r)}`);
+    say(`run ${run}: CPU by component during the rebalance:\n${describeCpu(r.cpu, r.cpuWindowMs)}`);
     await scaleHandover(installed.admin, 0);
     const bareRepointsMs = await bareRepoints(
       installed.admin,

@@ -4,6 +4,7 @@ import { defaultConfig } from '../../src/config/schema.ts';
 import { configStatuses, handoverReady } from '../../src/scenario/fleet.ts';
 import type { InstalledCluster } from './support/installed-cluster.ts';
 import { useInstalledCluster } from './support/installed-cluster.ts';
+import { describeCpu } from './support/process-cpu.ts';
 import {
   bareRepoints,
   createScaleFleet,
@@ -62,6 +63,7 @@ describe(`${TARGETS} targets over four instances, a fifth joins`, () => {
       `[scale-e2e] apiserver writes until the last repoint:\n${writesByWriter(r.writes, moved.length)}`,
     );
     console.log(`[scale-e2e] second by second:\n${perSecond(r)}`);
+    console.log(`[scale-e2e] CPU by component during the rebalance:\n${describeCpu(r.cpu, r.cpuWindowMs)}`);
 
     // The apiserver's own floor for the same moves on the same cluster: the handover stopped,
     // the moved targets pointed back where they were by bare patches, as many in flight as the

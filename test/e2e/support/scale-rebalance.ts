@@ -30,6 +30,7 @@ import {
 import { type AuditEvent, auditLogFromNow } from '../../support/audit-log.ts';
 import type { Repoint } from './handover-witness.ts';
 import type { InstalledCluster } from './installed-cluster.ts';
+import { type CpuSnapshot, cpuBetween, cpuSnapshot } from './process-cpu.ts';
 
 export const SCALE_GROUP = 'scale.switchyard.dev';
 export const SCALE_NAMESPACE = 'scale';
@@ -139,6 +140,9 @@ export interface Rebalance {
   writes: AuditEvent[];
   replicas: ReplicaTimes[];
   backlog: BacklogSample[];
+  /** CPU-seconds by component from the newcomer's creation until every predicted move was seen. */
+  cpu: [string, number][];
+  cpuWindowMs: number;
 }
 
 /** Creates `newcomer` in the pool (weight 1) and follows the rebalance to its last predicted repoint. */
@@ -159,6 +163,7 @@ export async function rebalanceOnto(
   const nc = await connect({ ...natsConnectOptions(cluster), name: 'scale-backlog' });
   const backlog = sampleBacklog(await jetstreamManager(nc));
   const startedAt = Date.now();
+  const cpuBefore: CpuSnapshot = cpuSnapshot(cluster);
   const seen = witness.repoints.length;
   await createInstance(admin, newcomer, { replicas: 2, sharding: { enabled: true, weight: 1 } });
   const moved = () =>
@@ -168,6 +173,8 @@ export async function rebalanceOnto(
     () => (new Set(moved().map((r) => r.target)).size === expected.length ? true : undefined),
     { timeoutMs: 600_000, intervalMs: 500 },
   );
+  const cpu = cpuBetween(cpuBefore, cpuSnapshot(cluster));
+  const cpuWindowMs = Date.now() - startedAt;
   const samples = await backlog.stop();
   await nc.close();
   const repoints = moved();
@@ -184,6 +191,8 @@ export async function rebalanceOnto(
     writes: events.filter((e) => WRITE_VERBS.includes(e.verb) && e.stage === 'ResponseComplete'),
     replicas: await replicaTimeline(cluster, newcomer, startedAt),
     backlog: samples,
+    cpu,
+    cpuWindowMs,
   };
 }
 
