@@ -1,9 +1,9 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import { pino } from 'pino';
 import { loadConfig } from '../config/load.ts';
 import { operatorNamespace } from '../handlers/operator-namespace.ts';
 import { createKubeClients } from '../kube/clients.ts';
 import { listenPort } from '../runtime/listen-port.ts';
+import { createLogger } from '../runtime/logger.ts';
 import { x509Issuer } from '../tls/x509-issuer.ts';
 import { apiserverReader } from './cluster-read.ts';
 import { CertificateKeeper, certificatePass } from './own-certificate.ts';
@@ -31,7 +31,7 @@ const CERTIFICATE_RETRY_MS = 5_000;
  */
 export async function runAdmission(argv: string[]): Promise<void> {
   const { config } = loadConfig({ argv });
-  const log = pino({ level: config.log.level, name: COMPONENT });
+  const log = createLogger(config.log, COMPONENT);
   const kc = new KubeConfig();
   kc.loadFromDefault();
   const clients = createKubeClients({ kubeConfig: kc, component: COMPONENT, kubernetes: config.kubernetes });

@@ -1,9 +1,9 @@
-import { pino } from 'pino';
 import { type Bus, connectBus } from '../bus/connect.ts';
 import type { ConcernPlan } from '../bus/stats.ts';
 import { topologyOptions } from '../bus/topology.ts';
 import { ConfigError, loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
+import { createLogger } from '../runtime/logger.ts';
 import { connectOperatorBus } from './operator-bus.ts';
 
 const USAGE =
@@ -98,7 +98,7 @@ export async function runBus(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const log = pino({ level: config.log.level, name: 'bus' });
+  const log = createLogger(config.log, 'bus');
   const { PACER_BUCKETS } = await import('../handlers/pacer-buckets.ts');
   let bus: Bus;
   try {

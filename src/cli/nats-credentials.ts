@@ -1,9 +1,9 @@
-import { pino } from 'pino';
 import { ensureNatsCredentials, NATS_CREDENTIALS_SECRET } from '../access/nats-credentials-secret.ts';
 import { ensureNatsServerCertificate, NATS_TLS_SECRET } from '../access/nats-server-certificate.ts';
 import { loadConfig } from '../config/load.ts';
 import { operatorNamespace } from '../handlers/operator-namespace.ts';
 import { workerClients } from '../handlers/run-handler.ts';
+import { createLogger } from '../runtime/logger.ts';
 
 /**
  * `switchyard nats-credentials [--server-certificate]`: makes sure the NATS credentials Secret
@@ -15,7 +15,7 @@ export async function runNatsCredentials(argv: string[]): Promise<void> {
   const { config, rest } = loadConfig({ argv });
   const unknown = rest.filter((a) => a !== '--server-certificate');
   if (unknown.length > 0) throw new Error(`nats-credentials: unknown arguments ${unknown.join(' ')}`);
-  const log = pino({ level: config.log.level, name: 'nats-credentials' });
+  const log = createLogger(config.log, 'nats-credentials');
   const clients = workerClients('nats-credentials', config);
   const namespace = operatorNamespace();
   try {

@@ -201,6 +201,13 @@ const log = z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
       .default('info')
       .describe('Log level of this process (pino levels).'),
+    format: z
+      .enum(['auto', 'json', 'pretty'])
+      .default('auto')
+      .describe(
+        'How log lines look: JSON lines (level names, ISO times) for a collector, pretty lines for a person; ' +
+          'auto is pretty when the log goes to a terminal, JSON otherwise (a Pod).',
+      ),
   })
   .strict();
 

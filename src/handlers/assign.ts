@@ -118,7 +118,7 @@ export class AssignHandler {
     const { record, subject, decision } = decided;
     await this.recordDecision(key, viewSeq, decidedAt, decision);
     if (decision.held) {
-      ctx.log.info({ config: subject.config, target: subject.target, held: decision.held }, 'move held');
+      ctx.log.info({ target: subject.target, held: decision.held }, 'move held');
       return;
     }
     if (decision.move) await this.announceMove(subject, decision.move, causeSeq);
@@ -126,10 +126,7 @@ export class AssignHandler {
     const readVersion = record.object.metadata.resourceVersion;
     if (decision.write.via === 'apply') await this.applyStatus(key, decision.write.status, readVersion, ctx);
     else await this.mergePatchStatus(key, decision.write.status, readVersion, ctx);
-    ctx.log.info(
-      { config: subject.config, target: subject.target, move: decision.move },
-      'assignment written',
-    );
+    ctx.log.info({ target: subject.target, move: decision.move }, 'assignment written');
   }
 
   private async reconcileInstance(key: ObjectWorkKey, ctx: HandlerContext): Promise<void> {
@@ -140,7 +137,7 @@ export class AssignHandler {
     const write = decideInstanceAssignment(status, targets);
     if (!write) return;
     await this.applyStatus(key, write, object.metadata.resourceVersion, ctx);
-    ctx.log.info({ instance: key.name, assigned: write.assignedTargetCount }, 'assigned targets written');
+    ctx.log.info({ assigned: write.assignedTargetCount }, 'assigned targets written');
     this.deps.events.record({
       regarding: {
         apiVersion: API_VERSION,
@@ -365,6 +362,7 @@ export async function startAssignWorker(opts: {
     schema: workItemSchema,
     handle: handler.handle,
     deadLetterSubject: `dlq.${ASSIGN_CONCERN}`,
+    keyLogFields: ASSIGN_WORK.logFieldsOf,
     log: opts.log,
     clock: opts.deps.clock,
   });

@@ -74,6 +74,8 @@ export interface ConcernWork<T extends WorkItem = WorkItem> {
   wakes(routed: RoutedChange): Wake[];
   /** Every key of the concern as the view holds it, for its resync rounds (resync.ts). */
   resyncKeys(view: Pick<ObjectView, 'list'>): string[];
+  /** The fields a log line about one key names it by: `target`, `config` or `instance`. */
+  logFieldsOf(key: string): Record<string, string>;
 }
 
 /**

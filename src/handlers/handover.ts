@@ -151,12 +151,12 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
       verdicts,
     });
     if (gate.kind === 'skip') {
-      ctx.log.debug({ target: item.key, why: gate.why }, 'nothing to hand over');
+      ctx.log.debug({ why: gate.why }, 'nothing to hand over');
       return done;
     }
     if (gate.decision.action === 'hold') {
       countHandoverDecision('hold', gate.decision.reason);
-      ctx.log.info({ target: item.key, why: gate.decision.message }, 'holding the handover');
+      ctx.log.info({ why: gate.decision.message }, 'holding the handover');
       return done;
     }
     const decision = gate.decision;
@@ -241,10 +241,7 @@ async function pointTarget(
   if (caBundle === undefined) {
     const bundle = await deps.trustBundle(destination, namespace, ctx.signal, { fresh: item.trust });
     if (bundle.kind === 'unavailable') {
-      ctx.log.info(
-        { target: item.key, destination, why: bundle.why },
-        'no trust bundle of the destination yet',
-      );
+      ctx.log.info({ destination, why: bundle.why }, 'no trust bundle of the destination yet');
       return recheckAfter(TRUST_BUNDLE_RETRY_MS, `no trust bundle of ${destination} yet: ${bundle.why}`);
     }
     caBundle = bundle.caBundle;
@@ -274,7 +271,7 @@ async function pointTarget(
     { signal: ctx.signal, resourceVersion: live.metadata.resourceVersion },
   );
   const from = gate.currentServiceName;
-  ctx.log.info({ target: item.key, from, to: destination, reason: condition.reason }, 'conversion repointed');
+  ctx.log.info({ from, to: destination, reason: condition.reason }, 'conversion repointed');
   countHandoverRepoint(condition.reason, waitedSeconds(config.status?.handover, destination, nowMs));
   repoints.add(destination, live.metadata.resourceVersion, {
     target: item.key,

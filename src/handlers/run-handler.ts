@@ -6,7 +6,7 @@
 // (and in handlers/assign/run.ts, handlers/router/run.ts): neither knows the metrics.
 
 import { KubeConfig } from '@kubernetes/client-node';
-import { type Logger, pino } from 'pino';
+import type { Logger } from 'pino';
 import { type Bus, connectBus } from '../bus/connect.ts';
 import { followConnection } from '../bus/connection-state.ts';
 import type { WorkItem } from '../bus/messages.ts';
@@ -20,6 +20,7 @@ import { fieldManagerFor, KubeWriter } from '../kube/writer.ts';
 import { observeHandlerRuntime, observeViewLag, workerMetricsToServe } from '../metrics/worker-metrics.ts';
 import { systemClock } from '../runtime/clock.ts';
 import { type HealthServer, startHealthServer } from '../runtime/health-server.ts';
+import { createLogger } from '../runtime/logger.ts';
 import { HANDLER_VIEW_PROJECTIONS, type ViewProjections } from '../views/projection.ts';
 import type { ConcernWork } from './concern.ts';
 import { startResync } from './resync.ts';
@@ -65,7 +66,7 @@ export async function startWorker(
   project: ViewProjections = HANDLER_VIEW_PROJECTIONS,
 ): Promise<Worker> {
   const { config } = loadConfig({ argv });
-  const log = pino({ level: config.log.level, name });
+  const log = createLogger(config.log, name);
   // First: liveness answers while the worker waits for NATS or for the topology.
   const health = await startHealthServer({ log, metrics: workerMetricsToServe() });
   let started = false;
@@ -123,6 +124,7 @@ export async function runHandlerProcess<T extends WorkItem>(
     consumers,
     schema: spec.work.schema,
     deadLetterSubject: `dlq.${spec.work.concern}`,
+    keyLogFields: spec.work.logFieldsOf,
     handle: spec.handler({
       config,
       log,

@@ -23,6 +23,20 @@ export function parseWorkKey(text: string): ObjectWorkKey | undefined {
   return { kind: text.slice(0, slash), name: text.slice(slash + 1) };
 }
 
+/** The log field each recorded kind's name goes in: the one a person greps for across concerns. */
+const LOG_FIELD_OF_KIND: Readonly<Record<string, string>> = {
+  crdconfig: 'config',
+  xrdconfig: 'config',
+  webhookserver: 'instance',
+};
+
+/** `{ config: <name> }` for `crdconfig/<name>`, `{ instance: <name> }` for `webhookserver/<name>`. */
+export function objectKeyLogFields(text: string): Record<string, string> {
+  const key = parseWorkKey(text);
+  if (!key) return {};
+  return { [LOG_FIELD_OF_KIND[key.kind] ?? key.kind]: key.name };
+}
+
 /** The object a work key names; throws on a key that names none (a key the concern never publishes). */
 export function objectKeyOf(text: string): ObjectWorkKey {
   const key = parseWorkKey(text);

@@ -7,9 +7,10 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
-import { type Logger, pino } from 'pino';
+import type { Logger } from 'pino';
 import { z } from 'zod';
 import { loadConfig } from '../config/load.ts';
+import { createLogger } from '../runtime/logger.ts';
 import { credentialsOf, decideMonitorRequest, MONITOR_USER, reduceVarz } from './monitor-gate-decision.ts';
 
 export const gateOptionsSchema = z.object({
@@ -150,7 +151,7 @@ export async function runNatsMonitorGate(argv: string[]): Promise<void> {
     upstream: values.upstream,
     passwordFile: values['password-file'],
   });
-  const log = pino({ level: config.log.level, name: 'nats-monitor-gate' });
+  const log = createLogger(config.log, 'nats-monitor-gate');
   const gate = await startMonitorGate(options, log);
   log.info(
     { port: gate.port, upstream: options.upstream, passwordFile: options.passwordFile },

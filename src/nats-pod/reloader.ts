@@ -16,10 +16,11 @@
 import { readFile, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type Logger, pino } from 'pino';
+import type { Logger } from 'pino';
 import { z } from 'zod';
 import { loadConfig } from '../config/load.ts';
 import { type Clock, systemClock } from '../runtime/clock.ts';
+import { createLogger } from '../runtime/logger.ts';
 import {
   afterDecision,
   decideReload,
@@ -133,7 +134,7 @@ export async function runNatsReloader(argv: string[]): Promise<void> {
     pidFile: values['pid-file'],
     intervalSeconds: values['interval-seconds'],
   });
-  const log = pino({ level: config.log.level, name: 'nats-reloader' });
+  const log = createLogger(config.log, 'nats-reloader');
   const stop = new AbortController();
   for (const s of ['SIGTERM', 'SIGINT'] as const) process.once(s, () => stop.abort());
   await watchAndReload(options, { log }, stop.signal);

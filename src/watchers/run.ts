@@ -1,5 +1,4 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import { pino } from 'pino';
 import { KINDS } from '../api/resources.ts';
 import { connectBus } from '../bus/connect.ts';
 import { followConnection } from '../bus/connection-state.ts';
@@ -9,6 +8,7 @@ import { loadConfig } from '../config/load.ts';
 import { createKubeClients } from '../kube/clients.ts';
 import { workerMetricsToServe } from '../metrics/worker-metrics.ts';
 import { startHealthServer } from '../runtime/health-server.ts';
+import { createLogger } from '../runtime/logger.ts';
 import { servesGroupVersion } from './list-objects.ts';
 import { loadRecorded, ObjectWatcher } from './object-watcher.ts';
 import { RECORDED_RESOURCES, XRD_RESOURCE } from './resources.ts';
@@ -23,7 +23,7 @@ const COMPONENT = 'watchers';
  */
 export async function runWatchers(argv: string[]): Promise<void> {
   const { config } = loadConfig({ argv });
-  const log = pino({ level: config.log.level, name: COMPONENT });
+  const log = createLogger(config.log, COMPONENT);
   const health = await startHealthServer({ log, metrics: workerMetricsToServe() });
   let recording = false;
   health.require('start', () => (recording ? undefined : 'connecting to NATS and listing what it records'));

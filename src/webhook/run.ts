@@ -10,7 +10,6 @@
 
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { pino } from 'pino';
 import { WEBHOOK_SERVER_PORT } from '../api/constants.ts';
 import { connectBus } from '../bus/connect.ts';
 import { ObjectView } from '../bus/view.ts';
@@ -18,6 +17,7 @@ import { loadConfig } from '../config/load.ts';
 import { viewLagPolicyOf } from '../config/schema.ts';
 import { createKubeClients } from '../kube/clients.ts';
 import { listenPort } from '../runtime/listen-port.ts';
+import { createLogger } from '../runtime/logger.ts';
 import { CertificateReloader, readCertificatePair } from '../runtime/serving-certificate.ts';
 import { REPLICA_VIEW_PROJECTIONS } from '../views/projection.ts';
 import { LeasePublisher, leaseWriterFor } from './lease-publisher.ts';
@@ -74,7 +74,7 @@ export function replicaIdentityOf(rest: readonly string[], env: NodeJS.ProcessEn
 export async function runWebhookServer(argv: string[]): Promise<void> {
   const { config, rest } = loadConfig({ argv });
   const id = replicaIdentityOf(rest, process.env);
-  const log = pino({ level: config.log.level, name: COMPONENT }).child({
+  const log = createLogger(config.log, COMPONENT).child({
     instance: id.instance,
     pod: id.pod.name,
   });

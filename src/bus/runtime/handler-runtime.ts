@@ -371,6 +371,7 @@ class Runtime<T> implements HandlerRuntime {
       subject: m.subject,
       seq: m.info.streamSequence,
       key,
+      ...this.opts.keyLogFields(key),
       deliveryCount: m.info.deliveryCount,
     });
     try {

@@ -14,7 +14,7 @@ export interface HandlerContext {
   /** The partition key (partitioned mode) or the subject. */
   key: string;
   headers: MsgHdrs | undefined;
-  /** A child logger with concern, consumer, subject, seq, key and delivery count bound. */
+  /** A child logger with concern, consumer, subject, seq, key (and its `target`, `config` or `instance`) and delivery count bound. */
   log: Logger;
   /**
    * Aborted at the handler deadline, at the drain timeout of `stop()`, or when

@@ -46,6 +46,11 @@ export interface HandlerRuntimeOptions<T> {
   requestTimeoutMs?: number;
   /** Time source (tests inject one); default the system clock. */
   clock?: Clock;
+  /**
+   * What a log line about one key names it by, beside `key` (e.g. `{ target }`), so that one
+   * target, config or instance is followed through every concern by the same field. Default none.
+   */
+  keyLogFields?: (key: string) => Record<string, string>;
 }
 
 /**
@@ -88,6 +93,7 @@ export function resolveRuntimeOptions<T>(opts: HandlerRuntimeOptions<T>): Resolv
     ensureConsumersAtStart: opts.ensureConsumersAtStart ?? true,
     requestTimeoutMs: opts.requestTimeoutMs ?? 5_000,
     clock: opts.clock ?? systemClock,
+    keyLogFields: opts.keyLogFields ?? (() => ({})),
     policy: {
       errorBackoff: opts.errorBackoff ?? DEFAULT_ERROR_BACKOFF,
       conflictBackoff: opts.conflictBackoff ?? DEFAULT_CONFLICT_BACKOFF,

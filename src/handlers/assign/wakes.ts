@@ -5,7 +5,13 @@
 import { workItemSchema } from '../../bus/messages.ts';
 import { type ConcernWork, type Wake, workConsumers } from '../concern.ts';
 import { statusEchoes } from '../status-echo.ts';
-import { formatWorkKey, objectFanoutSubject, objectKeyOf, objectWorkSubject } from '../work-keys.ts';
+import {
+  formatWorkKey,
+  objectFanoutSubject,
+  objectKeyLogFields,
+  objectKeyOf,
+  objectWorkSubject,
+} from '../work-keys.ts';
 import { assignTriggers } from './triggers.ts';
 import { ASSIGN_CONCERN, CONFIG_KINDS, INSTANCE_KIND } from './world.ts';
 
@@ -16,6 +22,7 @@ export const ASSIGN_WORK: ConcernWork = {
   partitionsOf: 'assign',
   workSubject: (key, partitions) => objectWorkSubject(ASSIGN_CONCERN, objectKeyOf(key), partitions),
   fanoutSubject: (key) => objectFanoutSubject(ASSIGN_CONCERN, objectKeyOf(key)),
+  logFieldsOf: objectKeyLogFields,
   wakes({ change, previous, world }): Wake[] {
     const triggers = assignTriggers(change, previous, world);
     const now = triggers.now.map(formatWorkKey);

@@ -5,7 +5,7 @@ import { workItemSchema } from '../../bus/messages.ts';
 import { CONFIG_KINDS } from '../assign/world.ts';
 import { type ConcernWork, workConsumers } from '../concern.ts';
 import { CONFIG_STATUS } from '../config-status.ts';
-import { formatWorkKey, objectKeyOf, objectWorkSubject } from '../work-keys.ts';
+import { formatWorkKey, objectKeyLogFields, objectKeyOf, objectWorkSubject } from '../work-keys.ts';
 import { configStatusTriggers } from './triggers.ts';
 
 export const CONFIG_STATUS_WORK: ConcernWork = {
@@ -14,6 +14,7 @@ export const CONFIG_STATUS_WORK: ConcernWork = {
   consumers: (partitions) => workConsumers(CONFIG_STATUS, partitions),
   partitionsOf: 'configStatus',
   workSubject: (key, partitions) => objectWorkSubject(CONFIG_STATUS, objectKeyOf(key), partitions),
+  logFieldsOf: objectKeyLogFields,
   wakes: ({ change, world }) => configStatusTriggers(change, world).map((k) => ({ key: formatWorkKey(k) })),
   resyncKeys: (view) =>
     CONFIG_KINDS.flatMap((kind) =>

@@ -16,6 +16,7 @@ export const HANDOVER_WORK: ConcernWork<HandoverWork> = {
   consumers: (partitions) => workConsumers(HANDOVER, partitions),
   partitionsOf: 'handover',
   workSubject: (target, partitions) => workSubject(HANDOVER, target, partitions),
+  logFieldsOf: (target) => ({ target }),
   wakes: ({ change, previous, world }) => handoverTriggers(change, previous, world).map((key) => ({ key })),
   /** Every target a config claims, once however many configs claim it. */
   resyncKeys(view) {

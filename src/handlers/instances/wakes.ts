@@ -14,6 +14,7 @@ export const INSTANCES_WORK: ConcernWork = {
   consumers: (partitions) => workConsumers(INSTANCES, partitions, 60_000),
   partitionsOf: 'instances',
   workSubject: (instance, partitions) => workSubject(INSTANCES, instance, partitions),
+  logFieldsOf: (instance) => ({ instance }),
   wakes: ({ change, previous, view }) =>
     instancesTriggers(change, previous, deletingInstances(view.list(INSTANCE_KIND))).map((key) => ({ key })),
   resyncKeys: (view) => view.list(INSTANCE_KIND).map((o) => o.metadata.name),

@@ -15,6 +15,7 @@ export const LEASE_AGGREGATE_WORK: ConcernWork = {
   consumers: (partitions) => workConsumers(LEASE_AGGREGATE, partitions),
   partitionsOf: 'leaseAggregate',
   workSubject: (instance, partitions) => workSubject(LEASE_AGGREGATE, instance, partitions),
+  logFieldsOf: (instance) => ({ instance }),
   wakes({ change, previous }): Wake[] {
     const instances = leaseAggregateTriggers(change, previous);
     const echoes = statusEchoes(change, previous).leaseAggregate.filter((i) => !instances.includes(i));
