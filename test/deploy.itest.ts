@@ -198,6 +198,29 @@ describe('every overlay of deploy/', () => {
     ).toBe(false);
   });
 
+  it('one images: entry renames the workers and the image the instances handler renders replicas with', async () => {
+    const image = 'registry.test:5000/team/switchyard:1.2.3';
+    const objects = await rendered(
+      await overlay(
+        ['default'],
+        [],
+        ['images:', '  - name: switchyard', '    newName: registry.test:5000/team/switchyard', '    newTag: 1.2.3'],
+      ),
+    );
+    const containers = objects.flatMap(
+      (o) => (o as { spec?: { template?: { spec?: PodSpec } } }).spec?.template?.spec?.containers ?? [],
+    );
+    const projectImages = containers.map((c) => c.image).filter((i) => i?.includes('switchyard'));
+    expect(projectImages.length).toBeGreaterThanOrEqual(8);
+    expect(new Set(projectImages)).toEqual(new Set([image]));
+    const rendersWith = containers.flatMap((c) =>
+      (c.env ?? []).filter((e) => e.name === 'SWITCHYARD_IMAGE').map((e) => e.value),
+    );
+    expect(rendersWith).toEqual([image]);
+    const untouched = containers.flatMap((c) => (c.env ?? []).map((e) => e.value ?? ''));
+    expect(untouched.filter((v) => v.startsWith('/etc/switchyard/')).length).toBeGreaterThan(0);
+  });
+
   it.each([
     'default',
     'nats-cluster',

@@ -58,6 +58,9 @@ describe(`${TARGETS} targets over four instances, a fifth joins`, () => {
         t.crd,
       ).toEqual([]);
     }
+    // The figures below time the moves from the newcomer's replicas' own log lines.
+    expect(r.replicas.length, "the newcomer's replicas, found in their logs").toBeGreaterThan(0);
+    expect(r.replicas.filter((x) => !(x.readyAtMs && x.readyAtMs >= x.startedAtMs))).toEqual([]);
     console.log(`[scale-e2e] ${describeRebalance(r, TARGETS, POOL.length)}`);
     console.log(
       `[scale-e2e] apiserver writes until the last repoint:\n${writesByWriter(r.writes, moved.length)}`,

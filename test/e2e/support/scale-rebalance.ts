@@ -311,11 +311,12 @@ async function replicaTimeline(c: LocalCluster, instance: string, sinceMs: numbe
       const lines = (await readFile(join(c.dir, 'pods', d, 'webhook-server.log'), 'utf8'))
         .split('\n')
         .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as { time: number; msg: string });
+        .map((l) => JSON.parse(l) as { time: string; msg: string });
+      const ready = lines.find((l) => l.msg.startsWith('ready: serving conversions'));
       return {
         pod: d.split('_')[1] ?? d,
-        startedAtMs: lines[0]?.time ?? Number.NaN,
-        readyAtMs: lines.find((l) => l.msg.startsWith('ready: serving conversions'))?.time,
+        startedAtMs: lines[0] ? Date.parse(lines[0].time) : Number.NaN,
+        readyAtMs: ready && Date.parse(ready.time),
       };
     }),
   );
