@@ -145,6 +145,31 @@ describe('every overlay of deploy/', () => {
     expect(accepted).toHaveLength(objects.length);
   });
 
+  it.each([
+    'default',
+    'external-nats',
+    'nats-cluster',
+  ])('%s: every Job can be applied again by an upgrade: named for this release, deleted once finished', async (name) => {
+    const { version } = JSON.parse(await readFile(join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    const jobs = (await rendered(await overlay([name], []))).filter(
+      (o) => o.kind === 'Job',
+    ) as (KubernetesObject & {
+      spec: { ttlSecondsAfterFinished?: number };
+    })[];
+    expect(jobs.map((j) => j.metadata?.labels?.['app.kubernetes.io/component']).sort()).toEqual([
+      'bus-setup',
+      'nats-credentials',
+    ]);
+    for (const job of jobs) {
+      expect(job.metadata?.name, 'a Job template cannot change: a new release needs a new name').toMatch(
+        new RegExp(`-v${version.replaceAll(/[^a-z0-9]/g, '-')}$`),
+      );
+      expect(job.spec.ttlSecondsAfterFinished).toBeGreaterThan(0);
+    }
+  });
+
   it('default holds one Deployment per worker kind, each probed, restricted and budgeted', async () => {
     const objects = await rendered(await overlay(['default'], []));
     const deployments = objects.filter((o) => o.kind === 'Deployment');
@@ -204,7 +229,12 @@ describe('every overlay of deploy/', () => {
       await overlay(
         ['default'],
         [],
-        ['images:', '  - name: switchyard', '    newName: registry.test:5000/team/switchyard', '    newTag: 1.2.3'],
+        [
+          'images:',
+          '  - name: switchyard',
+          '    newName: registry.test:5000/team/switchyard',
+          '    newTag: 1.2.3',
+        ],
       ),
     );
     const containers = objects.flatMap(
@@ -295,9 +325,9 @@ describe('the NATS server’s certificate renews and is served without anyone ac
     'nats-cluster',
   ])('%s: a daily CronJob runs the credentials Job’s command, and a reloader beside each server may signal it', async (name) => {
     const objects = await rendered(await overlay([name], []));
-    const job = objects.find((o) => o.kind === 'Job' && o.metadata?.name === 'switchyard-nats-credentials') as
-      | { spec: { template: { spec: JobPodSpec } } }
-      | undefined;
+    const job = objects.find(
+      (o) => o.kind === 'Job' && o.metadata?.labels?.['app.kubernetes.io/component'] === 'nats-credentials',
+    ) as { spec: { template: { spec: JobPodSpec } } } | undefined;
     const cron = objects.find((o) => o.kind === 'CronJob') as
       | { spec: { concurrencyPolicy?: string; jobTemplate: { spec: { template: { spec: JobPodSpec } } } } }
       | undefined;

@@ -166,6 +166,7 @@ export function startControllerManager(files: ControlPlaneFiles, log: Logger): M
           'deployment-controller',
           'replicaset-controller',
           'job-controller',
+          'ttl-after-finished-controller',
           'garbage-collector-controller',
           'namespace-controller',
           'endpointslice-controller',

@@ -15,6 +15,7 @@ import {
   loadAllYaml,
   PatchStrategy,
   type V1Container,
+  type V1Deployment,
   type V1PodTemplateSpec,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -47,6 +48,8 @@ export interface InstallOptions {
   streamReplicas?: 1 | 3;
   log: Logger;
   timeoutMs?: number;
+  /** The deploy/ tree to apply; this checkout's unless said (an upgrade test applies an earlier one first). */
+  deployRoot?: string;
 }
 
 /** What was installed, to wait on or tear down. */
@@ -54,11 +57,14 @@ export interface Installed {
   deployments: string[];
 }
 
+export const DEPLOY_ROOT = join(PROJECT_ROOT, 'deploy');
+
 /** `kubectl kustomize deploy/<overlay>`: the objects `kubectl apply -k` would send, in its order. */
-export async function renderDeploy(overlay: string): Promise<KubernetesObject[]> {
+export async function renderDeploy(overlay: string, deployRoot = DEPLOY_ROOT): Promise<KubernetesObject[]> {
   // kustomize reads no cluster: the kubeconfig is never opened.
-  const result = await runKubectl('/dev/null', ['kustomize', join(PROJECT_ROOT, 'deploy', overlay)]);
-  if (result.code !== 0) throw new Error(`kubectl kustomize deploy/${overlay}: ${result.stderr.trim()}`);
+  const result = await runKubectl('/dev/null', ['kustomize', join(deployRoot, overlay)]);
+  if (result.code !== 0)
+    throw new Error(`kubectl kustomize ${join(deployRoot, overlay)}: ${result.stderr.trim()}`);
   return loadAllYaml(result.stdout) as KubernetesObject[];
 }
 
@@ -83,7 +89,8 @@ const PHASES = {
 
 /**
  * Applies deploy/external-nats to the cluster, the NATS address set as a user sets it in that
- * overlay, and resolves once every component is ready and the admission webhook answers:
+ * overlay, and resolves once every component is ready (over an earlier install: rolled out) and
+ * the admission webhook answers:
  * namespace, CRDs (established), identities and API priority, the NATS credentials Secret, the
  * workloads (the credentials and bus-setup Jobs complete, every Deployment's replicas ready), then
  * the ValidatingWebhookConfiguration.
@@ -94,7 +101,7 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
   const objects = admin.makeApiClient(KubernetesObjectApi);
   const apply = (o: KubernetesObject) =>
     objects.patch(o, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
-  const rendered = (await renderDeploy('external-nats')).map((o) =>
+  const rendered = (await renderDeploy('external-nats', opts.deployRoot)).map((o) =>
     forThisCluster(o, opts.natsUrl, opts.streamReplicas, opts.natsCaFile !== undefined),
   );
   const phase = (kinds: readonly string[]) => rendered.filter((o) => kinds.includes(o.kind ?? ''));
@@ -118,8 +125,9 @@ export async function installSwitchyard(opts: InstallOptions): Promise<Installed
   const workloads = phase(PHASES.workloads);
   for (const o of workloads) await apply(o);
   const deployments = workloads.filter((o) => o.kind === 'Deployment').map((o) => o.metadata?.name ?? '');
-  await waitForJob(admin, 'switchyard-nats-credentials', timeoutMs);
-  await waitForJob(admin, 'switchyard-bus-setup', timeoutMs);
+  // The credentials and bus-setup Jobs, by the names this release gives them.
+  for (const job of workloads.filter((o) => o.kind === 'Job'))
+    await waitForJob(admin, job.metadata?.name ?? '', timeoutMs);
   await waitForDeployments(admin, deployments, log, timeoutMs);
 
   for (const o of phase(PHASES.admission)) await apply(o);
@@ -229,20 +237,33 @@ async function waitForDeployments(admin: KubeConfig, names: string[], log: Logge
   const apps = admin.makeApiClient(AppsV1Api);
   let reported = '';
   await waitFor(
-    'every Switchyard Deployment ready',
+    'every Switchyard Deployment rolled out',
     async () => {
       const list = await apps.listNamespacedDeployment({ namespace: SWITCHYARD_NAMESPACE });
       const byName = new Map(list.items.map((d) => [d.metadata?.name, d]));
-      const pending = names.filter((n) => {
-        const d = byName.get(n);
-        return (d?.status?.readyReplicas ?? 0) < (d?.spec?.replicas ?? 1);
-      });
+      const pending = names.filter((n) => !rolledOut(byName.get(n)));
       const progress = `${names.length - pending.length}/${names.length} ready`;
       if (progress !== reported) log.info({ pending }, `components: ${progress}`);
       reported = progress;
       return pending.length === 0 ? true : undefined;
     },
     { timeoutMs, intervalMs: 500 },
+  );
+}
+
+/**
+ * As `kubectl rollout status` says "successfully rolled out": the controller has seen the latest
+ * spec, and every replica runs it and is available, none of an older template left.
+ */
+function rolledOut(d: V1Deployment | undefined): boolean {
+  if (!d) return false;
+  const want = d.spec?.replicas ?? 1;
+  const s = d.status ?? {};
+  return (
+    (s.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1) &&
+    (s.updatedReplicas ?? 0) >= want &&
+    (s.replicas ?? 0) <= (s.updatedReplicas ?? 0) &&
+    (s.availableReplicas ?? 0) >= (s.updatedReplicas ?? 0)
   );
 }
 
