@@ -25,6 +25,7 @@ import { NatsServer } from './nats.ts';
 import { NatsCluster } from './nats-cluster.ts';
 import { makeLocalNatsCredentials } from './nats-credentials.ts';
 import { NodeAgent } from './node-agent/agent.ts';
+import { APISERVER_KUBELET_CLIENT } from './node-agent/kubelet-server.ts';
 import { nodeAgentClusterRole } from './node-agent/rbac.ts';
 import { createCertificateAuthority, createServiceAccountKey, issueCertificate } from './pki.ts';
 import { waitFor } from './wait.ts';
@@ -137,7 +138,15 @@ async function preparePki(dir: string) {
     ipAddresses: ['127.0.0.1', '127.20.0.1'],
   });
   const sa = await createServiceAccountKey(pki);
-  return { ca, serving, sa };
+  // The kubelet API the node agent serves (`kubectl logs`), and the apiserver's client for it.
+  const kubelet = await issueCertificate(ca, pki, 'kubelet', {
+    commonName: 'switchyard-local-kubelet',
+    ipAddresses: ['127.0.0.1'],
+  });
+  const kubeletClient = await issueCertificate(ca, pki, 'kube-apiserver-kubelet-client', {
+    commonName: APISERVER_KUBELET_CLIENT,
+  });
+  return { ca, serving, sa, kubelet, kubeletClient };
 }
 
 async function waitForApiServer(api: ApiServer, admin: KubeConfig): Promise<void> {
@@ -200,7 +209,7 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
     for (const p of [...processes].reverse()) await p.stop();
   };
   try {
-    const { ca, serving, sa } = await preparePki(dir);
+    const { ca, serving, sa, kubelet, kubeletClient } = await preparePki(dir);
     const identities = makeStaticIdentities();
     const files: ControlPlaneFiles = {
       dir,
@@ -227,7 +236,18 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
     const natsCluster = bus instanceof NatsCluster ? bus : undefined;
     const nats = bus instanceof NatsCluster ? (bus.nodes[0] as NatsServer) : bus;
     processes.push(etcd.process, ...(natsCluster?.nodes ?? [nats]));
-    const api = await startApiServer(files, etcd.url, opts.extraApiServerArgs ?? [], log);
+    const kubeletArgs = [
+      `--kubelet-client-certificate=${kubeletClient.certFile}`,
+      `--kubelet-client-key=${kubeletClient.keyFile}`,
+      `--kubelet-certificate-authority=${ca.certFile}`,
+      '--kubelet-preferred-address-types=InternalIP',
+    ];
+    const api = await startApiServer(
+      files,
+      etcd.url,
+      [...kubeletArgs, ...(opts.extraApiServerArgs ?? [])],
+      log,
+    );
     processes.push(api.process);
     const endpoint: ClusterEndpoint = { server: api.url, caFile: ca.certFile };
 
@@ -260,6 +280,7 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
       projectRoot: PROJECT_ROOT,
       dir,
       log: log.child({ component: 'node-agent' }),
+      kubeletTls: { cert: kubelet.certPem, key: kubelet.keyPem, ca: ca.certPem },
     });
     await nodeAgent.start();
 

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   CoreV1Api,
@@ -17,6 +18,7 @@ import type { Logger } from 'pino';
 import { isConflict } from '../../kube/errors.ts';
 import { type ClusterEndpoint, writeKubeConfig } from '../kubeconfig.ts';
 import { desiredEndpointSlices, managedSliceSelector, type ReadyLocalPod } from './endpoint-slices.ts';
+import { type ContainerLogs, startKubeletServer } from './kubelet-server.ts';
 import { PodRunner } from './pod-runner.ts';
 import { SerialQueues } from './serial-queues.ts';
 
@@ -27,6 +29,8 @@ export interface NodeAgentOptions {
   projectRoot: string;
   dir: string;
   log: Logger;
+  /** The kubelet API's serving certificate and key, and the CA its callers' certificates chain to (PEM). */
+  kubeletTls: { cert: string; key: string; ca: string };
 }
 
 const MAX_GRACE_MS = 30_000;
@@ -35,7 +39,8 @@ const MAX_GRACE_MS = 30_000;
  * A kubelet and kube-proxy stand-in for one local node. It binds pending Pods
  * to its node (there is no scheduler), runs the project's own image as local
  * processes, reports their status and readiness, publishes ready endpoints for
- * the Services that select them, and finishes the deletion of its Pods.
+ * the Services that select them, and finishes the deletion of its Pods. It serves the kubelet
+ * API's container logs on loopback, so `kubectl logs` works (kubelet-server.ts).
  */
 export class NodeAgent {
   private readonly core: CoreV1Api;
@@ -46,6 +51,7 @@ export class NodeAgent {
   private services!: Informer<V1Service> & ObjectCache<V1Service>;
   private secrets!: Informer<V1Secret> & ObjectCache<V1Secret>;
   private stopped = false;
+  private kubelet: { port: number; close(): Promise<void> } | undefined;
 
   private readonly opts: NodeAgentOptions;
 
@@ -57,7 +63,12 @@ export class NodeAgent {
   }
 
   async start(): Promise<void> {
-    await this.registerNode();
+    this.kubelet = await startKubeletServer({
+      ...this.opts.kubeletTls,
+      logs: this.containerLogs(),
+      log: this.opts.log,
+    });
+    await this.registerNode(this.kubelet.port);
     this.services = makeInformer(this.opts.kubeConfig, '/api/v1/services', () =>
       this.core.listServiceForAllNamespaces(),
     );
@@ -90,7 +101,12 @@ export class NodeAgent {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await Promise.allSettled([this.pods?.stop(), this.services?.stop(), this.secrets?.stop()]);
+    await Promise.allSettled([
+      this.pods?.stop(),
+      this.services?.stop(),
+      this.secrets?.stop(),
+      this.kubelet?.close(),
+    ]);
     await Promise.all([...this.runners.values()].map((r) => r.stop(2_000)));
     this.runners.clear();
   }
@@ -106,7 +122,31 @@ export class NodeAgent {
     }));
   }
 
-  private async registerNode(): Promise<void> {
+  /** The logs of the Pods this agent runs, by namespace, Pod and container name. */
+  private containerLogs(): ContainerLogs {
+    const runnerOf = (namespace: string, pod: string) =>
+      [...this.runners.values()].find(
+        (r) => r.pod.metadata?.namespace === namespace && r.pod.metadata?.name === pod,
+      );
+    return {
+      logFile: (namespace, pod, container, previous) => {
+        const runner = runnerOf(namespace, pod);
+        if (!runner) return { missing: `pod ${namespace}/${pod} does not run on ${this.opts.nodeName}` };
+        const file = runner.logFileOf(container, previous);
+        if (!file) return { missing: `container ${container} is not in pod ${namespace}/${pod}` };
+        if (!existsSync(file))
+          return {
+            missing: previous
+              ? `previous terminated container "${container}" in pod "${pod}" not found`
+              : `container "${container}" in pod "${pod}" has not started`,
+          };
+        return file;
+      },
+      running: (namespace, pod, container) => runnerOf(namespace, pod)?.isRunning(container) ?? false,
+    };
+  }
+
+  private async registerNode(kubeletPort: number): Promise<void> {
     const name = this.opts.nodeName;
     try {
       await this.core.createNode({
@@ -130,10 +170,13 @@ export class NodeAgent {
                 lastTransitionTime: now,
               },
             ],
+            // The apiserver reaches the kubelet API at the InternalIP (it prefers it:
+            // --kubelet-preferred-address-types), never by resolving the node's name.
             addresses: [
               { type: 'InternalIP', address: '127.0.0.1' },
               { type: 'Hostname', address: name },
             ],
+            daemonEndpoints: { kubeletEndpoint: { Port: kubeletPort } },
             capacity: { cpu: '2', memory: '24Gi', pods: '1000' },
             allocatable: { cpu: '2', memory: '24Gi', pods: '1000' },
           },

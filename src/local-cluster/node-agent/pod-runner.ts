@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, renameSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type {
@@ -122,6 +122,20 @@ export class PodRunner {
     return this.runs.length > 0 && this.runs.every((r) => r.ready);
   }
 
+  /**
+   * The log of a container's current run, or (`previous`) of the run before, as kubelet keeps
+   * them: a restart moves the log aside (`<container>.previous.log`). Undefined: no such container.
+   */
+  logFileOf(container: string, previous: boolean): string | undefined {
+    if (!this.runs.some((r) => r.container.name === container)) return undefined;
+    return containerLogFile(this.deps.podDir, container, previous);
+  }
+
+  /** Whether the container's current run is going: not exited, not waiting to restart. */
+  isRunning(container: string): boolean {
+    return this.runs.some((r) => r.container.name === container && r.process?.running === true);
+  }
+
   async start(): Promise<void> {
     const { log, podDir } = this.deps;
     await mkdir(podDir, { recursive: true });
@@ -218,6 +232,10 @@ export class PodRunner {
       this.deps.onChange();
       return;
     }
+    const logFile = containerLogFile(podDir, container.name, false);
+    // The run before keeps its log for `kubectl logs --previous`.
+    if (run.restartCount > 0 && existsSync(logFile))
+      renameSync(logFile, containerLogFile(podDir, container.name, true));
     const proc = new ManagedProcess(
       {
         name: `${this.pod.metadata?.name}/${container.name}`,
@@ -225,7 +243,7 @@ export class PodRunner {
         args: commandLine,
         env: childEnv(env),
         cwd: projectRoot,
-        logFile: join(podDir, `${container.name}.log`),
+        logFile,
       },
       log,
     );
@@ -359,6 +377,11 @@ export class PodRunner {
       containerStatuses: this.runs.map((r) => this.containerStatus(r)),
     };
   }
+}
+
+/** Where a container's output goes: `<pod dir>/<container>.log`, the run before `.previous.log`. */
+export function containerLogFile(podDir: string, container: string, previous: boolean): string {
+  return join(podDir, `${container}${previous ? '.previous' : ''}.log`);
 }
 
 /** kubelet's rule: Always restarts every exit, OnFailure only a failed one, Never none. */
