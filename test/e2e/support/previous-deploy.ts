@@ -24,7 +24,14 @@ export interface PreviousDeploy {
   root: string;
 }
 
+/** A shallow clone is deepened from its origin once, if it can be: the parent is one commit away. */
+async function deepenIfShallow(): Promise<void> {
+  if ((await git('rev-parse', '--is-shallow-repository')) !== 'true') return;
+  await git('fetch', '--quiet', '--deepen=50').catch(() => undefined);
+}
+
 export async function previousDeploy(): Promise<PreviousDeploy> {
+  await deepenIfShallow();
   const latest = await git('log', '-1', '--format=%H %s', 'HEAD', '--', 'deploy');
   const [changed = '', ...subject] = latest.split(' ');
   const commit = await git('rev-parse', '--verify', '--quiet', `${changed}^`).catch(() => '');
