@@ -68,6 +68,10 @@ beforeAll(async () => {
     'servicemonitors.monitoring.coreos.com',
   );
   await installCrd(
+    monitoringCrd('monitoring.coreos.com_podmonitors.yaml'),
+    'podmonitors.monitoring.coreos.com',
+  );
+  await installCrd(
     monitoringCrd('monitoring.coreos.com_prometheusrules.yaml'),
     'prometheusrules.monitoring.coreos.com',
   );

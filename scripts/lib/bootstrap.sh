@@ -71,6 +71,13 @@ ensure_kube_bins() {
   export SWITCHYARD_BIN_DIR
 }
 
+ensure_promtool() {
+  # shellcheck source=build-promtool.sh
+  source "$SWITCHYARD_ROOT/scripts/lib/build-promtool.sh"
+  SWITCHYARD_BIN_PROMTOOL="$(build_promtool)"
+  export SWITCHYARD_BIN_PROMTOOL
+}
+
 ensure_monitoring_crds() {
   # shellcheck source=fetch-monitoring-crds.sh
   source "$SWITCHYARD_ROOT/scripts/lib/fetch-monitoring-crds.sh"
@@ -86,4 +93,5 @@ bootstrap() {
   ensure_debian_package openssl openssl
   ensure_kube_bins
   ensure_monitoring_crds
+  ensure_promtool
 }

@@ -1,4 +1,4 @@
-# Fetches the ServiceMonitor and PrometheusRule CRDs of the prometheus-operator release pinned in
+# Fetches the ServiceMonitor, PodMonitor and PrometheusRule CRDs of the prometheus-operator release pinned in
 # tools/monitoring-crds (checked against its go.sum) into "$SWITCHYARD_CACHE/monitoring-crds/<version>".
 # The tests install them into the local apiserver and validate deploy/monitoring against them
 # (server-side dry run), so a field the operator does not know fails CI, not a user's apply.
@@ -8,7 +8,7 @@ fetch_monitoring_crds() {
   local version out
   version="$(sed -n 's|^require github.com/prometheus-operator/prometheus-operator \(v[^ ]*\)$|\1|p' "$SWITCHYARD_ROOT/tools/monitoring-crds/go.mod")"
   out="$SWITCHYARD_CACHE/monitoring-crds/$version"
-  if [[ -f "$out/monitoring.coreos.com_prometheusrules.yaml" ]]; then
+  if [[ -f "$out/monitoring.coreos.com_prometheusrules.yaml" && -f "$out/monitoring.coreos.com_podmonitors.yaml" ]]; then
     echo "$out"
     return 0
   fi
@@ -23,6 +23,7 @@ fetch_monitoring_crds() {
   [[ -d "$dir" ]] || { echo "[bootstrap] the prometheus-operator module was not downloaded" >&2; return 1; }
   mkdir -p "$out.partial"
   cp "$dir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml" \
+    "$dir/example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml" \
     "$dir/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml" "$out.partial/"
   rm -rf "$out"
   mv "$out.partial" "$out"

@@ -248,7 +248,9 @@ class Demo {
         `  kubectl get ${example.plural}.v2.${GROUP} -n ${NAMESPACE} -o yaml     # served at v2, stored at v1`,
       );
     say(`  kubectl get pods -n ${SWITCHYARD_NAMESPACE}`);
-    say(`  kubectl logs -n ${SWITCHYARD_NAMESPACE} deploy/switchyard-handover   # a worker's log: each move it makes`);
+    say(
+      `  kubectl logs -n ${SWITCHYARD_NAMESPACE} deploy/switchyard-handover   # a worker's log: each move it makes`,
+    );
     say(
       `  kubectl get leases -n ${SWITCHYARD_NAMESPACE} -l app.kubernetes.io/managed-by=switchyard   # each replica's served set`,
     );

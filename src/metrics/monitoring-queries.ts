@@ -100,8 +100,20 @@ export function metricOfSeries(series: string, histograms: ReadonlySet<string>):
   return series;
 }
 
-/** Labels Prometheus adds to every scraped series (the target's): any query may match on them. */
-const TARGET_LABELS = new Set(['namespace', 'pod', 'job', 'instance', 'service', 'container', 'endpoint']);
+/**
+ * Labels Prometheus adds to every scraped series (the target's, and the PodMonitor's
+ * `webhook_server` from the replica's instance label): any query may match on them.
+ */
+const TARGET_LABELS = new Set([
+  'namespace',
+  'pod',
+  'job',
+  'instance',
+  'service',
+  'container',
+  'endpoint',
+  'webhook_server',
+]);
 
 export interface DefinedMetric {
   name: string;

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { type HandlerCounters, type HandlerRuntime, noHandlerCounters } from '../bus/runtime/index.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
 import { BucketCounts } from '../runtime/bucket-counts.ts';
+import { WebhookMetrics } from '../webhook/metrics.ts';
 import {
   metricOfSeries,
   metricReferences,
@@ -42,19 +43,27 @@ function fakeRuntime(
 
 describe('deploy/monitoring', () => {
   const queries = monitoringQueries(PROJECT_ROOT);
-  const defined = registry.getMetricsAsArray().map((m) => ({
-    name: m.name,
-    type: String(m.type),
-    labelNames: (m as unknown as { labelNames?: string[] }).labelNames ?? [],
-  }));
+  // The workers' metrics, the webhook-server replicas', and `up`, which Prometheus adds per target.
+  const defined = [...registry.getMetricsAsArray(), ...new WebhookMetrics().registry.getMetricsAsArray()]
+    .map((m) => ({
+      name: m.name,
+      type: String(m.type),
+      labelNames: (m as unknown as { labelNames?: string[] }).labelNames ?? [],
+    }))
+    .concat([{ name: 'up', type: 'gauge', labelNames: [] }]);
 
-  it('has the five alerts and a dashboard whose panels all query something', () => {
+  it('has the ten alerts and a dashboard whose panels all query something', () => {
     expect(queries.filter((q) => q.where.startsWith('alert')).map((q) => q.where)).toEqual([
       'alert SwitchyardHandoverStalled',
       'alert SwitchyardDeadLetters',
       'alert SwitchyardConsumerBacklogGrowing',
       'alert SwitchyardServedLeaseUnreadable',
       'alert SwitchyardViewLagging',
+      'alert SwitchyardConversionErrors',
+      'alert SwitchyardConversionSlow',
+      'alert SwitchyardWebhookServerDown',
+      'alert SwitchyardWebhookLeaseNotRenewed',
+      'alert SwitchyardPlansFailingToCompile',
     ]);
     expect(queries.filter((q) => q.where.startsWith('panel')).length).toBeGreaterThanOrEqual(15);
   });

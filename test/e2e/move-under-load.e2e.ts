@@ -1,7 +1,9 @@
 import { CoreV1Api, DiscoveryV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { NATS_IDENTITIES, NATS_OPERATOR_IDENTITIES } from '../../src/access/nats-permissions.ts';
+import { webhookServiceName } from '../../src/api/constants.ts';
 import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
 import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
 import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
@@ -151,7 +153,7 @@ describe('least privilege on the bus', () => {
 });
 
 describe('metrics', () => {
-  it('every worker serves /metrics, and every series the alerts and the dashboard query is emitted', async () => {
+  it('every worker and webhook-server replica serves /metrics, and every series the alerts and the dashboard query is emitted', async () => {
     // Scraped as the ServiceMonitor of deploy/monitoring does: each ready endpoint of the workers'
     // metrics Service (one per Pod on the local node agent, on that Pod's own port).
     const slices = await admin.makeApiClient(DiscoveryV1Api).listNamespacedEndpointSlice({
@@ -180,6 +182,29 @@ describe('metrics', () => {
       for (const line of text.split('\n'))
         if (line !== '' && !line.startsWith('#')) emitted.add(line.split(/[{ ]/, 1)[0] as string);
     }
+    // Scraped as the PodMonitor does: each webhook-server replica of the two instances, on its
+    // HTTPS port, its certificate not verified (its instance's own CA).
+    const servers = await admin.makeApiClient(DiscoveryV1Api).listNamespacedEndpointSlice({
+      namespace: SWITCHYARD_NAMESPACE,
+    });
+    const replicas = servers.items
+      .filter((s) =>
+        [A, B].map(webhookServiceName).includes(s.metadata?.labels?.['kubernetes.io/service-name'] ?? ''),
+      )
+      .flatMap((s) =>
+        (s.endpoints ?? []).map((e) => ({ pod: e.targetRef?.name ?? '', port: s.ports?.[0]?.port })),
+      );
+    expect(replicas, 'the replicas of both instances').toHaveLength(4);
+    const unverified = new Agent({ connect: { rejectUnauthorized: false } });
+    for (const { pod, port } of replicas) {
+      const res = await undiciFetch(`https://127.0.0.1:${port}/metrics`, { dispatcher: unverified });
+      expect(res.status, `${pod} /metrics`).toBe(200);
+      for (const line of (await res.text()).split('\n'))
+        if (line !== '' && !line.startsWith('#')) emitted.add(line.split(/[{ ]/, 1)[0] as string);
+    }
+    await unverified.close();
+    // `up` is Prometheus's own, one per target it scrapes.
+    emitted.add('up');
     const missing = monitoringQueries(PROJECT_ROOT).flatMap(({ where, expr }) =>
       metricReferences(expr)
         .filter((r) => !emitted.has(r.series))
