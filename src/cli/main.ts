@@ -6,8 +6,8 @@
 // its replicas are up. Loading every subcommand eagerly, uncached, took ~1.3 s of CPU per
 // process on the reference 2-core machine (half of it @kubernetes/client-node, which the
 // webhook-server needs anyway); see BENCHMARKS.md "Process start".
-import { readFileSync } from 'node:fs';
 import { enableCompileCache } from 'node:module';
+import { projectVersion } from '../runtime/version.ts';
 
 type Command = (args: string[]) => Promise<void>;
 
@@ -33,12 +33,9 @@ export const commands: Record<string, () => Promise<Command>> = {
   dlq: async () => (await import('./dlq.ts')).runDlq,
 };
 
-/** `switchyard --version`: the name and the version in package.json (beside src/ in the image too). */
+/** `switchyard --version`: the name and the version in package.json. */
 export function versionLine(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
-  return `switchyard ${pkg.version}\n`;
+  return `switchyard ${projectVersion()}\n`;
 }
 
 export async function main(

@@ -21,6 +21,7 @@ import type { ConsumerState, HandlerCounters, HandlerRuntime } from '../bus/runt
 import type { ViewLag } from '../bus/view-lag.ts';
 import type { EventCounters } from '../kube/event-recorder.ts';
 import { systemClock } from '../runtime/clock.ts';
+import { registerBuildInfo } from './build-info.ts';
 import { HistogramFamily } from './histogram-family.ts';
 
 export const workerRegistry = new Registry();
@@ -36,6 +37,7 @@ export function workerMetricsToServe(): Registry {
   if (!processMetricsCollected) {
     processMetricsCollected = true;
     collectDefaultMetrics({ register: workerRegistry });
+    registerBuildInfo(workerRegistry);
   }
   return workerRegistry;
 }

@@ -3,6 +3,7 @@
 // its own registry (tests run several in one process).
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { ViewLag } from '../bus/view-lag.ts';
+import { registerBuildInfo } from '../metrics/build-info.ts';
 import { HistogramFamily } from '../metrics/histogram-family.ts';
 import { BucketCounts } from '../runtime/bucket-counts.ts';
 
@@ -67,7 +68,10 @@ export class WebhookMetrics {
   });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
-    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+    if (opts.processMetrics) {
+      collectDefaultMetrics({ register: this.registry });
+      registerBuildInfo(this.registry);
+    }
     const metrics = this;
     // The same names as a worker's (metrics/worker-metrics.ts): one alert covers every view.
     new Gauge({
