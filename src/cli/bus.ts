@@ -6,7 +6,7 @@ import type { Config } from '../config/schema.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { connectOperatorBus } from './operator-bus.ts';
 
-const USAGE =
+export const USAGE =
   'usage: switchyard bus <stats [-o json|--json] | setup | authorization> [--nats.url=nats://…] [--nats.user=… --nats.passwordFile=…]\n' +
   '  stats: streams and handler concerns (backlog, in flight, retries, dead letters), read as the\n' +
   '  bus-setup user; exit 0, 1 when NATS cannot be read or a stream of the topology is missing, 2 on\n' +

@@ -47,7 +47,7 @@ import { CONCERNS } from '../handlers/concerns.ts';
 import { resyncPacerOf } from '../handlers/resync.ts';
 import { connectOperatorBus } from './operator-bus.ts';
 
-const USAGE =
+export const USAGE =
   'usage: switchyard dlq list [--concern=<c>] [-o json]\n' +
   '       switchyard dlq show <seq> [-o json]\n' +
   '       switchyard dlq retry <seq>… | --all [--concern=<c>] [--dry-run] [-o json]\n' +

@@ -9,7 +9,7 @@ import { HANDOVER_VIEW_KINDS } from '../handlers/handover.ts';
 import { operatorNamespace } from '../handlers/operator-namespace.ts';
 import { connectOperatorBus } from './operator-bus.ts';
 
-const USAGE =
+export const USAGE =
   'usage: switchyard explain <target> | --all [-o json] [--nats.url=…] [--nats.user=… --nats.passwordFile=…]\n' +
   '  Reads the bus (the read-only webhook-server user is enough) and says why the target is where it\n' +
   '  is. Exit 0 when explained, 2 on bad usage, 3 when no config converts the target, 1 when the\n' +

@@ -47,8 +47,43 @@ describe('switchyard --version', () => {
     const write = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     await main(['--versoin'], untouchable());
     expect(write).toHaveBeenCalledWith(
-      expect.stringMatching(/^usage: switchyard <demo\|watch\|.*> \[args\] \| --version\n$/),
+      expect.stringMatching(/^usage: switchyard <demo\|watch\|.*> \[args\] \| --help \| --version\n$/),
     );
     expect(process.exitCode).toBe(2);
+  });
+});
+
+describe('switchyard --help', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+    process.exitCode = undefined;
+  });
+
+  it('lists every subcommand with what it does, and loads none of them', async () => {
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    await main(['--help'], untouchable());
+    const text = String(write.mock.calls[0]?.[0]);
+    for (const name of Object.keys(commands)) expect(text).toMatch(new RegExp(`^  ${name} +\\S`, 'm'));
+    expect(process.exitCode).toBeUndefined();
+  });
+
+  it.each(
+    Object.keys(commands),
+  )('%s --help says its usage and every configuration key, without running it', async (name) => {
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    await main([name, '--help'], untouchable());
+    const text = String(write.mock.calls[0]?.[0]);
+    expect(text).toMatch(new RegExp(`^usage: switchyard ${name}\\b`));
+    expect(text).toContain('--kubernetes.qps=<number>');
+    expect(text).toContain('SWITCHYARD_LOG_FORMAT');
+    expect(process.exitCode).toBeUndefined();
+  });
+});
+
+describe('the README', () => {
+  it('shows the help output as it is', async () => {
+    const { overallHelp } = await import('./help.ts');
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    expect(readme).toContain(`$ switchyard --help\n${overallHelp(Object.keys(commands)).trimEnd()}\n\`\`\``);
   });
 });

@@ -47,9 +47,18 @@ export async function main(
     process.stdout.write(versionLine());
     return;
   }
+  if (name === '--help' || name === '-h') {
+    process.stdout.write((await import('./help.ts')).overallHelp(Object.keys(table)));
+    return;
+  }
   const load = name === undefined ? undefined : table[name];
+  // Help for a subcommand loads its usage and the configuration's keys, never the job itself.
+  if (load && (args.includes('--help') || args.includes('-h'))) {
+    process.stdout.write(await (await import('./help.ts')).subcommandHelp(name as string));
+    return;
+  }
   if (!load) {
-    process.stderr.write(`usage: switchyard <${Object.keys(table).join('|')}> [args] | --version\n`);
+    process.stderr.write(`usage: switchyard <${Object.keys(table).join('|')}> [args] | --help | --version\n`);
     process.exitCode = 2;
     return;
   }

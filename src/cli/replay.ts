@@ -9,7 +9,7 @@ import { objectWorkSubject, parseWorkKey } from '../handlers/work-keys.ts';
 import { type ReplayedDecision, type ReplayReport, replay } from '../replay/replay.ts';
 import { connectOperatorBus } from './operator-bus.ts';
 
-const USAGE =
+export const USAGE =
   'usage: switchyard replay [--concern=assign] [--key=<kind>/<name>] [--until-seq=<K8S sequence> | --until=<RFC 3339 time>]\n' +
   '                         [--redrive] [--all-lines] [-o json] [--nats.url=…] [--nats.user=replay --nats.passwordFile=…]\n' +
   '  Takes the recorded decisions of a concern again on the view rebuilt from the recorded history and\n' +

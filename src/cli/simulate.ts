@@ -12,7 +12,7 @@ import { loadConfig } from '../config/load.ts';
 import { subjectOf } from '../core/assignment.ts';
 import { applyPoolChange, type PoolChange, type Simulation, simulate } from '../core/simulate.ts';
 
-const USAGE =
+export const USAGE =
   'usage: switchyard simulate [--add=NAME[:WEIGHT]]… [--remove=NAME]… [--weight=NAME=WEIGHT]… ' +
   '[--from-file=FILE] [--moves] [-o json]\n' +
   '  Reads the instances and configs from the cluster (KUBECONFIG), or from FILE (YAML or JSON, as\n' +
