@@ -1,10 +1,9 @@
 import { type Bus, connectBus } from '../bus/connect.ts';
 import type { ConcernPlan } from '../bus/stats.ts';
 import { topologyOptions } from '../bus/topology.ts';
-import { ConfigError, loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import { createLogger } from '../runtime/logger.ts';
-import { connectOperatorBus } from './operator-bus.ts';
+import { connectOperatorBus, loadOperatorConfig, type OperatorConfig } from './operator-bus.ts';
 
 export const USAGE =
   'usage: switchyard bus <stats [-o json|--json] | setup | authorization> [--nats.url=nats://…] [--nats.user=… --nats.passwordFile=…]\n' +
@@ -73,12 +72,11 @@ export async function handlerConcernPlans(config: Config): Promise<ConcernPlan[]
  * environment: docs/install.md); connects to nothing.
  */
 export async function runBus(argv: string[]): Promise<void> {
-  let loaded: ReturnType<typeof loadConfig>;
+  let loaded: OperatorConfig;
   try {
-    loaded = loadConfig({ argv });
+    loaded = loadOperatorConfig(argv);
   } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    process.stderr.write(`${err.message}\n${USAGE}`);
+    process.stderr.write(`${(err as Error).message}\n${USAGE}`);
     process.exitCode = 2;
     return;
   }
@@ -90,7 +88,7 @@ export async function runBus(argv: string[]): Promise<void> {
     return;
   }
   if (sub === 'stats') {
-    await runStats(config, flags);
+    await runStats(loaded, flags);
     return;
   }
   if (sub !== 'setup') {
@@ -121,7 +119,8 @@ export async function runBus(argv: string[]): Promise<void> {
   await bus.close();
 }
 
-async function runStats(config: Config, flags: readonly string[]): Promise<void> {
+async function runStats(loaded: OperatorConfig, flags: readonly string[]): Promise<void> {
+  const { config } = loaded;
   let args: { json: boolean };
   try {
     args = parseStatsArgs(flags);
@@ -132,7 +131,7 @@ async function runStats(config: Config, flags: readonly string[]): Promise<void>
   }
   const { readBusReport, formatBusStats } = await import('../bus/stats.ts');
   const plans = await handlerConcernPlans(config);
-  const connected = await connectOperatorBus(config, 'bus-stats');
+  const connected = await connectOperatorBus(loaded, 'bus-stats', 'bus-setup');
   if (!connected) return;
   const { bus } = connected;
   try {

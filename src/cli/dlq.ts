@@ -40,12 +40,12 @@ import { objectEventSchema } from '../bus/messages.ts';
 import { pacedItemSchema } from '../bus/pacer/pacer.ts';
 import { errorMessage } from '../bus/runtime/index.ts';
 import { STREAMS } from '../bus/topology.ts';
-import { ConfigError, loadConfig } from '../config/load.ts';
+import { ConfigError } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import { ASSIGN_PACER } from '../handlers/assign.ts';
 import { CONCERNS } from '../handlers/concerns.ts';
 import { resyncPacerOf } from '../handlers/resync.ts';
-import { connectOperatorBus } from './operator-bus.ts';
+import { connectOperatorBus, loadOperatorConfig, type OperatorConfig } from './operator-bus.ts';
 
 export const USAGE =
   'usage: switchyard dlq list [--concern=<c>] [-o json]\n' +
@@ -347,11 +347,10 @@ async function retry(
 }
 
 export async function runDlq(argv: string[]): Promise<void> {
-  let config: Config;
+  let loaded: OperatorConfig;
   let args: DlqArgs;
   try {
-    const loaded = loadConfig({ argv });
-    config = loaded.config;
+    loaded = loadOperatorConfig(argv);
     args = parseDlqArgs(loaded.rest);
   } catch (e) {
     const message = e instanceof ConfigError ? e.message : errorMessage(e);
@@ -359,11 +358,11 @@ export async function runDlq(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const connected = await connectOperatorBus(config, 'dlq');
+  const connected = await connectOperatorBus(loaded, 'dlq', 'dlq');
   if (!connected) return;
   const { bus } = connected;
   try {
-    const concerns = workConcerns(config);
+    const concerns = workConcerns(loaded.config);
     const { stdout, stderr } = process;
     process.exitCode =
       args.command === 'list'

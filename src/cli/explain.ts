@@ -2,12 +2,11 @@
 // has or has not moved, read from the bus as the handlers read it (src/handlers/explain.ts).
 
 import { ObjectView } from '../bus/view.ts';
-import { loadConfig } from '../config/load.ts';
 import { explainableTargets, explainTarget, type TargetExplanation } from '../handlers/explain.ts';
 import { handoverPolicyOf } from '../handlers/handover/run.ts';
 import { HANDOVER_VIEW_KINDS } from '../handlers/handover.ts';
 import { operatorNamespace } from '../handlers/operator-namespace.ts';
-import { connectOperatorBus } from './operator-bus.ts';
+import { connectOperatorBus, loadOperatorConfig } from './operator-bus.ts';
 
 export const USAGE =
   'usage: switchyard explain <target> | --all [-o json] [--nats.url=…] [--nats.user=… --nats.passwordFile=…]\n' +
@@ -95,7 +94,8 @@ export function formatExplanation(e: TargetExplanation): string {
 }
 
 export async function runExplain(argv: string[]): Promise<void> {
-  const { config, rest } = loadConfig({ argv });
+  const loaded = loadOperatorConfig(argv);
+  const { config, rest } = loaded;
   let args: ExplainArgs;
   try {
     args = parseExplainArgs(rest);
@@ -104,7 +104,7 @@ export async function runExplain(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const connected = await connectOperatorBus(config, 'explain');
+  const connected = await connectOperatorBus(loaded, 'explain', 'explain');
   if (!connected) return;
   const { bus, log } = connected;
   const view = new ObjectView(HANDOVER_VIEW_KINDS, log);

@@ -1,22 +1,75 @@
 // How an operator's command (`bus stats`, `explain`, `dlq`, `replay`) reaches the bus: as the
-// NATS user its flags name, checking nothing of the topology, logging warnings to stderr so that
+// NATS user its flags name, or, when no --nats.url or --nats.user is given and a kubeconfig is at
+// hand, as the cluster says (cluster-bus.ts: the workers' address and CA, the command's own
+// user's password). It checks nothing of the topology and logs warnings to stderr, so that
 // stdout stays the command's answer. A bus that cannot be reached is exit code 1, said once.
 import type { Logger } from 'pino';
+import type { NatsIdentity } from '../access/nats-permissions.ts';
 import { type Bus, connectBus } from '../bus/connect.ts';
 import { topologyOptions } from '../bus/topology.ts';
+import { type LoadedConfig, loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import { createLogger } from '../runtime/logger.ts';
+import {
+  busFromCluster,
+  type ClusterFlags,
+  isClusterOnlyAddress,
+  kubeConfigOf,
+  takeClusterFlags,
+} from './cluster-bus.ts';
+
+export interface OperatorConfig extends LoadedConfig {
+  cluster: ClusterFlags;
+}
+
+/** The configuration, and kubectl's `--kubeconfig`, `--context` and `-n` taken out of the arguments. */
+export function loadOperatorConfig(argv: readonly string[]): OperatorConfig {
+  const { cluster, rest } = takeClusterFlags(argv);
+  return { ...loadConfig({ argv: rest }), cluster };
+}
+
+/** Where the command connects: its flags, else the cluster's answer; undefined when that failed (said). */
+async function natsSettings(
+  loaded: OperatorConfig,
+  user: NatsIdentity,
+): Promise<{ nats: Config['nats']; fromCluster: boolean } | undefined> {
+  const { config, origins, cluster } = loaded;
+  const explicit = 'nats.url' in origins || 'nats.user' in origins;
+  const kc = explicit ? undefined : kubeConfigOf(cluster);
+  if (!kc) return { nats: config.nats, fromCluster: false };
+  try {
+    const found = await busFromCluster(kc, cluster, user);
+    process.once('exit', found.cleanup);
+    const tls = { ...config.nats.tls, caFile: found.caFile ?? config.nats.tls.caFile };
+    return {
+      nats: { ...config.nats, url: found.url, user: found.user, passwordFile: found.passwordFile, tls },
+      fromCluster: true,
+    };
+  } catch (err) {
+    process.stderr.write(
+      `cannot find the bus from the cluster (${kc.getCurrentContext()}): ${(err as Error).message}\n` +
+        '  name it instead: --nats.url=… --nats.user=… --nats.passwordFile=… [--nats.tls.caFile=…]\n',
+    );
+    process.exitCode = 1;
+    return undefined;
+  }
+}
 
 export async function connectOperatorBus(
-  config: Config,
+  loaded: OperatorConfig,
   name: string,
+  user: NatsIdentity,
 ): Promise<{ bus: Bus; log: Logger } | undefined> {
+  const { config } = loaded;
   const log = createLogger({ level: 'warn', format: config.log.format, fd: 2 }, name);
+  const settings = await natsSettings(loaded, user);
+  if (!settings) return undefined;
+  const { nats, fromCluster } = settings;
   try {
     const bus = await connectBus({
-      servers: config.nats.url,
-      credentials: config.nats,
-      tls: config.nats.tls,
+      servers: nats.url,
+      credentials: nats,
+      tls: nats.tls,
       name,
       log,
       topology: topologyOptions(config.bus),
@@ -24,7 +77,12 @@ export async function connectOperatorBus(
     });
     return { bus, log };
   } catch (err) {
-    process.stderr.write(`cannot reach the bus at ${config.nats.url}: ${(err as Error).message}\n`);
+    const hint =
+      fromCluster && isClusterOnlyAddress(nats.url)
+        ? `\n  ${nats.url} is the workers' address inside the cluster: from outside, forward a port to it ` +
+          `(kubectl -n ${loaded.cluster.namespace} port-forward svc/nats 4222) and pass --nats.url=nats://127.0.0.1:4222`
+        : '';
+    process.stderr.write(`cannot reach the bus at ${nats.url}: ${(err as Error).message}${hint}\n`);
     process.exitCode = 1;
     return undefined;
   }

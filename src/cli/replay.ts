@@ -3,11 +3,10 @@
 // `--redrive` then publishes the replayed keys as new work, for the live handlers to decide again.
 
 import { encodeMessage, workItemSchema } from '../bus/messages.ts';
-import { loadConfig } from '../config/load.ts';
 import { ASSIGN_CONCERN } from '../handlers/assign/world.ts';
 import { objectWorkSubject, parseWorkKey } from '../handlers/work-keys.ts';
 import { type ReplayedDecision, type ReplayReport, replay } from '../replay/replay.ts';
-import { connectOperatorBus } from './operator-bus.ts';
+import { connectOperatorBus, loadOperatorConfig } from './operator-bus.ts';
 
 export const USAGE =
   'usage: switchyard replay [--concern=assign] [--key=<kind>/<name>] [--until-seq=<K8S sequence> | --until=<RFC 3339 time>]\n' +
@@ -80,7 +79,8 @@ export function formatReplay(report: ReplayReport, allLines: boolean): string {
 }
 
 export async function runReplay(argv: string[]): Promise<void> {
-  const { config, rest } = loadConfig({ argv });
+  const loaded = loadOperatorConfig(argv);
+  const { config, rest } = loaded;
   let args: ReplayArgs;
   try {
     args = parseReplayArgs(rest);
@@ -89,7 +89,7 @@ export async function runReplay(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const connected = await connectOperatorBus(config, 'replay');
+  const connected = await connectOperatorBus(loaded, 'replay', 'replay');
   if (!connected) return;
   const { bus, log } = connected;
   try {

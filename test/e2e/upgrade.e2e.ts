@@ -1,9 +1,13 @@
-// An upgrade as a platform team makes it: Switchyard installed from deploy/ as it was before its
+// An upgrade as a platform team makes it, and, on the cluster it leaves, an operator's command run
+// with nothing but a kubeconfig. The upgrade: Switchyard installed from deploy/ as it was before its
 // latest change (git), a target served and converting under load, then this checkout's deploy/
 // applied over it the same way, with no step between (no Job deleted, no image set twice). It
 // holds when the new release's Jobs ran, every Deployment rolled out to the new templates, and
 // not one conversion of the load failed or read a wrong value meanwhile (docs/install.md,
 // "Upgrading").
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { BatchV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +25,7 @@ import {
 import { CHAOS_LOAD, loadTarget } from '../chaos/support/fleet.ts';
 import { type PreviousDeploy, previousDeploy } from './support/previous-deploy.ts';
 
+const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'upgrade-e2e' });
 const INSTANCE = 'u1';
 const TARGET = 'widgets.upgrade.switchyard.dev';
@@ -107,4 +112,36 @@ describe('an upgrade from the previous deploy/', () => {
     expect(summary.requests).toBeGreaterThan(50);
     expect(handoverReady(await configStatus(admin, CONFIG))).toMatchObject({ status: 'True' });
   }, 600_000);
+});
+
+describe('an operator with only a kubeconfig', () => {
+  it('explains a target: the CLI finds the bus, its own NATS user and the CA from the cluster', async () => {
+    // Nothing of the bus in the environment: what the person has is a kubeconfig.
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith('SWITCHYARD_NATS')),
+    );
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [MAIN, 'explain', TARGET, `--kubeconfig=${cluster.kubeConfigs.admin}`, '-o', 'json'],
+      { env, timeout: 60_000 },
+    );
+    const [explained] = JSON.parse(stdout) as { target: string; status: { assigned?: string } }[];
+    expect(explained).toMatchObject({ target: TARGET, status: { assigned: INSTANCE } });
+  }, 90_000);
+
+  it('says what it could not read, and how to name the bus instead', async () => {
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith('SWITCHYARD_NATS')),
+    );
+    const failed = await promisify(execFile)(
+      process.execPath,
+      [MAIN, 'explain', TARGET, `--kubeconfig=${cluster.kubeConfigs.nobody}`],
+      { env, timeout: 60_000 },
+    ).catch((err: { code: number; stderr: string }) => err);
+    expect(failed).toMatchObject({ code: 1 });
+    expect((failed as { stderr: string }).stderr).toMatch(
+      /cannot find the bus from the cluster.*forbidden/is,
+    );
+    expect((failed as { stderr: string }).stderr).toContain('--nats.url=');
+  }, 90_000);
 });

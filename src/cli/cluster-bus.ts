@@ -1,0 +1,136 @@
+// Where an operator's command finds the bus when no --nats.* flag says: from the cluster its
+// kubeconfig reaches, as the workers find it. The NATS address is the one the workers run with
+// (the router Deployment's SWITCHYARD_NATS_URL), the password is the command's own user's key of
+// the credentials Secret, and the CA is the one the workers mount: so `switchyard explain
+// <target>` needs nothing but a kubeconfig allowed to read those two objects. An address only
+// the cluster resolves (a Service name) is said to be one, with the port-forward that reaches it.
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AppsV1Api, CoreV1Api, KubeConfig, type V1Container, type V1Volume } from '@kubernetes/client-node';
+import { NATS_CREDENTIALS_SECRET } from '../access/nats-credentials-secret.ts';
+
+export interface ClusterFlags {
+  kubeconfig?: string;
+  context?: string;
+  namespace: string;
+}
+
+const DEFAULT_NAMESPACE = 'switchyard-system';
+/** A worker every overlay of deploy/ runs, with the NATS address and CA every worker has. */
+const WORKER_DEPLOYMENT = 'switchyard-router';
+
+/** `--kubeconfig=…`, `--context=…`, `-n …`/`--namespace=…` taken out of `args`, as kubectl reads them. */
+export function takeClusterFlags(args: readonly string[]): { cluster: ClusterFlags; rest: string[] } {
+  const cluster: ClusterFlags = { namespace: DEFAULT_NAMESPACE };
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const [flag, inline] = arg.includes('=')
+      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
+      : [arg];
+    const key = {
+      '--kubeconfig': 'kubeconfig',
+      '--context': 'context',
+      '-n': 'namespace',
+      '--namespace': 'namespace',
+    }[flag as string] as keyof ClusterFlags | undefined;
+    if (!key) {
+      rest.push(arg);
+      continue;
+    }
+    const value = inline ?? args[++i];
+    if (value === undefined || value === '') throw new Error(`${flag} needs a value`);
+    cluster[key] = value;
+  }
+  return { cluster, rest };
+}
+
+/**
+ * The kubeconfig at hand, as kubectl finds it: the flag, else KUBECONFIG, else ~/.kube/config.
+ * None of them: undefined (client-node would fall back to localhost:8080, which is not a cluster
+ * the person named).
+ */
+export function kubeConfigOf(flags: ClusterFlags, env = process.env): KubeConfig | undefined {
+  const kc = new KubeConfig();
+  if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
+  else if (env.KUBECONFIG || (env.HOME && existsSync(join(env.HOME, '.kube', 'config'))))
+    kc.loadFromDefault();
+  else return undefined;
+  if (flags.context) kc.setCurrentContext(flags.context);
+  return kc;
+}
+
+export interface ClusterBus {
+  url: string;
+  user: string;
+  passwordFile: string;
+  caFile?: string;
+  /** Removes the files written for the connection. */
+  cleanup(): void;
+}
+
+function envValue(container: V1Container, name: string): string | undefined {
+  return container.env?.find((e) => e.name === name)?.value;
+}
+
+/** The Secret and key mounted at the directory `file` is in, if a Secret volume is mounted there. */
+function secretKeyOf(file: string, container: V1Container, volumes: readonly V1Volume[]) {
+  const mount = container.volumeMounts?.find((m) => file.startsWith(`${m.mountPath.replace(/\/$/, '')}/`));
+  const secret = volumes.find((v) => v.name === mount?.name)?.secret;
+  if (!mount || !secret?.secretName) return undefined;
+  const name = file.slice(mount.mountPath.replace(/\/$/, '').length + 1);
+  const key = secret.items?.find((item) => item.path === name)?.key ?? name;
+  return { secretName: secret.secretName, key };
+}
+
+/** The bus as the workers of `flags.namespace` reach it, as NATS user `user`. */
+export async function busFromCluster(kc: KubeConfig, flags: ClusterFlags, user: string): Promise<ClusterBus> {
+  const where = `${flags.namespace}/${WORKER_DEPLOYMENT}`;
+  const deployment = await kc
+    .makeApiClient(AppsV1Api)
+    .readNamespacedDeployment({ name: WORKER_DEPLOYMENT, namespace: flags.namespace })
+    .catch((err: unknown) => {
+      throw new Error(`reading the Deployment ${where} for the bus address: ${(err as Error).message}`);
+    });
+  const pod = deployment.spec?.template.spec;
+  const container = pod?.containers[0];
+  const url = container && envValue(container, 'SWITCHYARD_NATS_URL');
+  if (!container || !url) throw new Error(`the Deployment ${where} names no SWITCHYARD_NATS_URL`);
+  const core = kc.makeApiClient(CoreV1Api);
+  const readKey = async (secretName: string, key: string) => {
+    const secret = await core
+      .readNamespacedSecret({ name: secretName, namespace: flags.namespace })
+      .catch((err: unknown) => {
+        throw new Error(`reading the Secret ${flags.namespace}/${secretName}: ${(err as Error).message}`);
+      });
+    const value = secret.data?.[key];
+    if (value === undefined) throw new Error(`the Secret ${flags.namespace}/${secretName} has no key ${key}`);
+    return Buffer.from(value, 'base64');
+  };
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-bus-'));
+  const cleanup = () => rmSync(dir, { recursive: true, force: true });
+  try {
+    const passwordFile = join(dir, 'password');
+    writeFileSync(passwordFile, await readKey(NATS_CREDENTIALS_SECRET, user), { mode: 0o600 });
+    const caPath = envValue(container, 'SWITCHYARD_NATS_TLS_CA_FILE');
+    const ca = caPath ? secretKeyOf(caPath, container, pod?.volumes ?? []) : undefined;
+    if (caPath && !ca) throw new Error(`the Deployment ${where} mounts its NATS CA from no Secret`);
+    let caFile: string | undefined;
+    if (ca) {
+      caFile = join(dir, 'ca.crt');
+      writeFileSync(caFile, await readKey(ca.secretName, ca.key), { mode: 0o600 });
+    }
+    return { url, user, passwordFile, ...(caFile !== undefined && { caFile }), cleanup };
+  } catch (err) {
+    cleanup();
+    throw err;
+  }
+}
+
+/** Whether the address resolves only inside a cluster (a Service's DNS name). */
+export function isClusterOnlyAddress(url: string): boolean {
+  return url
+    .split(',')
+    .some((server) => /\.svc(\.cluster\.local)?(:\d+)?$/.test(server.replace(/^\w+:\/\//, '')));
+}
