@@ -440,15 +440,15 @@ describe('the concerns bus stats reads by', () => {
 });
 
 describe('parseStatsArgs', () => {
-  it('takes -o json, --output=json, --json and -o table; refuses the rest', () => {
-    expect(parseStatsArgs([])).toEqual({ json: false });
-    expect(parseStatsArgs(['-o', 'json'])).toEqual({ json: true });
-    expect(parseStatsArgs(['-o=json'])).toEqual({ json: true });
-    expect(parseStatsArgs(['--output=json'])).toEqual({ json: true });
-    expect(parseStatsArgs(['--json'])).toEqual({ json: true });
-    expect(parseStatsArgs(['--json', '-o', 'table'])).toEqual({ json: false });
-    expect(() => parseStatsArgs(['-o', 'yaml'])).toThrow(/unknown output format yaml/);
+  it('takes -o table|json|yaml in kubectl\'s spellings and --json; refuses the rest', () => {
+    expect(parseStatsArgs([])).toEqual({ output: 'table' });
+    expect(parseStatsArgs(['-o', 'json'])).toEqual({ output: 'json' });
+    expect(parseStatsArgs(['-o=json'])).toEqual({ output: 'json' });
+    expect(parseStatsArgs(['--output=yaml'])).toEqual({ output: 'yaml' });
+    expect(parseStatsArgs(['--json'])).toEqual({ output: 'json' });
+    expect(parseStatsArgs(['--json', '-o', 'table'])).toEqual({ output: 'table' });
+    expect(() => parseStatsArgs(['-o', 'wide'])).toThrow(/-o takes table, json, yaml, got "wide"/);
     expect(() => parseStatsArgs(['--watch'])).toThrow(/unknown argument --watch/);
-    expect(() => parseStatsArgs(['-o'])).toThrow(/unknown argument -o/);
+    expect(() => parseStatsArgs(['-o'])).toThrow(/-o takes table, json, yaml, got nothing/);
   });
 });

@@ -4,9 +4,10 @@ import { topologyOptions } from '../bus/topology.ts';
 import type { Config } from '../config/schema.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { connectOperatorBus, loadOperatorConfig, type OperatorConfig } from './operator-bus.ts';
+import { type OutputFormat, readOutputFlag, renderOutput } from './output.ts';
 
 export const USAGE =
-  'usage: switchyard bus <stats [-o json|--json] | setup | authorization> [--nats.url=nats://…] [--nats.user=… --nats.passwordFile=…]\n' +
+  'usage: switchyard bus <stats [-o table|json|yaml] | setup | authorization> [--nats.url=nats://…] [--nats.user=… --nats.passwordFile=…]\n' +
   '  stats: streams and handler concerns (backlog, in flight, retries, dead letters), read as the\n' +
   '  bus-setup user; exit 0, 1 when NATS cannot be read or a stream of the topology is missing, 2 on\n' +
   '  bad usage.\n' +
@@ -14,18 +15,18 @@ export const USAGE =
   '  exit 1, saying why, when NATS refuses it (e.g. 3 replicas on a server that is not clustered).\n';
 
 /** `bus stats` flags: the output format. */
-export function parseStatsArgs(flags: readonly string[]): { json: boolean } {
-  let json = false;
+export function parseStatsArgs(flags: readonly string[]): { output: OutputFormat } {
+  let output: OutputFormat = 'table';
   for (let i = 0; i < flags.length; i++) {
     const arg = flags[i] as string;
-    const output = arg === '-o' || arg === '--output' ? flags[++i] : /^(?:-o|--output)=(.*)$/.exec(arg)?.[1];
-    if (arg === '--json') json = true;
-    else if (output === 'json') json = true;
-    else if (output === 'table') json = false;
-    else if (output !== undefined) throw new Error(`unknown output format ${output}: json or table`);
-    else throw new Error(`unknown argument ${arg}`);
+    const flag = readOutputFlag(flags, i);
+    if (arg === '--json') output = 'json';
+    else if (flag) {
+      output = flag.format;
+      i += flag.used - 1;
+    } else throw new Error(`unknown argument ${arg}`);
   }
-  return { json };
+  return { output };
 }
 
 /**
@@ -121,7 +122,7 @@ export async function runBus(argv: string[]): Promise<void> {
 
 async function runStats(loaded: OperatorConfig, flags: readonly string[]): Promise<void> {
   const { config } = loaded;
-  let args: { json: boolean };
+  let args: { output: OutputFormat };
   try {
     args = parseStatsArgs(flags);
   } catch (err) {
@@ -136,7 +137,7 @@ async function runStats(loaded: OperatorConfig, flags: readonly string[]): Promi
   const { bus } = connected;
   try {
     const report = await readBusReport(bus.jsm, plans);
-    process.stdout.write(`${args.json ? JSON.stringify(report, null, 2) : formatBusStats(report)}\n`);
+    process.stdout.write(renderOutput(args.output, report, () => `${formatBusStats(report)}\n`));
     if (report.missingStreams.length > 0) {
       process.stderr.write(
         `streams missing: ${report.missingStreams.join(', ')}; the topology is applied by \`switchyard bus setup\`\n`,

@@ -8,26 +8,26 @@ import { INSPECT_ONLY, parseDlqArgs, workConcerns } from './dlq.ts';
 
 describe('switchyard dlq arguments', () => {
   it('reads list, show and retry', () => {
-    expect(parseDlqArgs(['list'])).toEqual({ command: 'list', concern: undefined, json: false });
+    expect(parseDlqArgs(['list'])).toEqual({ command: 'list', concern: undefined, output: 'table' });
     expect(parseDlqArgs(['list', '--concern=handover', '-o', 'json'])).toEqual({
       command: 'list',
       concern: 'handover',
-      json: true,
+      output: 'json',
     });
-    expect(parseDlqArgs(['show', '12', '-o=json'])).toEqual({ command: 'show', seq: 12, json: true });
+    expect(parseDlqArgs(['show', '12', '-o=json'])).toEqual({ command: 'show', seq: 12, output: 'json' });
     expect(parseDlqArgs(['retry', '3', '4'])).toEqual({
       command: 'retry',
       seqs: [3, 4],
       concern: undefined,
       dryRun: false,
-      json: false,
+      output: 'table',
     });
     expect(parseDlqArgs(['retry', '--all', '--concern=assign', '--dry-run'])).toEqual({
       command: 'retry',
       seqs: 'all',
       concern: 'assign',
       dryRun: true,
-      json: false,
+      output: 'table',
     });
   });
 
@@ -46,7 +46,7 @@ describe('switchyard dlq arguments', () => {
     [['retry', '-3']],
     [['retry', '--all', '--concern=a.b']],
     [['retry', '--all', '--concern']],
-    [['list', '-o', 'yaml']],
+    [['list', '-o', 'wide']],
     [['list', '--verbose']],
   ])('refuses %j', (args) => {
     expect(() => parseDlqArgs(args)).toThrow();

@@ -14,6 +14,7 @@ import type { Bus } from '../bus/connect.ts';
 import {
   type ConcernSchema,
   DEAD_LETTER_PREFIX,
+  type DeadLetterEntry,
   deadLetterJson,
   decodesNow,
   formatDeadLetter,
@@ -46,11 +47,12 @@ import { ASSIGN_PACER } from '../handlers/assign.ts';
 import { CONCERNS } from '../handlers/concerns.ts';
 import { resyncPacerOf } from '../handlers/resync.ts';
 import { connectOperatorBus, loadOperatorConfig, type OperatorConfig } from './operator-bus.ts';
+import { type OutputFormat, readOutputFlag, renderOutput } from './output.ts';
 
 export const USAGE =
-  'usage: switchyard dlq list [--concern=<c>] [-o json]\n' +
-  '       switchyard dlq show <seq> [-o json]\n' +
-  '       switchyard dlq retry <seq>… | --all [--concern=<c>] [--dry-run] [-o json]\n' +
+  'usage: switchyard dlq list [--concern=<c>] [-o table|json|yaml]\n' +
+  '       switchyard dlq show <seq> [-o table|json|yaml]\n' +
+  '       switchyard dlq retry <seq>… | --all [--concern=<c>] [--dry-run] [-o table|json|yaml]\n' +
   '  [--nats.url=… --nats.user=dlq --nats.passwordFile=…] [--bus.partitions.<concern>=N as the handlers run]\n' +
   '  Dead letters are messages a handler could not process (stream DLQ, kept a week). `retry`\n' +
   '  republishes each to its original work subject, then deletes it. Exit 0 done; 1 something\n' +
@@ -88,14 +90,14 @@ export const INSPECT_ONLY: readonly ConcernSchema[] = [
 ];
 
 export type DlqArgs =
-  | { command: 'list'; concern: string | undefined; json: boolean }
-  | { command: 'show'; seq: number; json: boolean }
+  | { command: 'list'; concern: string | undefined; output: OutputFormat }
+  | { command: 'show'; seq: number; output: OutputFormat }
   | {
       command: 'retry';
       seqs: number[] | 'all';
       concern: string | undefined;
       dryRun: boolean;
-      json: boolean;
+      output: OutputFormat;
     };
 
 function parseSeq(arg: string): number {
@@ -106,19 +108,18 @@ function parseSeq(arg: string): number {
 /** The arguments after `dlq` (configuration flags already taken out by `loadConfig`). */
 export function parseDlqArgs(rest: readonly string[]): DlqArgs {
   const [command, ...args] = rest;
-  let json = false;
+  let output: OutputFormat = 'table';
   let all = false;
   let dryRun = false;
   let concern: string | undefined;
   const positional: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
-    if (arg === '-o' || arg === '--output') {
-      const value = args[++i];
-      if (value !== 'json') throw new Error(`${arg} takes json, got ${value ?? 'nothing'}`);
-      json = true;
-    } else if (arg === '-o=json' || arg === '--output=json' || arg === '-ojson') json = true;
-    else if (arg === '--all') all = true;
+    const flag = readOutputFlag(args, i);
+    if (flag) {
+      output = flag.format;
+      i += flag.used - 1;
+    } else if (arg === '--all') all = true;
     else if (arg === '--dry-run') dryRun = true;
     else if (arg.startsWith('--concern=')) {
       concern = arg.slice('--concern='.length);
@@ -135,17 +136,17 @@ export function parseDlqArgs(rest: readonly string[]): DlqArgs {
       only('--all', !all);
       only('--dry-run', !dryRun);
       if (positional.length > 0) throw new Error(`dlq list takes no arguments, got ${positional.join(' ')}`);
-      return { command, concern, json };
+      return { command, concern, output };
     case 'show': {
       only('--all', !all);
       only('--dry-run', !dryRun);
       only('--concern', concern === undefined);
       if (positional.length !== 1) throw new Error('dlq show takes one DLQ sequence');
-      return { command, seq: parseSeq(positional[0] as string), json };
+      return { command, seq: parseSeq(positional[0] as string), output };
     }
     case 'retry': {
       if (all === positional.length > 0) throw new Error('dlq retry takes DLQ sequences or --all');
-      return { command, seqs: all ? 'all' : positional.map(parseSeq), concern, dryRun, json };
+      return { command, seqs: all ? 'all' : positional.map(parseSeq), concern, dryRun, output };
     }
     default:
       throw new Error(command === undefined ? 'name a dlq command' : `unknown dlq command ${command}`);
@@ -209,13 +210,13 @@ async function list(
   out: NodeJS.WritableStream,
 ): Promise<number> {
   const range = await deadLetterRange(bus.jsm, args.concern);
-  const entries = [];
+  const entries: DeadLetterEntry[] = [];
   for await (const m of deadLetters(bus.jsm, filterOf(args.concern), range.firstSeq, range.lastSeq))
     entries.push(parseDeadLetter(stored(m)));
   out.write(
-    args.json
-      ? `${JSON.stringify(entries.map(deadLetterJson), null, 2)}\n`
-      : formatDeadLetterList(entries, { nowMs: Date.now(), concern: args.concern }),
+    renderOutput(args.output, entries.map(deadLetterJson), () =>
+      formatDeadLetterList(entries, { nowMs: Date.now(), concern: args.concern }),
+    ),
   );
   return 0;
 }
@@ -242,7 +243,7 @@ async function show(
     verdict: redriveVerdict(entry, m.data, concerns),
     keptUntil: maxAgeMs > 0 ? new Date(m.time.getTime() + maxAgeMs).toISOString() : undefined,
   };
-  out.write(args.json ? `${JSON.stringify(showJson(shown), null, 2)}\n` : formatDeadLetter(shown));
+  out.write(renderOutput(args.output, showJson(shown), () => formatDeadLetter(shown)));
   return 0;
 }
 
@@ -310,7 +311,8 @@ async function retry(
   const opts = { concern: args.concern, dryRun: args.dryRun };
   const report = (r: RetryResult, everyLine: boolean) => {
     results.push(r);
-    if (args.json) return;
+    // Data formats get one document at the end, not lines as they happen.
+    if (args.output !== 'table') return;
     if (everyLine || r.outcome === 'refused' || r.outcome === 'failed')
       out.write(`${formatRetryResult(r)}\n`);
   };
@@ -339,9 +341,9 @@ async function retry(
       err.write(formatProgress(done, range.count, results, args.dryRun));
   }
   out.write(
-    args.json
-      ? `${JSON.stringify({ dryRun: args.dryRun, ...tallyRetries(results), results }, null, 2)}\n`
-      : formatRetrySummary(results, args.dryRun),
+    renderOutput(args.output, { dryRun: args.dryRun, ...tallyRetries(results), results }, () =>
+      formatRetrySummary(results, args.dryRun),
+    ),
   );
   return retryExitCode(results);
 }

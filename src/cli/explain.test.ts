@@ -29,9 +29,9 @@ describe('switchyard explain', () => {
   it('takes targets or --all, and json output', () => {
     expect(parseExplainArgs(['a.example.com', 'b.example.com'])).toEqual({
       targets: ['a.example.com', 'b.example.com'],
-      json: false,
+      output: 'table',
     });
-    expect(parseExplainArgs(['--all', '-o', 'json'])).toEqual({ targets: 'all', json: true });
+    expect(parseExplainArgs(['--all', '-o', 'json'])).toEqual({ targets: 'all', output: 'json' });
     for (const bad of [[], ['--all', 'a.example.com'], ['--frobnicate', 'a']])
       expect(() => parseExplainArgs(bad)).toThrow();
   });

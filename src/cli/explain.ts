@@ -7,34 +7,35 @@ import { handoverPolicyOf } from '../handlers/handover/run.ts';
 import { HANDOVER_VIEW_KINDS } from '../handlers/handover.ts';
 import { operatorNamespace } from '../handlers/operator-namespace.ts';
 import { connectOperatorBus, loadOperatorConfig } from './operator-bus.ts';
+import { type OutputFormat, readOutputFlag, renderOutput } from './output.ts';
 
 export const USAGE =
-  'usage: switchyard explain <target> | --all [-o json] [--nats.url=…] [--nats.user=… --nats.passwordFile=…]\n' +
+  'usage: switchyard explain <target> | --all [-o table|json|yaml] [--nats.url=…] [--nats.user=… --nats.passwordFile=…]\n' +
   '  Reads the bus (the read-only webhook-server user is enough) and says why the target is where it\n' +
   '  is. Exit 0 when explained, 2 on bad usage, 3 when no config converts the target, 1 when the\n' +
   '  bus cannot be read.\n';
 
 interface ExplainArgs {
   targets: string[] | 'all';
-  json: boolean;
+  output: OutputFormat;
 }
 
 export function parseExplainArgs(rest: readonly string[]): ExplainArgs {
-  let json = false;
+  let output: OutputFormat = 'table';
   let all = false;
   const targets: string[] = [];
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i] as string;
-    if (arg === '-o' && rest[i + 1] === 'json') {
-      json = true;
-      i++;
-    } else if (arg === '-o=json' || arg === '--output=json') json = true;
-    else if (arg === '--all') all = true;
+    const flag = readOutputFlag(rest, i);
+    if (flag) {
+      output = flag.format;
+      i += flag.used - 1;
+    } else if (arg === '--all') all = true;
     else if (arg.startsWith('-')) throw new Error(`unknown argument ${arg}`);
     else targets.push(arg);
   }
   if (all === targets.length > 0) throw new Error('name one or more targets, or --all');
-  return { targets: all ? 'all' : targets, json };
+  return { targets: all ? 'all' : targets, output };
 }
 
 function scoreLine(e: TargetExplanation): string | undefined {
@@ -126,7 +127,7 @@ export async function runExplain(argv: string[]): Promise<void> {
       }
     }
     process.stdout.write(
-      args.json ? `${JSON.stringify(explained, null, 2)}\n` : explained.map(formatExplanation).join('\n'),
+      renderOutput(args.output, explained, () => explained.map(formatExplanation).join('\n')),
     );
   } finally {
     view.stop();

@@ -38,7 +38,7 @@ describe('switchyard replay arguments', () => {
       untilSeq: 40,
       redrive: true,
       allLines: false,
-      json: true,
+      output: 'json',
     });
     expect(parseReplayArgs(['--until=2026-12-01T10:00:00Z']).until?.toISOString()).toBe(
       '2026-12-01T10:00:00.000Z',

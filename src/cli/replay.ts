@@ -7,10 +7,11 @@ import { ASSIGN_CONCERN } from '../handlers/assign/world.ts';
 import { objectWorkSubject, parseWorkKey } from '../handlers/work-keys.ts';
 import { type ReplayedDecision, type ReplayReport, replay } from '../replay/replay.ts';
 import { connectOperatorBus, loadOperatorConfig } from './operator-bus.ts';
+import { type OutputFormat, readOutputFlag, renderOutput } from './output.ts';
 
 export const USAGE =
   'usage: switchyard replay [--concern=assign] [--key=<kind>/<name>] [--until-seq=<K8S sequence> | --until=<RFC 3339 time>]\n' +
-  '                         [--redrive] [--all-lines] [-o json] [--nats.url=…] [--nats.user=replay --nats.passwordFile=…]\n' +
+  '                         [--redrive] [--all-lines] [-o table|json|yaml] [--nats.url=…] [--nats.user=replay --nats.passwordFile=…]\n' +
   '  Takes the recorded decisions of a concern again on the view rebuilt from the recorded history and\n' +
   '  says whether each comes out the same, byte for byte. Prints the differing and unavailable ones and a\n' +
   '  summary (--all-lines: every decision). --redrive publishes each replayed key as new work.\n' +
@@ -24,21 +25,21 @@ export interface ReplayArgs {
   until?: Date;
   redrive: boolean;
   allLines: boolean;
-  json: boolean;
+  output: OutputFormat;
 }
 
 export function parseReplayArgs(rest: readonly string[]): ReplayArgs {
-  const args: ReplayArgs = { concern: ASSIGN_CONCERN, redrive: false, allLines: false, json: false };
+  const args: ReplayArgs = { concern: ASSIGN_CONCERN, redrive: false, allLines: false, output: 'table' };
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i] as string;
     const [flag, value] = arg.includes('=')
       ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
       : [arg];
-    if (arg === '-o' && rest[i + 1] === 'json') {
-      args.json = true;
-      i++;
-    } else if (arg === '-o=json' || arg === '--output=json') args.json = true;
-    else if (arg === '--redrive') args.redrive = true;
+    const output = readOutputFlag(rest, i);
+    if (output) {
+      args.output = output.format;
+      i += output.used - 1;
+    } else if (arg === '--redrive') args.redrive = true;
     else if (arg === '--all-lines') args.allLines = true;
     else if (flag === '--concern' && value) args.concern = value;
     else if (flag === '--key' && value) args.key = value;
@@ -103,9 +104,7 @@ export async function runReplay(argv: string[]): Promise<void> {
       },
       log,
     );
-    process.stdout.write(
-      args.json ? `${JSON.stringify(report, null, 2)}\n` : formatReplay(report, args.allLines),
-    );
+    process.stdout.write(renderOutput(args.output, report, () => formatReplay(report, args.allLines)));
     const differs = report.decisions.some((d) => d.verdict === 'different') || report.unreadable.length > 0;
     if (report.decisions.length === 0) process.stderr.write('no recorded decision matched\n');
     process.exitCode = differs || report.decisions.length === 0 ? 1 : 0;

@@ -51,7 +51,7 @@ describe('switchyard simulate', () => {
       remove: ['alpha'],
       reweight: [{ name: 'bravo', weight: 5 }],
     });
-    expect(args).toMatchObject({ fromFile: 'f.yaml', json: true, allMoves: false });
+    expect(args).toMatchObject({ fromFile: 'f.yaml', output: 'json', allMoves: false });
   });
 
   it.each([

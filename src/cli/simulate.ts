@@ -11,10 +11,11 @@ import { WEBHOOK_SERVER_KIND, type WebhookServer, webhookServerSchema } from '..
 import { loadConfig } from '../config/load.ts';
 import { subjectOf } from '../core/assignment.ts';
 import { applyPoolChange, type PoolChange, type Simulation, simulate } from '../core/simulate.ts';
+import { type OutputFormat, readOutputFlag, renderOutput } from './output.ts';
 
 export const USAGE =
   'usage: switchyard simulate [--add=NAME[:WEIGHT]]… [--remove=NAME]… [--weight=NAME=WEIGHT]… ' +
-  '[--from-file=FILE] [--moves] [-o json]\n' +
+  '[--from-file=FILE] [--moves] [-o table|json|yaml]\n' +
   '  Reads the instances and configs from the cluster (KUBECONFIG), or from FILE (YAML or JSON, as\n' +
   '  `kubectl get conversionwebhookservers,crdconversionconfigs,xrdconversionconfigs -o yaml` prints),\n' +
   '  and prints what the change would move. Exit 0 when simulated, 2 on a bad change or usage, 1\n' +
@@ -29,7 +30,7 @@ interface SimulateArgs {
   change: PoolChange;
   fromFile: string | undefined;
   allMoves: boolean;
-  json: boolean;
+  output: OutputFormat;
 }
 
 function nameAndWeight(value: string, separator: string, flag: string): { name: string; weight: number } {
@@ -45,7 +46,7 @@ export function parseSimulateArgs(rest: readonly string[]): SimulateArgs {
     change: { add: [], remove: [], reweight: [] },
     fromFile: undefined,
     allMoves: false,
-    json: false,
+    output: 'table',
   };
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i] as string;
@@ -59,11 +60,12 @@ export function parseSimulateArgs(rest: readonly string[]): SimulateArgs {
       args.change.reweight.push(nameAndWeight(value, '=', flag));
     } else if (flag === '--from-file' && value !== '') args.fromFile = value;
     else if (flag === '--moves') args.allMoves = true;
-    else if (flag === '-o' && rest[i + 1] === 'json') {
-      args.json = true;
-      i++;
-    } else if (flag === '-o' && value === 'json') args.json = true;
-    else throw new UsageError(`unknown argument ${arg}`);
+    else {
+      const output = readOutputFlag(rest, i);
+      if (!output) throw new UsageError(`unknown argument ${arg}`);
+      args.output = output.format;
+      i += output.used - 1;
+    }
   }
   const { add, remove, reweight } = args.change;
   if (add.length + remove.length + reweight.length === 0)
@@ -214,8 +216,8 @@ export async function runSimulate(argv: string[]): Promise<void> {
     fanoutRatePerSecond: rate,
   });
   process.stdout.write(
-    args.json
-      ? `${JSON.stringify({ change: args.change, fanoutRatePerSecond: rate, ...sim }, null, 2)}\n`
-      : formatSimulation(sim, args.change, rate, args.allMoves),
+    renderOutput(args.output, { change: args.change, fanoutRatePerSecond: rate, ...sim }, () =>
+      formatSimulation(sim, args.change, rate, args.allMoves),
+    ),
   );
 }
