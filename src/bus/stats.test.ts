@@ -440,7 +440,7 @@ describe('the concerns bus stats reads by', () => {
 });
 
 describe('parseStatsArgs', () => {
-  it('takes -o table|json|yaml in kubectl\'s spellings and --json; refuses the rest', () => {
+  it("takes -o table|json|yaml in kubectl's spellings and --json; refuses the rest", () => {
     expect(parseStatsArgs([])).toEqual({ output: 'table' });
     expect(parseStatsArgs(['-o', 'json'])).toEqual({ output: 'json' });
     expect(parseStatsArgs(['-o=json'])).toEqual({ output: 'json' });
