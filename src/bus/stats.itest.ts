@@ -319,9 +319,9 @@ describe('switchyard bus stats', () => {
   });
 
   it('exits 2 on bad usage, 1 when NATS cannot be reached or a stream is missing', async () => {
-    const usage = await runSwitchyard(['bus', 'stats', '-o', 'yaml', ...asBusSetup()]);
+    const usage = await runSwitchyard(['bus', 'stats', '-o', 'wide', ...asBusSetup()]);
     expect(usage.code).toBe(2);
-    expect(usage.stderr).toMatch(/unknown output format yaml/);
+    expect(usage.stderr).toMatch(/-o takes table, json, yaml, got "wide"/);
 
     const unreachable = await runSwitchyard(['bus', 'stats', `--nats.url=${await unreachableNatsUrl()}`]);
     expect(unreachable.code).toBe(1);

@@ -60,7 +60,7 @@ describe('switchyard simulate', () => {
     [['--add=x:y']],
     [['--weight=bravo']],
     [['--frobnicate']],
-    [['-o', 'yaml']],
+    [['--add=x', '-o', 'wide']],
   ])('refuses %j with a usage error', (argv) => {
     expect(() => parseSimulateArgs(argv)).toThrow();
   });
