@@ -12,7 +12,6 @@
 // value was wrong). --keep-running keeps the cluster and the load up until Ctrl-C. Ctrl-C at
 // any point stops the load and removes the cluster.
 import type { KubeConfig } from '@kubernetes/client-node';
-import { pino } from 'pino';
 import type { ConfigStatus } from '../api/conversion-config.ts';
 import { poolMember, rendezvousWinner } from '../core/assignment.ts';
 import { HttpMethod } from '../kube/request.ts';
@@ -20,6 +19,7 @@ import { kubectlPath, type LocalCluster, startLocalCluster } from '../local-clus
 import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../local-cluster/install.ts';
 import { natsFlags } from '../local-cluster/nats-client.ts';
 import { systemClock } from '../runtime/clock.ts';
+import { createLogger } from '../runtime/logger.ts';
 import { apiserverConversions, totalOf } from '../scenario/apiserver-conversions.ts';
 import { ConversionLoad, type LoadSummary } from '../scenario/conversion-load.ts';
 import {
@@ -86,7 +86,7 @@ class Demo {
   private readonly targets: Target[];
   private readonly keepRunning: boolean;
   private readonly natsCluster: boolean;
-  private readonly log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'demo' });
+  private readonly log = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', format: 'auto' }, 'demo');
   private readonly interrupted: Promise<never>;
   private cluster: LocalCluster | undefined;
   private loads: ConversionLoad[] = [];

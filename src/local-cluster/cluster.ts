@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import { type Logger, pino } from 'pino';
+import type { Logger } from 'pino';
 import type { NatsPermissionsMode } from '../access/nats-authorization.ts';
 import { apiUrl, HttpMethod, send } from '../kube/request.ts';
+import { createLogger } from '../runtime/logger.ts';
 import {
   type ApiServer,
   type ControlPlaneFiles,
@@ -198,7 +199,8 @@ async function grantNodeAgent(admin: KubeConfig, user: string): Promise<void> {
  * directory. Every process dies with this one.
  */
 export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise<LocalCluster> {
-  const log = opts.log ?? pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'local-cluster' });
+  const log =
+    opts.log ?? createLogger({ level: process.env.LOG_LEVEL ?? 'warn', format: 'auto' }, 'local-cluster');
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'switchyard-cluster-')));
   await mkdir(join(dir, 'logs'), { recursive: true });
   // Every process of the stack, and nats-server, which may run in a container instead.
