@@ -35,7 +35,15 @@ async function natsSettings(
 ): Promise<{ nats: Config['nats']; fromCluster: boolean } | undefined> {
   const { config, origins, cluster } = loaded;
   const explicit = 'nats.url' in origins || 'nats.user' in origins;
-  const kc = explicit ? undefined : kubeConfigOf(cluster);
+  let kc: ReturnType<typeof kubeConfigOf>;
+  try {
+    kc = explicit ? undefined : kubeConfigOf(cluster);
+  } catch (err) {
+    // A KUBECONFIG naming a missing or unreadable file, or an unknown --context: said, not a stack.
+    process.stderr.write(`cannot read the kubeconfig: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+    return undefined;
+  }
   if (!kc) return { nats: config.nats, fromCluster: false };
   try {
     const found = await busFromCluster(kc, cluster, user);
