@@ -252,6 +252,9 @@ class Demo {
       `  kubectl logs -n ${SWITCHYARD_NAMESPACE} deploy/switchyard-handover   # a worker's log: each move it makes`,
     );
     say(
+      `  kubectl port-forward -n ${SWITCHYARD_NAMESPACE} deploy/switchyard-handover :8081   # then curl its /metrics`,
+    );
+    say(
       `  kubectl get leases -n ${SWITCHYARD_NAMESPACE} -l app.kubernetes.io/managed-by=switchyard   # each replica's served set`,
     );
     say(`  node src/cli/main.ts bus stats ${natsFlags(cluster).join(' ')}   # streams, consumers, backlog`);

@@ -139,7 +139,7 @@ async function preparePki(dir: string) {
     ipAddresses: ['127.0.0.1', '127.20.0.1'],
   });
   const sa = await createServiceAccountKey(pki);
-  // The kubelet API the node agent serves (`kubectl logs`), and the apiserver's client for it.
+  // The kubelet API the node agent serves (`kubectl logs`, `exec`, …), and the apiserver's client for it.
   const kubelet = await issueCertificate(ca, pki, 'kubelet', {
     commonName: 'switchyard-local-kubelet',
     ipAddresses: ['127.0.0.1'],

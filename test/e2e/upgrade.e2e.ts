@@ -13,6 +13,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalCluster, startLocalCluster } from '../../src/local-cluster/cluster.ts';
 import { installSwitchyard, renderDeploy, SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
+import { runKubectl, startPortForward } from '../../src/local-cluster/kubectl.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 import { ConversionLoad } from '../../src/scenario/conversion-load.ts';
 import {
@@ -144,4 +145,42 @@ describe('an operator with only a kubeconfig', () => {
     );
     expect((failed as { stderr: string }).stderr).toContain('--nats.url=');
   }, 90_000);
+});
+
+describe('kubectl on a worker Pod', () => {
+  const WORKER = 'deploy/switchyard-handover';
+
+  it('reads its log: JSON lines with level names, about the targets it moved', async () => {
+    const res = await runKubectl(cluster.kubeConfigs.admin, [
+      '-n',
+      SWITCHYARD_NAMESPACE,
+      'logs',
+      WORKER,
+      '--tail=20',
+    ]);
+    expect(res.code, res.stderr).toBe(0);
+    const lines = res.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { level: unknown });
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines)
+      expect(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).toContain(line.level);
+  }, 60_000);
+
+  it('forwards its metrics port: /metrics answers through kubectl port-forward', async () => {
+    const forward = await startPortForward(cluster.kubeConfigs.admin, [
+      '-n',
+      SWITCHYARD_NAMESPACE,
+      WORKER,
+      ':8081',
+    ]);
+    try {
+      const res = await fetch(`http://127.0.0.1:${forward.localPort}/metrics`);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toMatch(/^switchyard_build_info\{.*\} 1$/m);
+    } finally {
+      forward.stop();
+    }
+  }, 60_000);
 });

@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import { isConflict } from '../../kube/errors.ts';
 import { type ClusterEndpoint, writeKubeConfig } from '../kubeconfig.ts';
 import { desiredEndpointSlices, managedSliceSelector, type ReadyLocalPod } from './endpoint-slices.ts';
-import { type ContainerLogs, startKubeletServer } from './kubelet-server.ts';
+import { type ContainerLogs, type PodStreams, startKubeletServer } from './kubelet-server.ts';
 import { PodRunner } from './pod-runner.ts';
 import { SerialQueues } from './serial-queues.ts';
 
@@ -40,7 +40,7 @@ const MAX_GRACE_MS = 30_000;
  * to its node (there is no scheduler), runs the project's own image as local
  * processes, reports their status and readiness, publishes ready endpoints for
  * the Services that select them, and finishes the deletion of its Pods. It serves the kubelet
- * API's container logs on loopback, so `kubectl logs` works (kubelet-server.ts).
+ * API on loopback, so `kubectl logs`, `port-forward` and `exec` work (kubelet-server.ts).
  */
 export class NodeAgent {
   private readonly core: CoreV1Api;
@@ -66,6 +66,7 @@ export class NodeAgent {
     this.kubelet = await startKubeletServer({
       ...this.opts.kubeletTls,
       logs: this.containerLogs(),
+      streams: this.podStreams(),
       log: this.opts.log,
     });
     await this.registerNode(this.kubelet.port);
@@ -122,16 +123,37 @@ export class NodeAgent {
     }));
   }
 
+  private runnerOf(namespace: string, pod: string): PodRunner | undefined {
+    return [...this.runners.values()].find(
+      (r) => r.pod.metadata?.namespace === namespace && r.pod.metadata?.name === pod,
+    );
+  }
+
+  private notHere(namespace: string, pod: string): { missing: string } {
+    return { missing: `pod ${namespace}/${pod} does not run on ${this.opts.nodeName}` };
+  }
+
+  /** What port-forward and exec reach in the Pods this agent runs. */
+  private podStreams(): PodStreams {
+    return {
+      ports: (namespace, pod) => {
+        const runner = this.runnerOf(namespace, pod);
+        return runner ? (port) => runner.hostPortOf(port) : this.notHere(namespace, pod);
+      },
+      execIn: (namespace, pod, container) => {
+        const runner = this.runnerOf(namespace, pod);
+        return runner ? () => runner.execEnvironment(container) : this.notHere(namespace, pod);
+      },
+    };
+  }
+
   /** The logs of the Pods this agent runs, by namespace, Pod and container name. */
   private containerLogs(): ContainerLogs {
-    const runnerOf = (namespace: string, pod: string) =>
-      [...this.runners.values()].find(
-        (r) => r.pod.metadata?.namespace === namespace && r.pod.metadata?.name === pod,
-      );
+    const runnerOf = (namespace: string, pod: string) => this.runnerOf(namespace, pod);
     return {
       logFile: (namespace, pod, container, previous) => {
         const runner = runnerOf(namespace, pod);
-        if (!runner) return { missing: `pod ${namespace}/${pod} does not run on ${this.opts.nodeName}` };
+        if (!runner) return this.notHere(namespace, pod);
         const file = runner.logFileOf(container, previous);
         if (!file) return { missing: `container ${container} is not in pod ${namespace}/${pod}` };
         if (!existsSync(file))

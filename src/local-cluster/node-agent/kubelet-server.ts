@@ -1,15 +1,20 @@
-// The part of the kubelet API the apiserver calls for `kubectl logs`: GET
-// /containerLogs/<namespace>/<pod>/<container>, with follow, previous, tailLines and limitBytes.
-// HTTPS on loopback, and only the apiserver may call it: the client certificate must chain to
-// the cluster's CA and name the apiserver's kubelet client. Exec, attach and port-forward need a
-// container runtime's streams (SPDY) that the local node agent does not have: they are refused
+// The part of the kubelet API the apiserver calls for `kubectl logs`, `kubectl port-forward` and
+// `kubectl exec`: GET /containerLogs/<namespace>/<pod>/<container> (follow, previous, tailLines,
+// limitBytes), and the SPDY/3.1 upgrades POST /portForward/<namespace>/<pod> and
+// /exec/<namespace>/<pod>/<container>. HTTPS on loopback, and only the apiserver may call it: the
+// client certificate must chain to the cluster's CA and name the apiserver's kubelet client.
+// Attach needs a container's own stdio, which a plain process does not keep open: it is refused
 // with a message that says so, not a bare 404.
 import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import { createServer, type Server } from 'node:https';
+import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
+import { EXEC_PROTOCOL, type ExecResolver, execHandler, parseExecQuery } from './exec.ts';
+import { PORT_FORWARD_PROTOCOL, type PortResolver, portForwardHandler } from './port-forward.ts';
+import { SPDY_PROTOCOL, SpdyConnection, type SpdyStream } from './spdy.ts';
 
 /** The common name of the client certificate the apiserver presents to kubelets (`--kubelet-client-certificate`). */
 export const APISERVER_KUBELET_CLIENT = 'kube-apiserver-kubelet-client';
@@ -22,12 +27,21 @@ export interface ContainerLogs {
   running(namespace: string, pod: string, container: string): boolean;
 }
 
+/** What port-forward and exec reach in a Pod on this node. */
+export interface PodStreams {
+  /** Where a Pod's container ports are on this machine, or why the Pod has none. */
+  ports(namespace: string, pod: string): PortResolver | { missing: string };
+  /** How a command runs in a container (its environment and directory), or why it cannot. */
+  execIn(namespace: string, pod: string, container: string): ExecResolver | { missing: string };
+}
+
 export interface KubeletServerOptions {
   cert: string;
   key: string;
   /** The cluster CA: client certificates must chain to it. */
   ca: string;
   logs: ContainerLogs;
+  streams: PodStreams;
   log: Logger;
   /** How often a follow looks for more output. */
   followPollMs?: number;
@@ -84,6 +98,9 @@ export async function startKubeletServer(
     { cert: opts.cert, key: opts.key, ca: opts.ca, requestCert: true, rejectUnauthorized: true },
     (req, res) => void serve(req, res, opts).catch((err: unknown) => fail(res, 500, (err as Error).message)),
   );
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+    upgrade(req, socket, head, opts),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
@@ -108,26 +125,45 @@ function fail(res: ServerResponse, status: number, message: string): void {
   res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' }).end(`${message}\n`);
 }
 
+const ONLY_THE_APISERVER = `only the apiserver (${APISERVER_KUBELET_CLIENT}) may call this node agent`;
+
+function isApiserver(req: IncomingMessage): boolean {
+  return (req.socket as TLSSocket).getPeerCertificate().subject?.CN === APISERVER_KUBELET_CLIENT;
+}
+
+/** The route and its path segments: /<route>/<namespace>/<pod>[/<uid>][/<container>]. */
+function routeOf(req: IncomingMessage): { route: string; segments: string[]; url: URL } {
+  const url = new URL(req.url ?? '/', 'https://node');
+  const [route = '', ...segments] = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  return { route, segments, url };
+}
+
+const STREAMING_NEEDS_UPGRADE = new Set(['exec', 'portForward']);
+const NOT_SERVED_STREAMING = new Set(['attach', 'run']);
+
 async function serve(req: IncomingMessage, res: ServerResponse, opts: KubeletServerOptions): Promise<void> {
-  const peer = (req.socket as TLSSocket).getPeerCertificate();
-  if (peer.subject?.CN !== APISERVER_KUBELET_CLIENT) {
-    fail(res, 403, `only the apiserver (${APISERVER_KUBELET_CLIENT}) may call this node agent`);
+  if (!isApiserver(req)) {
+    fail(res, 403, ONLY_THE_APISERVER);
     return;
   }
-  const url = new URL(req.url ?? '/', 'https://node');
-  const [route, namespace, pod, container] = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  const { route, segments, url } = routeOf(req);
+  const [namespace, pod, container] = segments;
   if (req.method === 'GET' && route === 'healthz') {
     res.writeHead(200).end('ok');
     return;
   }
+  if (STREAMING_NEEDS_UPGRADE.has(route)) {
+    fail(res, 400, `${route} is served as a ${SPDY_PROTOCOL} upgrade only`);
+    return;
+  }
   if (req.method !== 'GET' || route !== 'containerLogs' || !namespace || !pod || !container) {
-    const streaming = ['exec', 'attach', 'portForward', 'run'].includes(route ?? '');
+    const streaming = NOT_SERVED_STREAMING.has(route);
     fail(
       res,
       streaming ? 501 : 404,
       streaming
-        ? `${route}: the local node agent runs Pods as plain processes, with no container runtime to stream from; use the Pod's log (kubectl logs) or its loopback port`
-        : `${url.pathname}: not served by the local node agent (it serves /containerLogs)`,
+        ? `${route}: the local node agent runs Pods as plain processes, whose stdio is their log file; use kubectl logs -f, exec or port-forward`
+        : `${url.pathname}: not served by the local node agent (it serves /containerLogs, /portForward and /exec)`,
     );
     return;
   }
@@ -148,6 +184,97 @@ async function serve(req: IncomingMessage, res: ServerResponse, opts: KubeletSer
     () => !query.previous && opts.logs.running(namespace, pod, container),
     opts,
   );
+}
+
+/** Refuses an upgrade in plain HTTP/1.1, the only thing the socket has spoken so far. */
+function refuseUpgrade(
+  socket: Duplex,
+  status: number,
+  message: string,
+  extra: Record<string, string> = {},
+): void {
+  const body = `${message}\n`;
+  const headers = {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+    Connection: 'close',
+    ...extra,
+  };
+  const head = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${head}\r\n${body}`);
+}
+
+/** The protocols the client offers in X-Stream-Protocol-Version (repeated or comma-joined). */
+function offeredProtocols(req: IncomingMessage): string[] {
+  return (req.headers['x-stream-protocol-version'] ?? '')
+    .toString()
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+}
+
+/** The stream handler for an upgrade request and the protocol it speaks, or the refusal to send. */
+function streamingHandler(
+  req: IncomingMessage,
+  opts: KubeletServerOptions,
+): { protocol: string; onStream: (stream: SpdyStream) => void } | { status: number; message: string } {
+  const { route, segments, url } = routeOf(req);
+  if (route === 'portForward' && segments.length >= 2 && segments.length <= 3) {
+    const [namespace, pod] = segments as [string, string];
+    const ports = opts.streams.ports(namespace, pod);
+    if ('missing' in ports) return { status: 404, message: ports.missing };
+    return {
+      protocol: PORT_FORWARD_PROTOCOL,
+      onStream: portForwardHandler(`${namespace}/${pod}`, ports, opts.log),
+    };
+  }
+  if (route === 'exec' && segments.length >= 3 && segments.length <= 4) {
+    const [namespace, pod] = segments as [string, string];
+    const container = segments[segments.length - 1] as string;
+    const request = parseExecQuery(url.searchParams);
+    if ('error' in request) return { status: 400, message: request.error };
+    const execIn = opts.streams.execIn(namespace, pod, container);
+    if ('missing' in execIn) return { status: 404, message: execIn.missing };
+    return {
+      protocol: EXEC_PROTOCOL,
+      onStream: execHandler(`${namespace}/${pod}/${container}`, request, execIn, opts.log),
+    };
+  }
+  return {
+    status: NOT_SERVED_STREAMING.has(route) ? 501 : 404,
+    message: `${url.pathname}: no ${SPDY_PROTOCOL} upgrade is served there (only /portForward and /exec)`,
+  };
+}
+
+/** A SPDY/3.1 upgrade for port-forward or exec, as kubelet accepts it. */
+function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, opts: KubeletServerOptions): void {
+  socket.on('error', () => socket.destroy());
+  if (!isApiserver(req)) {
+    refuseUpgrade(socket, 403, ONLY_THE_APISERVER);
+    return;
+  }
+  if ((req.headers.upgrade ?? '').toLowerCase() !== SPDY_PROTOCOL.toLowerCase()) {
+    refuseUpgrade(socket, 400, `only ${SPDY_PROTOCOL} upgrades are served, not ${req.headers.upgrade}`);
+    return;
+  }
+  const handler = streamingHandler(req, opts);
+  if ('status' in handler) {
+    refuseUpgrade(socket, handler.status, handler.message);
+    return;
+  }
+  if (!offeredProtocols(req).includes(handler.protocol)) {
+    refuseUpgrade(socket, 403, `the client must offer ${handler.protocol} in X-Stream-Protocol-Version`, {
+      'X-Accepted-Stream-Protocol-Versions': handler.protocol,
+    });
+    return;
+  }
+  socket.write(
+    'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n' +
+      `Upgrade: ${SPDY_PROTOCOL}\r\nX-Stream-Protocol-Version: ${handler.protocol}\r\n\r\n`,
+  );
+  new SpdyConnection(socket, head, handler.onStream);
 }
 
 /** The file from the tail the query asks for, then (follow) what the container appends, until it stops. */

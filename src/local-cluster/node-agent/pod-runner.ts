@@ -62,6 +62,8 @@ interface ContainerRun {
   waitingMessage: string | undefined;
   /** Set when the container exited for good: its restart policy does not restart it. */
   terminated: { exitCode: number; finishedAt: Date } | undefined;
+  /** The environment its current run was started with; an exec runs with the same. */
+  env: NodeJS.ProcessEnv | undefined;
 }
 
 export interface PodRunnerDeps {
@@ -105,6 +107,7 @@ export class PodRunner {
       waitingReason: 'ContainerCreating',
       waitingMessage: undefined,
       terminated: undefined,
+      env: undefined,
     }));
   }
 
@@ -129,6 +132,24 @@ export class PodRunner {
   logFileOf(container: string, previous: boolean): string | undefined {
     if (!this.runs.some((r) => r.container.name === container)) return undefined;
     return containerLogFile(this.deps.podDir, container, previous);
+  }
+
+  /** The loopback port that stands for one of the Pod's declared container ports. */
+  hostPortOf(containerPort: number): number | { error: string } {
+    return (
+      this.hostPorts.get(containerPort) ?? {
+        error: `port ${containerPort} is not a containerPort of this pod; the local node agent maps only declared ports to loopback`,
+      }
+    );
+  }
+
+  /** How an exec runs in a container: its current run's environment and directory. */
+  execEnvironment(container: string): { env: NodeJS.ProcessEnv; cwd: string } | { error: string } {
+    const run = this.runs.find((r) => r.container.name === container);
+    if (run === undefined) return { error: `container ${container} is not in this pod` };
+    if (!run.process?.running || run.env === undefined)
+      return { error: `container ${container} is not running` };
+    return { env: run.env, cwd: this.deps.projectRoot };
   }
 
   /** Whether the container's current run is going: not exited, not waiting to restart. */
@@ -236,12 +257,13 @@ export class PodRunner {
     // The run before keeps its log for `kubectl logs --previous`.
     if (run.restartCount > 0 && existsSync(logFile))
       renameSync(logFile, containerLogFile(podDir, container.name, true));
+    run.env = childEnv(env);
     const proc = new ManagedProcess(
       {
         name: `${this.pod.metadata?.name}/${container.name}`,
         command: process.execPath,
         args: commandLine,
-        env: childEnv(env),
+        env: run.env,
         cwd: projectRoot,
         logFile,
       },
