@@ -174,6 +174,35 @@ describe('every overlay of deploy/', () => {
     }
   });
 
+  it.each([
+    { name: 'default', resources: ['default'], components: [] },
+    {
+      name: 'external-nats with autoscaling and monitoring',
+      resources: ['external-nats'],
+      components: ['autoscaling', 'monitoring'],
+    },
+    { name: 'nats-cluster', resources: ['nats-cluster'], components: [] },
+  ])('$name: every object carries the Kubernetes recommended labels, at this release’s version', async ({
+    resources,
+    components,
+  }) => {
+    const { version } = JSON.parse(await readFile(join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    const objects = await rendered(await overlay(resources, components));
+    expect(objects.length).toBeGreaterThan(0);
+    for (const o of objects) {
+      expect(o.metadata?.labels, `${o.kind}/${o.metadata?.name}`).toMatchObject({
+        'app.kubernetes.io/name': 'switchyard',
+        'app.kubernetes.io/instance': 'switchyard',
+        'app.kubernetes.io/version': version,
+        'app.kubernetes.io/managed-by': 'kustomize',
+        'app.kubernetes.io/part-of': 'switchyard',
+        'app.kubernetes.io/component': expect.stringMatching(/^[a-z][a-z0-9-]*$/),
+      });
+    }
+  });
+
   it('default holds one Deployment per worker kind, each probed, restricted and budgeted', async () => {
     const objects = await rendered(await overlay(['default'], []));
     const deployments = objects.filter((o) => o.kind === 'Deployment');

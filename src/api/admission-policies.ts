@@ -28,7 +28,10 @@ const serviceAccountUser = (name: string) => `system:serviceaccount:${POLICY_NAM
 export const INSTANCES_USER = serviceAccountUser('switchyard-instances');
 export const HANDOVER_USER = serviceAccountUser(HANDOVER_SERVICE_ACCOUNT);
 
-const LABELS = { 'app.kubernetes.io/part-of': 'switchyard' };
+const LABELS = {
+  'app.kubernetes.io/part-of': 'switchyard',
+  'app.kubernetes.io/component': 'admission-policies',
+};
 const POD_NAME_EXTRA = 'authentication.kubernetes.io/pod-name';
 
 interface ResourceRule {

@@ -158,7 +158,10 @@ function toCrd(resource: ResourceDefinition): CustomResourceDefinition {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: `${resource.plural}.${GROUP}`, labels: { 'app.kubernetes.io/part-of': 'switchyard' } },
+    metadata: {
+      name: `${resource.plural}.${GROUP}`,
+      labels: { 'app.kubernetes.io/part-of': 'switchyard', 'app.kubernetes.io/component': 'api' },
+    },
     spec: {
       group: GROUP,
       scope: 'Cluster',
