@@ -7,6 +7,7 @@
 #   * etcd, kube-apiserver, kube-controller-manager and kubectl built from Go
 #     modules (tools/kube-bins), into the cache, keyed by the wrapper module's
 #     content;
+#   * prometheus and promtool built from Go modules (tools/prometheus), into the cache;
 #   * the ServiceMonitor and PrometheusRule CRDs the tests validate deploy/monitoring
 #     against, from the prometheus-operator Go module pinned in tools/monitoring-crds.
 # The cache lives outside the work tree so that clones on the same machine share it.
@@ -71,11 +72,14 @@ ensure_kube_bins() {
   export SWITCHYARD_BIN_DIR
 }
 
-ensure_promtool() {
-  # shellcheck source=build-promtool.sh
-  source "$SWITCHYARD_ROOT/scripts/lib/build-promtool.sh"
-  SWITCHYARD_BIN_PROMTOOL="$(build_promtool)"
-  export SWITCHYARD_BIN_PROMTOOL
+ensure_prometheus() {
+  # shellcheck source=build-prometheus.sh
+  source "$SWITCHYARD_ROOT/scripts/lib/build-prometheus.sh"
+  local dir
+  dir="$(build_prometheus)"
+  SWITCHYARD_BIN_PROMTOOL="$dir/promtool"
+  SWITCHYARD_BIN_PROMETHEUS="$dir/prometheus"
+  export SWITCHYARD_BIN_PROMTOOL SWITCHYARD_BIN_PROMETHEUS
 }
 
 ensure_monitoring_crds() {
@@ -93,5 +97,5 @@ bootstrap() {
   ensure_debian_package openssl openssl
   ensure_kube_bins
   ensure_monitoring_crds
-  ensure_promtool
+  ensure_prometheus
 }

@@ -115,6 +115,19 @@ const TARGET_LABELS = new Set([
   'webhook_server',
 ]);
 
+/**
+ * Metrics the alerts read that Switchyard does not emit: Prometheus's own `up`, one per target,
+ * and the apiserver's, which a cluster's Prometheus scrapes (job `apiserver`).
+ */
+export const EXTERNAL_METRICS: readonly DefinedMetric[] = [
+  { name: 'up', type: 'gauge', labelNames: [] },
+  {
+    name: 'apiserver_admission_webhook_rejection_count',
+    type: 'counter',
+    labelNames: ['name', 'type', 'operation', 'error_type', 'rejection_code'],
+  },
+];
+
 export interface DefinedMetric {
   name: string;
   type: string;

@@ -4,6 +4,8 @@ import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
 import { BucketCounts } from '../runtime/bucket-counts.ts';
 import { WebhookMetrics } from '../webhook/metrics.ts';
 import {
+  type DefinedMetric,
+  EXTERNAL_METRICS,
   metricOfSeries,
   metricReferences,
   monitoringQueries,
@@ -43,16 +45,21 @@ function fakeRuntime(
 
 describe('deploy/monitoring', () => {
   const queries = monitoringQueries(PROJECT_ROOT);
-  // The workers' metrics, the webhook-server replicas', and `up`, which Prometheus adds per target.
-  const defined = [...registry.getMetricsAsArray(), ...new WebhookMetrics().registry.getMetricsAsArray()]
-    .map((m) => ({
-      name: m.name,
-      type: String(m.type),
-      labelNames: (m as unknown as { labelNames?: string[] }).labelNames ?? [],
-    }))
-    .concat([{ name: 'up', type: 'gauge', labelNames: [] }]);
+  // The workers' metrics, the webhook-server replicas', and those of Prometheus and the apiserver.
+  const defined: DefinedMetric[] = [
+    ...registry.getMetricsAsArray(),
+    ...new WebhookMetrics().registry.getMetricsAsArray(),
+  ]
+    .map(
+      (m): DefinedMetric => ({
+        name: m.name,
+        type: String(m.type),
+        labelNames: (m as unknown as { labelNames?: string[] }).labelNames ?? [],
+      }),
+    )
+    .concat(EXTERNAL_METRICS);
 
-  it('has the ten alerts and a dashboard whose panels all query something', () => {
+  it('has the twelve alerts and a dashboard whose panels all query something', () => {
     expect(queries.filter((q) => q.where.startsWith('alert')).map((q) => q.where)).toEqual([
       'alert SwitchyardHandoverStalled',
       'alert SwitchyardDeadLetters',
@@ -64,6 +71,8 @@ describe('deploy/monitoring', () => {
       'alert SwitchyardWebhookServerDown',
       'alert SwitchyardWebhookLeaseNotRenewed',
       'alert SwitchyardPlansFailingToCompile',
+      'alert SwitchyardCertificateExpiringSoon',
+      'alert SwitchyardAdmissionWebhookFailing',
     ]);
     expect(queries.filter((q) => q.where.startsWith('panel')).length).toBeGreaterThanOrEqual(15);
   });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { x509Issuer } from '../tls/x509-issuer.ts';
 import { WebhookMetrics } from './metrics.ts';
 
 describe('the webhook-server metrics', () => {
@@ -61,5 +62,28 @@ describe('the webhook-server metrics', () => {
     const b = new WebhookMetrics();
     a.plans(5, 0, 0);
     expect((await b.render()).body).toContain('switchyard_webhook_plans_held 0');
+  });
+
+  it('reports when the served certificate expires, and follows a reload', async () => {
+    const m = new WebhookMetrics();
+    const notAfter = (days: number) => Math.floor((Date.now() + days * 86_400_000) / 1000) * 1000;
+    const issue = async (ms: number) =>
+      (
+        await x509Issuer().createCa({
+          commonName: 'serving',
+          notBeforeMs: Date.now() - 60_000,
+          notAfterMs: ms,
+        })
+      ).certPem;
+    const first = notAfter(30);
+    m.servingCertificate(await issue(first));
+    expect((await m.render()).body).toContain(
+      `switchyard_serving_certificate_expiry_timestamp_seconds ${first / 1000}`,
+    );
+    const renewed = notAfter(90);
+    m.servingCertificate(await issue(renewed));
+    expect((await m.render()).body).toContain(
+      `switchyard_serving_certificate_expiry_timestamp_seconds ${renewed / 1000}`,
+    );
   });
 });

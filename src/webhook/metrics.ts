@@ -1,6 +1,7 @@
 // The webhook-server's Prometheus metrics (issue 12): what it converted and how fast, what it
 // holds, what it publishes. prom-client keeps the registry and the text format; each replica has
 // its own registry (tests run several in one process).
+import { X509Certificate } from 'node:crypto';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { ViewLag } from '../bus/view-lag.ts';
 import { registerBuildInfo } from '../metrics/build-info.ts';
@@ -58,6 +59,11 @@ export class WebhookMetrics {
   private readonly compileFailures = new Gauge({
     name: 'switchyard_webhook_compile_failures',
     help: 'Targets whose config does not compile now (a held one serves its last good plan).',
+    registers: [this.registry],
+  });
+  private readonly certificateExpiry = new Gauge({
+    name: 'switchyard_serving_certificate_expiry_timestamp_seconds',
+    help: 'When the serving certificate this replica presents stops being valid (notAfter, Unix seconds); follows each reload of its Secret.',
     registers: [this.registry],
   });
   /** The Lease publisher counts its own writes; the metrics read them at each scrape. */
@@ -134,6 +140,10 @@ export class WebhookMetrics {
         this.set(metrics.leaseStats().lastEncodedBytes);
       },
     });
+  }
+  /** The certificate now served: its notAfter is what an expiry alert watches. */
+  servingCertificate(certPem: string): void {
+    this.certificateExpiry.set(Date.parse(new X509Certificate(certPem).validTo) / 1000);
   }
 
   review(target: string, toVersion: string, result: ReviewResult, seconds: number, objects = 0): void {

@@ -120,10 +120,14 @@ export async function runWebhookServer(argv: string[]): Promise<void> {
     holdWhileNamed: !config.webhook.unsafeDropPlanOnReassign,
   });
   const server = new ConversionWebhookServer({ certificate, replica, metrics, log });
+  metrics.servingCertificate(certificate.cert);
   const reloader = new CertificateReloader(certificate, {
     files,
     intervalMs: CERTIFICATE_POLL_MS,
-    apply: (pair) => server.setCertificate(pair),
+    apply: (pair) => {
+      server.setCertificate(pair);
+      metrics.servingCertificate(pair.cert);
+    },
     log,
   });
   // Serving (not ready) at once: the kubelet's liveness probe must not kill a replica that is

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { CoreV1Api, DiscoveryV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Agent, fetch as undiciFetch } from 'undici';
@@ -9,7 +10,11 @@ import type { LocalCluster } from '../../src/local-cluster/cluster.ts';
 import { PROJECT_ROOT } from '../../src/local-cluster/cluster.ts';
 import { SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
-import { metricReferences, monitoringQueries } from '../../src/metrics/monitoring-queries.ts';
+import {
+  EXTERNAL_METRICS,
+  metricReferences,
+  monitoringQueries,
+} from '../../src/metrics/monitoring-queries.ts';
 import { apiserverConversions, type Conversions, totalOf } from '../../src/scenario/apiserver-conversions.ts';
 import { ConversionLoad, type LoadSummary } from '../../src/scenario/conversion-load.ts';
 import {
@@ -26,6 +31,12 @@ import {
 } from '../../src/scenario/fleet.ts';
 import type { HandoverWitness } from './support/handover-witness.ts';
 import { useInstalledCluster } from './support/installed-cluster.ts';
+import {
+  type ScrapeTarget,
+  startPrometheus,
+  WEBHOOK_SERVERS_JOB,
+  WORKERS_JOB,
+} from './support/prometheus.ts';
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'warn', name: 'move-e2e' });
 const A = 'e2e-a';
@@ -154,15 +165,10 @@ describe('least privilege on the bus', () => {
 
 describe('metrics', () => {
   it('every worker and webhook-server replica serves /metrics, and every series the alerts and the dashboard query is emitted', async () => {
-    // Scraped as the ServiceMonitor of deploy/monitoring does: each ready endpoint of the workers'
-    // metrics Service (one per Pod on the local node agent, on that Pod's own port).
-    const slices = await admin.makeApiClient(DiscoveryV1Api).listNamespacedEndpointSlice({
-      namespace: 'switchyard-system',
-      labelSelector: 'kubernetes.io/service-name=switchyard-worker-metrics',
-    });
-    const endpoints = slices.items.flatMap((slice) =>
-      (slice.endpoints ?? []).map((e) => ({ pod: e.targetRef?.name ?? '', port: slice.ports?.[0]?.port })),
-    );
+    const targets = await scrapeTargets([A, B]);
+    const endpoints = targets
+      .filter((t) => t.job === WORKERS_JOB)
+      .map((t) => ({ pod: t.labels.pod, port: t.port }));
     // Every worker Deployment: the components with a NATS user of their own but the setup Job, the
     // instances' replicas and the operator's commands.
     const components = NATS_IDENTITIES.filter(
@@ -182,18 +188,9 @@ describe('metrics', () => {
       for (const line of text.split('\n'))
         if (line !== '' && !line.startsWith('#')) emitted.add(line.split(/[{ ]/, 1)[0] as string);
     }
-    // Scraped as the PodMonitor does: each webhook-server replica of the two instances, on its
-    // HTTPS port, its certificate not verified (its instance's own CA).
-    const servers = await admin.makeApiClient(DiscoveryV1Api).listNamespacedEndpointSlice({
-      namespace: SWITCHYARD_NAMESPACE,
-    });
-    const replicas = servers.items
-      .filter((s) =>
-        [A, B].map(webhookServiceName).includes(s.metadata?.labels?.['kubernetes.io/service-name'] ?? ''),
-      )
-      .flatMap((s) =>
-        (s.endpoints ?? []).map((e) => ({ pod: e.targetRef?.name ?? '', port: s.ports?.[0]?.port })),
-      );
+    const replicas = targets
+      .filter((t) => t.job === WEBHOOK_SERVERS_JOB)
+      .map((t) => ({ pod: t.labels.pod, port: t.port }));
     expect(replicas, 'the replicas of both instances').toHaveLength(4);
     const unverified = new Agent({ connect: { rejectUnauthorized: false } });
     for (const { pod, port } of replicas) {
@@ -203,8 +200,8 @@ describe('metrics', () => {
         if (line !== '' && !line.startsWith('#')) emitted.add(line.split(/[{ ]/, 1)[0] as string);
     }
     await unverified.close();
-    // `up` is Prometheus's own, one per target it scrapes.
-    emitted.add('up');
+    // Prometheus's own `up` and the apiserver's metrics come from elsewhere.
+    for (const { name } of EXTERNAL_METRICS) emitted.add(name);
     const missing = monitoringQueries(PROJECT_ROOT).flatMap(({ where, expr }) =>
       metricReferences(expr)
         .filter((r) => !emitted.has(r.series))
@@ -247,6 +244,95 @@ describe('negative control: the same move with replicas that drop a plan at once
     expect(result.failures.length + result.wrongValues.length, 'the clients saw them').toBeGreaterThan(0);
   });
 });
+
+describe('a real Prometheus scraping the local stack', () => {
+  it('scrapes every worker and replica, evaluates every alert rule without an error, and every dashboard query returns series', async () => {
+    const targets = await scrapeTargets([A, B, NC_A, NC_B]);
+    const prometheus = await startPrometheus({ dir: join(cluster.dir, 'prometheus'), targets, log });
+    try {
+      await waitFor(
+        `all ${targets.length} targets scraped`,
+        async () => {
+          const t = await prometheus.targetsUp();
+          return t.total === targets.length && t.up === t.total ? t : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 500 },
+      );
+      // A rate needs two samples in its window: the panels get a few scrapes before they are read.
+      const panels = monitoringQueries(PROJECT_ROOT).filter((q) => q.where.startsWith('panel'));
+      let empty: string[] = [];
+      for (const deadline = Date.now() + 60_000; Date.now() < deadline; await sleep(1_000)) {
+        empty = [];
+        for (const { where, expr } of panels)
+          if ((await prometheus.query(withoutHealthyFilter(expr))).length === 0)
+            empty.push(`${where}: ${expr}`);
+        if (empty.length === 0) break;
+      }
+      expect(empty).toEqual([]);
+      const rules = await waitFor(
+        'every alert rule evaluated',
+        async () => {
+          const all = await prometheus.rules();
+          return all.length > 0 && all.every((r) => r.health !== 'unknown') ? all : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 500 },
+      );
+      expect(rules.map((r) => r.name).sort()).toEqual(
+        monitoringQueries(PROJECT_ROOT)
+          .filter((q) => q.where.startsWith('alert'))
+          .map((q) => q.where.replace(/^alert /, ''))
+          .sort(),
+      );
+      expect(rules.filter((r) => r.health !== 'ok')).toEqual([]);
+      console.log(
+        `[move-e2e] Prometheus: ${targets.length} targets up, ${panels.length} dashboard queries with series, ${rules.length} alert rules evaluated`,
+      );
+    } finally {
+      await prometheus.stop();
+    }
+  }, 180_000);
+});
+
+/**
+ * A panel that shows only what is wrong (`… > 0`) is empty on a healthy stack; what it filters
+ * must still be there, so the query is read without that filter.
+ */
+function withoutHealthyFilter(expr: string): string {
+  return expr.replace(/\s*>\s*0\s*$/, '');
+}
+
+/**
+ * What deploy/monitoring's ServiceMonitor and PodMonitor scrape: each ready endpoint of the
+ * workers' metrics Service, and each webhook-server replica of `instances` on its HTTPS port
+ * (one per Pod on the local node agent, on that Pod's own port).
+ */
+async function scrapeTargets(instances: readonly string[]): Promise<ScrapeTarget[]> {
+  const discovery = admin.makeApiClient(DiscoveryV1Api);
+  const workers = await discovery.listNamespacedEndpointSlice({
+    namespace: SWITCHYARD_NAMESPACE,
+    labelSelector: 'kubernetes.io/service-name=switchyard-worker-metrics',
+  });
+  const servers = await discovery.listNamespacedEndpointSlice({ namespace: SWITCHYARD_NAMESPACE });
+  const byService = new Map(instances.map((i) => [webhookServiceName(i), i]));
+  return [
+    ...workers.items.flatMap((slice) =>
+      (slice.endpoints ?? []).map((e) => ({
+        job: WORKERS_JOB,
+        port: slice.ports?.[0]?.port ?? 0,
+        labels: { namespace: SWITCHYARD_NAMESPACE, pod: e.targetRef?.name ?? '' },
+      })),
+    ),
+    ...servers.items.flatMap((slice) => {
+      const instance = byService.get(slice.metadata?.labels?.['kubernetes.io/service-name'] ?? '');
+      if (instance === undefined) return [];
+      return (slice.endpoints ?? []).map((e) => ({
+        job: WEBHOOK_SERVERS_JOB,
+        port: slice.ports?.[0]?.port ?? 0,
+        labels: { namespace: SWITCHYARD_NAMESPACE, pod: e.targetRef?.name ?? '', webhook_server: instance },
+      }));
+    }),
+  ] as ScrapeTarget[];
+}
 
 function loadTarget(plural: string, kind: string) {
   return {
