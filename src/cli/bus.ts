@@ -1,32 +1,64 @@
 import { type Bus, connectBus } from '../bus/connect.ts';
 import type { ConcernPlan } from '../bus/stats.ts';
 import { topologyOptions } from '../bus/topology.ts';
+import { type LoadedConfig, loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import { createLogger } from '../runtime/logger.ts';
-import { connectOperatorBus, loadOperatorConfig, type OperatorConfig } from './operator-bus.ts';
-import { type OutputFormat, readOutputFlag, renderOutput } from './output.ts';
+import {
+  CLUSTER_OPTIONS,
+  type ClusterFlags,
+  clusterFlagsOf,
+  OUTPUT_OPTIONS,
+  parseCommandArgs,
+  UsageError,
+  usageText,
+} from './args.ts';
+import { connectOperatorBus } from './operator-bus.ts';
+import { type OutputFormat, renderOutput } from './output.ts';
 
-export const USAGE =
-  'usage: switchyard bus <stats [-o table|json|yaml] | setup | authorization> [--nats.url=nats://…] [--nats.user=… --nats.passwordFile=…]\n' +
-  '  stats: streams and handler concerns (backlog, in flight, retries, dead letters), read as the\n' +
-  '  bus-setup user; exit 0, 1 when NATS cannot be read or a stream of the topology is missing, 2 on\n' +
-  '  bad usage.\n' +
-  "  setup: creates and updates every stream, and brings the pacers' slot buckets to bus.streamReplicas;\n" +
-  '  exit 1, saying why, when NATS refuses it (e.g. 3 replicas on a server that is not clustered).\n';
+const STATS_OPTIONS = {
+  ...OUTPUT_OPTIONS,
+  json: { type: 'boolean', description: 'the same as -o json, its older spelling (-o wins)' },
+  ...CLUSTER_OPTIONS,
+} as const;
 
-/** `bus stats` flags: the output format. */
-export function parseStatsArgs(flags: readonly string[]): { output: OutputFormat } {
-  let output: OutputFormat = 'table';
-  for (let i = 0; i < flags.length; i++) {
-    const arg = flags[i] as string;
-    const flag = readOutputFlag(flags, i);
-    if (arg === '--json') output = 'json';
-    else if (flag) {
-      output = flag.format;
-      i += flag.used - 1;
-    } else throw new Error(`unknown argument ${arg}`);
+export const USAGE = usageText(
+  'usage: switchyard bus <stats [options] | setup | authorization> [--nats.url=nats://…] [--nats.user=… --nats.passwordFile=…]\n' +
+    '  stats: streams and handler concerns (backlog, in flight, retries, dead letters), read as the\n' +
+    '  bus-setup user; exit 0, 1 when NATS cannot be read or a stream of the topology is missing, 2 on\n' +
+    '  bad usage.\n' +
+    "  setup: creates and updates every stream, and brings the pacers' slot buckets to bus.streamReplicas;\n" +
+    '  exit 1, saying why, when NATS refuses it (e.g. 3 replicas on a server that is not clustered).\n' +
+    '  authorization: prints the nats-server authorization block of every user; connects to nothing.\n',
+  STATS_OPTIONS,
+  'Options of bus stats',
+);
+
+interface StatsArgs extends ClusterFlags {
+  output: OutputFormat;
+}
+
+type BusArgs = ({ command: 'stats' } & StatsArgs) | { command: 'setup' | 'authorization' };
+
+/** `bus stats` flags: the output format, and where to find the bus. */
+export function parseStatsArgs(flags: readonly string[]): StatsArgs {
+  const { values } = parseCommandArgs('bus stats', flags, STATS_OPTIONS);
+  return { output: values.output ?? (values.json ? 'json' : 'table'), ...clusterFlagsOf(values) };
+}
+
+/** The arguments after `bus` (configuration flags already taken out by `loadConfig`). */
+function parseBusArgs(rest: readonly string[]): BusArgs {
+  const [command, ...flags] = rest;
+  if (command === 'stats') return { command, ...parseStatsArgs(flags) };
+  if (command === 'setup' || command === 'authorization') {
+    // They take no arguments of their own: a stray one is refused, not ignored.
+    parseCommandArgs(`bus ${command}`, flags, {});
+    return { command };
   }
-  return { output };
+  throw new UsageError(
+    'bus',
+    `${command === undefined ? 'name a command' : `unknown command ${command}`} (stats, setup, authorization)`,
+  );
 }
 
 /**
@@ -73,28 +105,24 @@ export async function handlerConcernPlans(config: Config): Promise<ConcernPlan[]
  * environment: docs/install.md); connects to nothing.
  */
 export async function runBus(argv: string[]): Promise<void> {
-  let loaded: OperatorConfig;
+  let loaded: LoadedConfig;
+  let args: BusArgs;
   try {
-    loaded = loadOperatorConfig(argv);
+    loaded = loadConfig({ argv });
+    args = parseBusArgs(loaded.rest);
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n${USAGE}`);
     process.exitCode = 2;
     return;
   }
-  const { config, rest } = loaded;
-  const [sub, ...flags] = rest;
-  if (sub === 'authorization') {
+  const { config } = loaded;
+  if (args.command === 'authorization') {
     const { renderAuthorization } = await import('../access/nats-authorization.ts');
     process.stdout.write(renderAuthorization({ config }));
     return;
   }
-  if (sub === 'stats') {
-    await runStats(loaded, flags);
-    return;
-  }
-  if (sub !== 'setup') {
-    process.stderr.write(USAGE);
-    process.exitCode = 2;
+  if (args.command === 'stats') {
+    await runStats(loaded, args);
     return;
   }
   const log = createLogger(config.log, 'bus');
@@ -120,19 +148,11 @@ export async function runBus(argv: string[]): Promise<void> {
   await bus.close();
 }
 
-async function runStats(loaded: OperatorConfig, flags: readonly string[]): Promise<void> {
+async function runStats(loaded: LoadedConfig, args: StatsArgs): Promise<void> {
   const { config } = loaded;
-  let args: { output: OutputFormat };
-  try {
-    args = parseStatsArgs(flags);
-  } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n${USAGE}`);
-    process.exitCode = 2;
-    return;
-  }
   const { readBusReport, formatBusStats } = await import('../bus/stats.ts');
   const plans = await handlerConcernPlans(config);
-  const connected = await connectOperatorBus(loaded, 'bus-stats', 'bus-setup');
+  const connected = await connectOperatorBus(loaded, args, 'bus-stats', 'bus-setup');
   if (!connected) return;
   const { bus } = connected;
   try {

@@ -1,33 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { isClusterOnlyAddress, kubeConfigOf, takeClusterFlags } from './cluster-bus.ts';
+import { isClusterOnlyAddress, kubeConfigOf, namespaceOf } from './cluster-bus.ts';
 
-describe('takeClusterFlags', () => {
-  it("takes kubectl's flags out, in either form, and leaves the command's own", () => {
-    expect(
-      takeClusterFlags([
-        'widgets.example.com',
-        '--kubeconfig=/k',
-        '--context',
-        'prod',
-        '-n',
-        'sy',
-        '-o',
-        'json',
-      ]),
-    ).toEqual({
-      cluster: { kubeconfig: '/k', context: 'prod', namespace: 'sy' },
-      rest: ['widgets.example.com', '-o', 'json'],
-    });
-    expect(takeClusterFlags(['--namespace=other', '--nats.url=nats://x:4222'])).toEqual({
-      cluster: { namespace: 'other' },
-      rest: ['--nats.url=nats://x:4222'],
-    });
-    expect(takeClusterFlags([]).cluster).toEqual({ namespace: 'switchyard-system' });
-  });
-
-  it('refuses a flag without its value', () => {
-    expect(() => takeClusterFlags(['-n'])).toThrow('-n needs a value');
-    expect(() => takeClusterFlags(['--kubeconfig='])).toThrow('--kubeconfig needs a value');
+describe('namespaceOf', () => {
+  it('is the one -n names, else the one deploy/ installs into', () => {
+    expect(namespaceOf({ namespace: 'sy' })).toBe('sy');
+    expect(namespaceOf({})).toBe('switchyard-system');
   });
 });
 

@@ -9,41 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api, KubeConfig, type V1Container, type V1Volume } from '@kubernetes/client-node';
 import { NATS_CREDENTIALS_SECRET } from '../access/nats-credentials-secret.ts';
+import { type ClusterFlags, DEFAULT_NAMESPACE } from './args.ts';
 
-export interface ClusterFlags {
-  kubeconfig?: string;
-  context?: string;
-  namespace: string;
-}
-
-const DEFAULT_NAMESPACE = 'switchyard-system';
 /** A worker every overlay of deploy/ runs, with the NATS address and CA every worker has. */
 const WORKER_DEPLOYMENT = 'switchyard-router';
 
-/** `--kubeconfig=…`, `--context=…`, `-n …`/`--namespace=…` taken out of `args`, as kubectl reads them. */
-export function takeClusterFlags(args: readonly string[]): { cluster: ClusterFlags; rest: string[] } {
-  const cluster: ClusterFlags = { namespace: DEFAULT_NAMESPACE };
-  const rest: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    const [flag, inline] = arg.includes('=')
-      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
-      : [arg];
-    const key = {
-      '--kubeconfig': 'kubeconfig',
-      '--context': 'context',
-      '-n': 'namespace',
-      '--namespace': 'namespace',
-    }[flag as string] as keyof ClusterFlags | undefined;
-    if (!key) {
-      rest.push(arg);
-      continue;
-    }
-    const value = inline ?? args[++i];
-    if (value === undefined || value === '') throw new Error(`${flag} needs a value`);
-    cluster[key] = value;
-  }
-  return { cluster, rest };
+/** The namespace the flags name, else the one deploy/ installs into. */
+export function namespaceOf(flags: ClusterFlags): string {
+  return flags.namespace ?? DEFAULT_NAMESPACE;
 }
 
 /**
@@ -84,12 +57,13 @@ function secretKeyOf(file: string, container: V1Container, volumes: readonly V1V
   return { secretName: secret.secretName, key };
 }
 
-/** The bus as the workers of `flags.namespace` reach it, as NATS user `user`. */
+/** The bus as the workers of the flags' namespace reach it, as NATS user `user`. */
 export async function busFromCluster(kc: KubeConfig, flags: ClusterFlags, user: string): Promise<ClusterBus> {
-  const where = `${flags.namespace}/${WORKER_DEPLOYMENT}`;
+  const namespace = namespaceOf(flags);
+  const where = `${namespace}/${WORKER_DEPLOYMENT}`;
   const deployment = await kc
     .makeApiClient(AppsV1Api)
-    .readNamespacedDeployment({ name: WORKER_DEPLOYMENT, namespace: flags.namespace })
+    .readNamespacedDeployment({ name: WORKER_DEPLOYMENT, namespace })
     .catch((err: unknown) => {
       throw new Error(`reading the Deployment ${where} for the bus address: ${(err as Error).message}`);
     });
@@ -99,13 +73,11 @@ export async function busFromCluster(kc: KubeConfig, flags: ClusterFlags, user: 
   if (!container || !url) throw new Error(`the Deployment ${where} names no SWITCHYARD_NATS_URL`);
   const core = kc.makeApiClient(CoreV1Api);
   const readKey = async (secretName: string, key: string) => {
-    const secret = await core
-      .readNamespacedSecret({ name: secretName, namespace: flags.namespace })
-      .catch((err: unknown) => {
-        throw new Error(`reading the Secret ${flags.namespace}/${secretName}: ${(err as Error).message}`);
-      });
+    const secret = await core.readNamespacedSecret({ name: secretName, namespace }).catch((err: unknown) => {
+      throw new Error(`reading the Secret ${namespace}/${secretName}: ${(err as Error).message}`);
+    });
     const value = secret.data?.[key];
-    if (value === undefined) throw new Error(`the Secret ${flags.namespace}/${secretName} has no key ${key}`);
+    if (value === undefined) throw new Error(`the Secret ${namespace}/${secretName} has no key ${key}`);
     return Buffer.from(value, 'base64');
   };
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bus-'));

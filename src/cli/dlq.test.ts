@@ -51,6 +51,32 @@ describe('switchyard dlq arguments', () => {
   ])('refuses %j', (args) => {
     expect(() => parseDlqArgs(args)).toThrow();
   });
+
+  it('says what is wrong, naming the command and the argument', () => {
+    expect(() => parseDlqArgs(['purge'])).toThrow('dlq: unknown command purge (list, show, retry)');
+    expect(() => parseDlqArgs(['list', '3'])).toThrow('dlq list: unexpected argument 3');
+    expect(() => parseDlqArgs(['list', '--all'])).toThrow('dlq list: --all applies only to dlq retry');
+    expect(() => parseDlqArgs(['show', '1', '--concern=a'])).toThrow(
+      'dlq show: --concern applies only to dlq list and retry',
+    );
+    expect(() => parseDlqArgs(['show', 'x'])).toThrow('dlq show: x is not a DLQ sequence');
+    expect(() => parseDlqArgs(['retry', '-3'])).toThrow('dlq retry: unknown argument -3');
+    expect(() => parseDlqArgs(['retry', '--all', '--concern'])).toThrow('dlq retry: --concern needs a value');
+    expect(() => parseDlqArgs(['retry', '--all', '--concern=a.b'])).toThrow(
+      'dlq retry: --concern=a.b is not a concern name',
+    );
+    expect(() => parseDlqArgs(['list', '-o', 'wide'])).toThrow(
+      'dlq list: -o takes table, json, yaml, got "wide"',
+    );
+  });
+
+  it("takes kubectl's cluster flags, to find the bus with", () => {
+    expect(parseDlqArgs(['retry', '3', '--context', 'prod', '-n', 'sy'])).toMatchObject({
+      seqs: [3],
+      context: 'prod',
+      namespace: 'sy',
+    });
+  });
 });
 
 describe('the work concerns dlq re-drives to', () => {

@@ -41,22 +41,65 @@ import { objectEventSchema } from '../bus/messages.ts';
 import { pacedItemSchema } from '../bus/pacer/pacer.ts';
 import { errorMessage } from '../bus/runtime/index.ts';
 import { STREAMS } from '../bus/topology.ts';
-import { ConfigError } from '../config/load.ts';
+import { ConfigError, type LoadedConfig, loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import { ASSIGN_PACER } from '../handlers/assign.ts';
 import { CONCERNS } from '../handlers/concerns.ts';
 import { resyncPacerOf } from '../handlers/resync.ts';
-import { connectOperatorBus, loadOperatorConfig, type OperatorConfig } from './operator-bus.ts';
-import { type OutputFormat, readOutputFlag, renderOutput } from './output.ts';
+import {
+  CLUSTER_OPTIONS,
+  type ClusterFlags,
+  type CommandOptions,
+  clusterFlagsOf,
+  OUTPUT_OPTIONS,
+  parseCommandArgs,
+  UsageError,
+  usageText,
+} from './args.ts';
+import { connectOperatorBus } from './operator-bus.ts';
+import { type OutputFormat, renderOutput } from './output.ts';
 
-export const USAGE =
-  'usage: switchyard dlq list [--concern=<c>] [-o table|json|yaml]\n' +
-  '       switchyard dlq show <seq> [-o table|json|yaml]\n' +
-  '       switchyard dlq retry <seq>… | --all [--concern=<c>] [--dry-run] [-o table|json|yaml]\n' +
-  '  [--nats.url=… --nats.user=dlq --nats.passwordFile=…] [--bus.partitions.<concern>=N as the handlers run]\n' +
-  '  Dead letters are messages a handler could not process (stream DLQ, kept a week). `retry`\n' +
-  '  republishes each to its original work subject, then deletes it. Exit 0 done; 1 something\n' +
-  '  failed, was refused or was not found, or nothing matched; 2 bad usage.\n';
+const DLQ_COMMANDS = ['list', 'show', 'retry'] as const;
+type DlqCommand = (typeof DLQ_COMMANDS)[number];
+
+/** The options only some dlq commands take. */
+const SOME_OPTIONS = {
+  concern: { type: 'string', description: "only this concern's dead letters (dlq.<concern>)" },
+  all: { type: 'boolean', description: 'every dead letter (of --concern), instead of sequences' },
+  'dry-run': { type: 'boolean', description: 'say what each would do, and change nothing' },
+} as const;
+
+const TAKEN_BY: Readonly<Record<keyof typeof SOME_OPTIONS, readonly DlqCommand[]>> = {
+  concern: ['list', 'retry'],
+  all: ['retry'],
+  'dry-run': ['retry'],
+};
+
+const OPTIONS = { ...SOME_OPTIONS, ...OUTPUT_OPTIONS, ...CLUSTER_OPTIONS } as const;
+
+/** Every option as help says it: one only some commands take starts with their names. */
+function helpOptions(): CommandOptions {
+  return Object.fromEntries(
+    Object.entries(OPTIONS).map(([name, option]) => {
+      const takenBy = TAKEN_BY[name as keyof typeof TAKEN_BY];
+      return [
+        name,
+        takenBy ? { ...option, description: `${takenBy.join(', ')}: ${option.description}` } : option,
+      ];
+    }),
+  );
+}
+
+export const USAGE = usageText(
+  'usage: switchyard dlq list [options]\n' +
+    '       switchyard dlq show <seq> [options]\n' +
+    '       switchyard dlq retry <seq>… | --all [options]\n' +
+    '  [--nats.url=… --nats.user=dlq --nats.passwordFile=…] [--bus.partitions.<concern>=N as the handlers run]\n' +
+    '  Dead letters are messages a handler could not process (stream DLQ, kept a week). `retry`\n' +
+    '  republishes each to its original work subject, then deletes it. Exit 0 done; 1 something\n' +
+    '  failed, was refused or was not found, or nothing matched; 2 bad usage.\n',
+  helpOptions(),
+);
 
 /** How long one publish or delete may take before it counts as failed. */
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -89,67 +132,63 @@ export const INSPECT_ONLY: readonly ConcernSchema[] = [
   })),
 ];
 
-export type DlqArgs =
-  | { command: 'list'; concern: string | undefined; output: OutputFormat }
-  | { command: 'show'; seq: number; output: OutputFormat }
-  | {
-      command: 'retry';
-      seqs: number[] | 'all';
-      concern: string | undefined;
-      dryRun: boolean;
-      output: OutputFormat;
-    };
+interface CommonArgs extends ClusterFlags {
+  output: OutputFormat;
+}
 
-function parseSeq(arg: string): number {
-  if (!/^[1-9]\d*$/.test(arg)) throw new Error(`${arg} is not a DLQ sequence (a positive integer)`);
+export type DlqArgs =
+  | ({ command: 'list'; concern: string | undefined } & CommonArgs)
+  | ({ command: 'show'; seq: number } & CommonArgs)
+  | ({ command: 'retry'; seqs: number[] | 'all'; concern: string | undefined; dryRun: boolean } & CommonArgs);
+
+function isDlqCommand(arg: string | undefined): arg is DlqCommand {
+  return (DLQ_COMMANDS as readonly (string | undefined)[]).includes(arg);
+}
+
+function seqOf(command: string, arg: string): number {
+  if (!/^[1-9]\d*$/.test(arg))
+    throw new UsageError(command, `${arg} is not a DLQ sequence (a positive integer)`);
   return Number(arg);
+}
+
+function concernOf(command: string, concern: string | undefined): string | undefined {
+  if (concern !== undefined && !/^[A-Za-z0-9-]+$/.test(concern))
+    throw new UsageError(command, `--concern=${concern} is not a concern name`);
+  return concern;
 }
 
 /** The arguments after `dlq` (configuration flags already taken out by `loadConfig`). */
 export function parseDlqArgs(rest: readonly string[]): DlqArgs {
   const [command, ...args] = rest;
-  let output: OutputFormat = 'table';
-  let all = false;
-  let dryRun = false;
-  let concern: string | undefined;
-  const positional: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    const flag = readOutputFlag(args, i);
-    if (flag) {
-      output = flag.format;
-      i += flag.used - 1;
-    } else if (arg === '--all') all = true;
-    else if (arg === '--dry-run') dryRun = true;
-    else if (arg.startsWith('--concern=')) {
-      concern = arg.slice('--concern='.length);
-      if (!/^[A-Za-z0-9-]+$/.test(concern)) throw new Error(`--concern=${concern} is not a concern name`);
-    } else if (arg === '--concern') throw new Error('--concern needs a value: --concern=<concern>');
-    else if (arg.startsWith('-')) throw new Error(`unknown argument ${arg}`);
-    else positional.push(arg);
-  }
-  const only = (what: string, allowed: boolean) => {
-    if (!allowed) throw new Error(`${what} does not apply to dlq ${command}`);
-  };
+  if (!isDlqCommand(command))
+    throw new UsageError(
+      'dlq',
+      `${command === undefined ? 'name a command' : `unknown command ${command}`} (${DLQ_COMMANDS.join(', ')})`,
+    );
+  const name = `dlq ${command}`;
+  const { values, positionals } = parseCommandArgs(name, args, OPTIONS, { positionals: command !== 'list' });
+  for (const [option, takenBy] of Object.entries(TAKEN_BY))
+    if (values[option as keyof typeof TAKEN_BY] !== undefined && !takenBy.includes(command))
+      throw new UsageError(name, `--${option} applies only to dlq ${takenBy.join(' and ')}`);
+  const common = { output: values.output ?? 'table', ...clusterFlagsOf(values) };
+  const concern = concernOf(name, values.concern);
   switch (command) {
     case 'list':
-      only('--all', !all);
-      only('--dry-run', !dryRun);
-      if (positional.length > 0) throw new Error(`dlq list takes no arguments, got ${positional.join(' ')}`);
-      return { command, concern, output };
-    case 'show': {
-      only('--all', !all);
-      only('--dry-run', !dryRun);
-      only('--concern', concern === undefined);
-      if (positional.length !== 1) throw new Error('dlq show takes one DLQ sequence');
-      return { command, seq: parseSeq(positional[0] as string), output };
-    }
+      return { command, concern, ...common };
+    case 'show':
+      if (positionals.length !== 1) throw new UsageError(name, 'give one DLQ sequence');
+      return { command, seq: seqOf(name, positionals[0] as string), ...common };
     case 'retry': {
-      if (all === positional.length > 0) throw new Error('dlq retry takes DLQ sequences or --all');
-      return { command, seqs: all ? 'all' : positional.map(parseSeq), concern, dryRun, output };
+      const all = values.all ?? false;
+      if (all === positionals.length > 0) throw new UsageError(name, 'give either DLQ sequences or --all');
+      return {
+        command,
+        seqs: all ? 'all' : positionals.map((arg) => seqOf(name, arg)),
+        concern,
+        dryRun: values['dry-run'] ?? false,
+        ...common,
+      };
     }
-    default:
-      throw new Error(command === undefined ? 'name a dlq command' : `unknown dlq command ${command}`);
   }
 }
 
@@ -349,10 +388,10 @@ async function retry(
 }
 
 export async function runDlq(argv: string[]): Promise<void> {
-  let loaded: OperatorConfig;
+  let loaded: LoadedConfig;
   let args: DlqArgs;
   try {
-    loaded = loadOperatorConfig(argv);
+    loaded = loadConfig({ argv });
     args = parseDlqArgs(loaded.rest);
   } catch (e) {
     const message = e instanceof ConfigError ? e.message : errorMessage(e);
@@ -360,7 +399,7 @@ export async function runDlq(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const connected = await connectOperatorBus(loaded, 'dlq', 'dlq');
+  const connected = await connectOperatorBus(loaded, args, 'dlq', 'dlq');
   if (!connected) return;
   const { bus } = connected;
   try {

@@ -2,40 +2,51 @@
 // has or has not moved, read from the bus as the handlers read it (src/handlers/explain.ts).
 
 import { ObjectView } from '../bus/view.ts';
+import { loadConfig } from '../config/load.ts';
 import { explainableTargets, explainTarget, type TargetExplanation } from '../handlers/explain.ts';
 import { handoverPolicyOf } from '../handlers/handover/run.ts';
 import { HANDOVER_VIEW_KINDS } from '../handlers/handover.ts';
 import { operatorNamespace } from '../handlers/operator-namespace.ts';
-import { connectOperatorBus, loadOperatorConfig } from './operator-bus.ts';
-import { type OutputFormat, readOutputFlag, renderOutput } from './output.ts';
+import {
+  CLUSTER_OPTIONS,
+  type ClusterFlags,
+  clusterFlagsOf,
+  OUTPUT_OPTIONS,
+  parseCommandArgs,
+  UsageError,
+  usageText,
+} from './args.ts';
+import { connectOperatorBus } from './operator-bus.ts';
+import { type OutputFormat, renderOutput } from './output.ts';
 
-export const USAGE =
-  'usage: switchyard explain <target> | --all [-o table|json|yaml] [--nats.url=…] [--nats.user=… --nats.passwordFile=…]\n' +
-  '  Reads the bus (the read-only webhook-server user is enough) and says why the target is where it\n' +
-  '  is. Exit 0 when explained, 2 on bad usage, 3 when no config converts the target, 1 when the\n' +
-  '  bus cannot be read.\n';
+const OPTIONS = {
+  all: { type: 'boolean', description: 'every target a config converts' },
+  ...OUTPUT_OPTIONS,
+  ...CLUSTER_OPTIONS,
+} as const;
 
-interface ExplainArgs {
+export const USAGE = usageText(
+  'usage: switchyard explain <target>… | --all [options] [--nats.url=…] [--nats.user=… --nats.passwordFile=…]\n' +
+    '  Reads the bus (the read-only webhook-server user is enough) and says why the target is where it\n' +
+    '  is. Exit 0 when explained, 2 on bad usage, 3 when no config converts the target, 1 when the\n' +
+    '  bus cannot be read.\n',
+  OPTIONS,
+);
+
+interface ExplainArgs extends ClusterFlags {
   targets: string[] | 'all';
   output: OutputFormat;
 }
 
 export function parseExplainArgs(rest: readonly string[]): ExplainArgs {
-  let output: OutputFormat = 'table';
-  let all = false;
-  const targets: string[] = [];
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i] as string;
-    const flag = readOutputFlag(rest, i);
-    if (flag) {
-      output = flag.format;
-      i += flag.used - 1;
-    } else if (arg === '--all') all = true;
-    else if (arg.startsWith('-')) throw new Error(`unknown argument ${arg}`);
-    else targets.push(arg);
-  }
-  if (all === targets.length > 0) throw new Error('name one or more targets, or --all');
-  return { targets: all ? 'all' : targets, output };
+  const { values, positionals } = parseCommandArgs('explain', rest, OPTIONS, { positionals: true });
+  const all = values.all ?? false;
+  if (all === positionals.length > 0) throw new UsageError('explain', 'name one or more targets, or --all');
+  return {
+    targets: all ? 'all' : positionals,
+    output: values.output ?? 'table',
+    ...clusterFlagsOf(values),
+  };
 }
 
 function scoreLine(e: TargetExplanation): string | undefined {
@@ -95,7 +106,7 @@ export function formatExplanation(e: TargetExplanation): string {
 }
 
 export async function runExplain(argv: string[]): Promise<void> {
-  const loaded = loadOperatorConfig(argv);
+  const loaded = loadConfig({ argv });
   const { config, rest } = loaded;
   let args: ExplainArgs;
   try {
@@ -105,7 +116,7 @@ export async function runExplain(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const connected = await connectOperatorBus(loaded, 'explain', 'explain');
+  const connected = await connectOperatorBus(loaded, args, 'explain', 'explain');
   if (!connected) return;
   const { bus, log } = connected;
   const view = new ObjectView(HANDOVER_VIEW_KINDS, log);

@@ -1,6 +1,7 @@
 // `switchyard --help` and `switchyard <subcommand> --help`: what each subcommand does, its own
-// arguments (an operator command's usage text, from its module), and every configuration key it
-// reads, as the schema describes it (the same keys for every process: config/keys.ts).
+// arguments (an operator command's usage text, from its module, listing the options its parser
+// takes: args.ts), and every configuration key it reads, as the schema describes it (the same
+// keys for every process: config/keys.ts).
 import { configKeys } from '../config/keys.ts';
 
 /** One line per subcommand, in the order `switchyard --help` lists them. */

@@ -46,6 +46,7 @@ describe('switchyard --version', () => {
   it('is named in the usage line, which exits 2 without loading anything', async () => {
     const write = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     await main(['--versoin'], untouchable());
+    expect(write).toHaveBeenCalledWith('switchyard: unknown subcommand --versoin\n');
     expect(write).toHaveBeenCalledWith(
       expect.stringMatching(/^usage: switchyard <demo\|watch\|.*> \[args\] \| --help \| --version\n$/),
     );

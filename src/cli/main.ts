@@ -58,6 +58,7 @@ export async function main(
     return;
   }
   if (!load) {
+    if (name !== undefined) process.stderr.write(`switchyard: unknown subcommand ${name}\n`);
     process.stderr.write(`usage: switchyard <${Object.keys(table).join('|')}> [args] | --help | --version\n`);
     process.exitCode = 2;
     return;

@@ -7,33 +7,19 @@ import type { Logger } from 'pino';
 import type { NatsIdentity } from '../access/nats-permissions.ts';
 import { type Bus, connectBus } from '../bus/connect.ts';
 import { topologyOptions } from '../bus/topology.ts';
-import { type LoadedConfig, loadConfig } from '../config/load.ts';
+import type { LoadedConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import { createLogger } from '../runtime/logger.ts';
-import {
-  busFromCluster,
-  type ClusterFlags,
-  isClusterOnlyAddress,
-  kubeConfigOf,
-  takeClusterFlags,
-} from './cluster-bus.ts';
-
-export interface OperatorConfig extends LoadedConfig {
-  cluster: ClusterFlags;
-}
-
-/** The configuration, and kubectl's `--kubeconfig`, `--context` and `-n` taken out of the arguments. */
-export function loadOperatorConfig(argv: readonly string[]): OperatorConfig {
-  const { cluster, rest } = takeClusterFlags(argv);
-  return { ...loadConfig({ argv: rest }), cluster };
-}
+import type { ClusterFlags } from './args.ts';
+import { busFromCluster, isClusterOnlyAddress, kubeConfigOf, namespaceOf } from './cluster-bus.ts';
 
 /** Where the command connects: its flags, else the cluster's answer; undefined when that failed (said). */
 async function natsSettings(
-  loaded: OperatorConfig,
+  loaded: LoadedConfig,
+  cluster: ClusterFlags,
   user: NatsIdentity,
 ): Promise<{ nats: Config['nats']; fromCluster: boolean } | undefined> {
-  const { config, origins, cluster } = loaded;
+  const { config, origins } = loaded;
   const explicit = 'nats.url' in origins || 'nats.user' in origins;
   let kc: ReturnType<typeof kubeConfigOf>;
   try {
@@ -63,14 +49,16 @@ async function natsSettings(
   }
 }
 
+/** `cluster`: the command's --kubeconfig, --context and -n (args.ts, CLUSTER_OPTIONS). */
 export async function connectOperatorBus(
-  loaded: OperatorConfig,
+  loaded: LoadedConfig,
+  cluster: ClusterFlags,
   name: string,
   user: NatsIdentity,
 ): Promise<{ bus: Bus; log: Logger } | undefined> {
   const { config } = loaded;
   const log = createLogger({ level: 'warn', format: config.log.format, fd: 2 }, name);
-  const settings = await natsSettings(loaded, user);
+  const settings = await natsSettings(loaded, cluster, user);
   if (!settings) return undefined;
   const { nats, fromCluster } = settings;
   try {
@@ -88,7 +76,7 @@ export async function connectOperatorBus(
     const hint =
       fromCluster && isClusterOnlyAddress(nats.url)
         ? `\n  ${nats.url} is the workers' address inside the cluster: from outside, forward a port to it ` +
-          `(kubectl -n ${loaded.cluster.namespace} port-forward svc/nats 4222) and pass --nats.url=nats://127.0.0.1:4222`
+          `(kubectl -n ${namespaceOf(cluster)} port-forward svc/nats 4222) and pass --nats.url=nats://127.0.0.1:4222`
         : '';
     process.stderr.write(`cannot reach the bus at ${nats.url}: ${(err as Error).message}${hint}\n`);
     process.exitCode = 1;

@@ -46,9 +46,12 @@ describe('switchyard replay arguments', () => {
   });
 
   it('refuses what it cannot read, and two bounds at once', () => {
-    expect(() => parseReplayArgs(['--until-seq=x'])).toThrow(/malformed/);
-    expect(() => parseReplayArgs(['--until=yesterday'])).toThrow(/malformed/);
-    expect(() => parseReplayArgs(['--frobnicate'])).toThrow(/unknown/);
+    expect(() => parseReplayArgs(['--until-seq=x'])).toThrow('replay: --until-seq=x is not a K8S sequence');
+    expect(() => parseReplayArgs(['--until=yesterday'])).toThrow(
+      'replay: --until=yesterday is not an RFC 3339 time',
+    );
+    expect(() => parseReplayArgs(['--frobnicate'])).toThrow('replay: unknown argument --frobnicate');
+    expect(() => parseReplayArgs(['--key='])).toThrow('replay: --key needs a value');
     expect(() => parseReplayArgs(['--until-seq=3', '--until=2026-12-01T10:00:00Z'])).toThrow(/not both/);
   });
 });

@@ -3,22 +3,56 @@
 // `--redrive` then publishes the replayed keys as new work, for the live handlers to decide again.
 
 import { encodeMessage, workItemSchema } from '../bus/messages.ts';
+import { loadConfig } from '../config/load.ts';
 import { ASSIGN_CONCERN } from '../handlers/assign/world.ts';
 import { objectWorkSubject, parseWorkKey } from '../handlers/work-keys.ts';
 import { type ReplayedDecision, type ReplayReport, replay } from '../replay/replay.ts';
-import { connectOperatorBus, loadOperatorConfig } from './operator-bus.ts';
-import { type OutputFormat, readOutputFlag, renderOutput } from './output.ts';
+import {
+  CLUSTER_OPTIONS,
+  type ClusterFlags,
+  clusterFlagsOf,
+  OUTPUT_OPTIONS,
+  parseCommandArgs,
+  UsageError,
+  usageText,
+} from './args.ts';
+import { connectOperatorBus } from './operator-bus.ts';
+import { type OutputFormat, renderOutput } from './output.ts';
 
-export const USAGE =
-  'usage: switchyard replay [--concern=assign] [--key=<kind>/<name>] [--until-seq=<K8S sequence> | --until=<RFC 3339 time>]\n' +
-  '                         [--redrive] [--all-lines] [-o table|json|yaml] [--nats.url=…] [--nats.user=replay --nats.passwordFile=…]\n' +
-  '  Takes the recorded decisions of a concern again on the view rebuilt from the recorded history and\n' +
-  '  says whether each comes out the same, byte for byte. Prints the differing and unavailable ones and a\n' +
-  '  summary (--all-lines: every decision). --redrive publishes each replayed key as new work.\n' +
-  '  Exit 0 when every decision replayed the same, 1 when one differs or a record is unreadable, none\n' +
-  '  was found or the bus cannot be read, 2 on bad usage.\n';
+const OPTIONS = {
+  concern: {
+    type: 'string',
+    description: `the concern whose recorded decisions to take again (default ${ASSIGN_CONCERN})`,
+  },
+  key: { type: 'string', valueName: '<kind>/<name>', description: 'only the decisions about this key' },
+  'until-seq': {
+    type: 'string',
+    valueName: '<K8S sequence>',
+    description: 'only the decisions taken on a view at or before this record',
+  },
+  until: {
+    type: 'string',
+    valueName: '<RFC 3339 time>',
+    description: 'only the decisions taken at or before this time',
+  },
+  redrive: { type: 'boolean', description: 'then publish each replayed key as new work' },
+  'all-lines': { type: 'boolean', description: 'print every decision, the same ones too' },
+  ...OUTPUT_OPTIONS,
+  ...CLUSTER_OPTIONS,
+} as const;
 
-export interface ReplayArgs {
+export const USAGE = usageText(
+  'usage: switchyard replay [options] [--nats.url=…] [--nats.user=replay --nats.passwordFile=…]\n' +
+    '  Takes the recorded decisions of a concern again on the view rebuilt from the recorded history and\n' +
+    '  says whether each comes out the same, byte for byte. Prints the differing and unavailable ones and a\n' +
+    '  summary (--all-lines: every decision). --redrive publishes each replayed key as new work.\n' +
+    '  --until-seq and --until are one bound, not both.\n' +
+    '  Exit 0 when every decision replayed the same, 1 when one differs or a record is unreadable, none\n' +
+    '  was found or the bus cannot be read, 2 on bad usage.\n',
+  OPTIONS,
+);
+
+export interface ReplayArgs extends ClusterFlags {
   concern: string;
   key?: string;
   untilSeq?: number;
@@ -28,28 +62,32 @@ export interface ReplayArgs {
   output: OutputFormat;
 }
 
+function untilSeqOf(value: string): number {
+  if (!/^\d+$/.test(value))
+    throw new UsageError('replay', `--until-seq=${value} is not a K8S sequence (a non-negative integer)`);
+  return Number(value);
+}
+
+function untilOf(value: string): Date {
+  if (Number.isNaN(Date.parse(value)))
+    throw new UsageError('replay', `--until=${value} is not an RFC 3339 time`);
+  return new Date(value);
+}
+
 export function parseReplayArgs(rest: readonly string[]): ReplayArgs {
-  const args: ReplayArgs = { concern: ASSIGN_CONCERN, redrive: false, allLines: false, output: 'table' };
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i] as string;
-    const [flag, value] = arg.includes('=')
-      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
-      : [arg];
-    const output = readOutputFlag(rest, i);
-    if (output) {
-      args.output = output.format;
-      i += output.used - 1;
-    } else if (arg === '--redrive') args.redrive = true;
-    else if (arg === '--all-lines') args.allLines = true;
-    else if (flag === '--concern' && value) args.concern = value;
-    else if (flag === '--key' && value) args.key = value;
-    else if (flag === '--until-seq' && value && /^\d+$/.test(value)) args.untilSeq = Number(value);
-    else if (flag === '--until' && value && !Number.isNaN(Date.parse(value))) args.until = new Date(value);
-    else throw new Error(`unknown or malformed argument ${arg}`);
-  }
-  if (args.untilSeq !== undefined && args.until !== undefined)
-    throw new Error('give --until-seq or --until, not both');
-  return args;
+  const { values } = parseCommandArgs('replay', rest, OPTIONS);
+  if (values['until-seq'] !== undefined && values.until !== undefined)
+    throw new UsageError('replay', 'give --until-seq or --until, not both');
+  return {
+    concern: values.concern ?? ASSIGN_CONCERN,
+    key: values.key,
+    untilSeq: values['until-seq'] === undefined ? undefined : untilSeqOf(values['until-seq']),
+    until: values.until === undefined ? undefined : untilOf(values.until),
+    redrive: values.redrive ?? false,
+    allLines: values['all-lines'] ?? false,
+    output: values.output ?? 'table',
+    ...clusterFlagsOf(values),
+  };
 }
 
 /** What `--redrive` publishes: each replayed key once, as a work item with no cause (a manual kick). */
@@ -80,7 +118,7 @@ export function formatReplay(report: ReplayReport, allLines: boolean): string {
 }
 
 export async function runReplay(argv: string[]): Promise<void> {
-  const loaded = loadOperatorConfig(argv);
+  const loaded = loadConfig({ argv });
   const { config, rest } = loaded;
   let args: ReplayArgs;
   try {
@@ -90,7 +128,7 @@ export async function runReplay(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const connected = await connectOperatorBus(loaded, 'replay', 'replay');
+  const connected = await connectOperatorBus(loaded, args, 'replay', 'replay');
   if (!connected) return;
   const { bus, log } = connected;
   try {

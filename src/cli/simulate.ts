@@ -11,20 +11,38 @@ import { WEBHOOK_SERVER_KIND, type WebhookServer, webhookServerSchema } from '..
 import { loadConfig } from '../config/load.ts';
 import { subjectOf } from '../core/assignment.ts';
 import { applyPoolChange, type PoolChange, type Simulation, simulate } from '../core/simulate.ts';
-import { type OutputFormat, readOutputFlag, renderOutput } from './output.ts';
-
-export const USAGE =
-  'usage: switchyard simulate [--add=NAME[:WEIGHT]]… [--remove=NAME]… [--weight=NAME=WEIGHT]… ' +
-  '[--from-file=FILE] [--moves] [-o table|json|yaml]\n' +
-  '  Reads the instances and configs from the cluster (KUBECONFIG), or from FILE (YAML or JSON, as\n' +
-  '  `kubectl get conversionwebhookservers,crdconversionconfigs,xrdconversionconfigs -o yaml` prints),\n' +
-  '  and prints what the change would move. Exit 0 when simulated, 2 on a bad change or usage, 1\n' +
-  '  when the fleet cannot be read.\n';
+import { OUTPUT_OPTIONS, parseCommandArgs, UsageError, usageText } from './args.ts';
+import { type OutputFormat, renderOutput } from './output.ts';
 
 /** Shown in the human output before `--moves` asks for all. */
 const MOVES_SHOWN = 20;
 
-class UsageError extends Error {}
+const OPTIONS = {
+  add: {
+    type: 'string',
+    multiple: true,
+    valueName: 'NAME[:WEIGHT]',
+    description: 'a new pool member (weight 1 unless given)',
+  },
+  remove: { type: 'string', multiple: true, valueName: 'NAME', description: 'a pool member deleted' },
+  weight: { type: 'string', multiple: true, valueName: 'NAME=WEIGHT', description: "a member's new weight" },
+  'from-file': {
+    type: 'string',
+    valueName: 'FILE',
+    description: 'the fleet from this file instead of the cluster (KUBECONFIG)',
+  },
+  moves: { type: 'boolean', description: `list every move, not the first ${MOVES_SHOWN}` },
+  ...OUTPUT_OPTIONS,
+} as const;
+
+export const USAGE = usageText(
+  'usage: switchyard simulate [options]\n' +
+    '  Reads the instances and configs from the cluster (KUBECONFIG), or from FILE (YAML or JSON, as\n' +
+    '  `kubectl get conversionwebhookservers,crdconversionconfigs,xrdconversionconfigs -o yaml` prints),\n' +
+    '  and prints what the change would move: give --add, --remove or --weight, each as often as\n' +
+    '  needed. Exit 0 when simulated, 2 on a bad change or usage, 1 when the fleet cannot be read.\n',
+  OPTIONS,
+);
 
 interface SimulateArgs {
   change: PoolChange;
@@ -37,40 +55,33 @@ function nameAndWeight(value: string, separator: string, flag: string): { name: 
   const at = value.lastIndexOf(separator);
   const [name, weight] = at < 0 ? [value, '1'] : [value.slice(0, at), value.slice(at + 1)];
   if (name === '' || !/^\d+$/.test(weight))
-    throw new UsageError(`${flag}=${value}: expected NAME${separator}WEIGHT, WEIGHT a positive integer`);
+    throw new UsageError(
+      'simulate',
+      `${flag}=${value}: expected NAME${separator}WEIGHT, WEIGHT a positive integer`,
+    );
   return { name, weight: Number(weight) };
 }
 
+function reweightOf(value: string): { name: string; weight: number } {
+  if (!value.includes('=')) throw new UsageError('simulate', `--weight=${value}: expected NAME=WEIGHT`);
+  return nameAndWeight(value, '=', '--weight');
+}
+
 export function parseSimulateArgs(rest: readonly string[]): SimulateArgs {
-  const args: SimulateArgs = {
-    change: { add: [], remove: [], reweight: [] },
-    fromFile: undefined,
-    allMoves: false,
-    output: 'table',
+  const { values } = parseCommandArgs('simulate', rest, OPTIONS);
+  const change: PoolChange = {
+    add: (values.add ?? []).map((value) => nameAndWeight(value, ':', '--add')),
+    remove: values.remove ?? [],
+    reweight: (values.weight ?? []).map(reweightOf),
   };
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i] as string;
-    const [flag, value = ''] = arg.includes('=')
-      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
-      : [arg];
-    if (flag === '--add') args.change.add.push(nameAndWeight(value, ':', flag));
-    else if (flag === '--remove' && value !== '') args.change.remove.push(value);
-    else if (flag === '--weight') {
-      if (!value.includes('=')) throw new UsageError(`--weight=${value}: expected NAME=WEIGHT`);
-      args.change.reweight.push(nameAndWeight(value, '=', flag));
-    } else if (flag === '--from-file' && value !== '') args.fromFile = value;
-    else if (flag === '--moves') args.allMoves = true;
-    else {
-      const output = readOutputFlag(rest, i);
-      if (!output) throw new UsageError(`unknown argument ${arg}`);
-      args.output = output.format;
-      i += output.used - 1;
-    }
-  }
-  const { add, remove, reweight } = args.change;
-  if (add.length + remove.length + reweight.length === 0)
-    throw new UsageError('nothing to simulate: give --add, --remove or --weight');
-  return args;
+  if (change.add.length + change.remove.length + change.reweight.length === 0)
+    throw new UsageError('simulate', 'nothing to simulate: give --add, --remove or --weight');
+  return {
+    change,
+    fromFile: values['from-file'],
+    allMoves: values.moves ?? false,
+    output: values.output ?? 'table',
+  };
 }
 
 interface Fleet {
