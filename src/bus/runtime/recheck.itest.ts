@@ -93,7 +93,10 @@ describe('durable re-check', () => {
         'on time: the server timer fires within its 250 ms floor, plus a pull',
       ).toBeLessThan(1_000);
       expect(second.deliveryCount).toBe(1);
-      expect(runtime.counters()).toMatchObject({ rechecks: 1, processed: 1, retried: 0, deadLettered: 0 });
+      // The handler's run is recorded before its outcome is acked and counted.
+      await expect
+        .poll(() => runtime.counters(), { timeout: 5_000 })
+        .toMatchObject({ rechecks: 1, processed: 1, retried: 0, deadLettered: 0 });
     } finally {
       await runtime.stop();
     }
@@ -154,10 +157,16 @@ describe('durable re-check', () => {
       await trigger('d');
       await expect.poll(() => runs.length, { timeout: 30_000 }).toBe(11);
       expect(runs.map((r) => r.deliveryCount)).toEqual(Array(11).fill(1));
-      expect(runtime.counters()).toMatchObject({ rechecks: 10, processed: 1, deadLettered: 0, retried: 0 });
+      await expect
+        .poll(() => runtime.counters(), { timeout: 5_000 })
+        .toMatchObject({ rechecks: 10, processed: 1, deadLettered: 0, retried: 0 });
       expect(await dlqCount('budget')).toBe(0);
-      const work = await bus.jsm.streams.info(STREAMS.work, { subjects_filter: '>' });
-      expect(work.state.messages, 'the work queue is empty: every fired re-check was acked away').toBe(0);
+      await expect
+        .poll(
+          async () => (await bus.jsm.streams.info(STREAMS.work, { subjects_filter: '>' })).state.messages,
+          { timeout: 5_000, message: 'the work queue is empty: every fired re-check was acked away' },
+        )
+        .toBe(0);
     } finally {
       await runtime.stop();
     }
