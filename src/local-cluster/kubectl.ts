@@ -18,6 +18,19 @@ export interface KubectlOptions {
 }
 
 /**
+ * kubectl's environment as `kubeConfig`'s identity, and nothing of the caller's own kubectl setup:
+ * `~/.kube/kuberc` preferences off, the discovery cache beside the kubeconfig.
+ */
+function kubectlEnv(kubeConfig: string): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    KUBECONFIG: kubeConfig,
+    KUBERC: 'off',
+    KUBECACHEDIR: join(dirname(kubeConfig), 'kubectl-cache'),
+  };
+}
+
+/**
  * Runs the built kubectl (`kubectlPath()`) with `args` as the identity of the
  * kubeconfig file `kubeConfig` (a local cluster's `kubeConfigs.admin`, …).
  * Nothing of the caller's own kubectl setup leaks in: KUBECONFIG is that file,
@@ -32,12 +45,7 @@ export function runKubectl(
   opts: KubectlOptions = {},
 ): Promise<KubectlResult> {
   const child = spawn(kubectlPath(opts.binDir), args, {
-    env: {
-      ...process.env,
-      KUBECONFIG: kubeConfig,
-      KUBERC: 'off',
-      KUBECACHEDIR: join(dirname(kubeConfig), 'kubectl-cache'),
-    },
+    env: kubectlEnv(kubeConfig),
     stdio: ['pipe', 'pipe', 'pipe'],
     timeout: opts.timeoutMs ?? 30_000,
     killSignal: 'SIGKILL',
@@ -77,12 +85,7 @@ export function startPortForward(
   opts: Pick<KubectlOptions, 'binDir' | 'timeoutMs'> = {},
 ): Promise<PortForward> {
   const child = spawn(kubectlPath(opts.binDir), ['port-forward', '--address=127.0.0.1', ...args], {
-    env: {
-      ...process.env,
-      KUBECONFIG: kubeConfig,
-      KUBERC: 'off',
-      KUBECACHEDIR: join(dirname(kubeConfig), 'kubectl-cache'),
-    },
+    env: kubectlEnv(kubeConfig),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let said = '';
