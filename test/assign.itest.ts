@@ -234,6 +234,10 @@ describe('assign, end to end', () => {
     await create('conversionwebhookservers', instanceBody(A, { default: true, sharding: { enabled: true } }));
     await create('conversionwebhookservers', instanceBody(B, { sharding: { enabled: true } }));
     await create('conversionwebhookservers', instanceBody(C, { sharding: { enabled: true, weight: 2 } }));
+    // Each serves from a ready Pod, as a running fleet does: a move between them is then held
+    // only while its destination has none (the 4th member's join below).
+    for (const instance of [A, B, C])
+      await createReadyEndpointSlice(admin, 'default', instance, [`${instance}-1`]);
     for (const c of CONFIGS) await create('crdconversionconfigs', configBody(c.name, c.target));
     await create('crdconversionconfigs', configBody(PINNED.name, PINNED.target, PINNED.pin));
     await allAssigned('61 configs assigned as the resolver says');

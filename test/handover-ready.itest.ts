@@ -302,7 +302,7 @@ describe('assign and the handover share HandoverReady on the apiserver without l
           { ok: true, instance, decidedBy },
           new Date().toISOString(),
           1,
-          { exists: () => true, ready: () => true },
+          { ready: () => true },
         );
         if (d.write?.via !== 'apply') throw new Error(`expected an apply, got ${JSON.stringify(d.write)}`);
         await assign.applyStatus(ref, status(d.write.status), {
@@ -331,7 +331,7 @@ describe('assign and the handover share HandoverReady on the apiserver without l
           { ok: true, instance, decidedBy: 'Pool' },
           new Date().toISOString(),
           1,
-          { exists: () => true, ready: () => true },
+          { ready: () => true },
         );
         if (d.write?.via !== 'mergePatch')
           throw new Error(`expected a merge patch, got ${JSON.stringify(d.write)}`);

@@ -12,12 +12,9 @@ const T0 = '2026-03-01T12:00:00Z';
 const T1 = '2026-03-01T12:05:00Z';
 const pool = (instance: string): Resolution => ({ ok: true, instance, decidedBy: 'Pool' });
 const missingPin: Resolution = { ok: false, reason: 'PinnedInstanceMissing', message: 'create it' };
-const EVERY_READY: InstanceReadiness = { exists: () => true, ready: () => true };
-/** Instances a, b and c exist; only those in `ready` have a ready replica. */
-const readyOnly = (...ready: string[]): InstanceReadiness => ({
-  exists: (name) => ['a', 'b', 'c'].includes(name),
-  ready: (name) => ready.includes(name),
-});
+const EVERY_READY: InstanceReadiness = { ready: () => true };
+/** Only the instances named have a ready replica (an instance that is gone has none). */
+const readyOnly = (...ready: string[]): InstanceReadiness => ({ ready: (name) => ready.includes(name) });
 
 describe('a config’s assignment status', () => {
   it('a move onto an instance with no ready replica is held: nothing written, nothing announced, why recorded', () => {
@@ -34,15 +31,18 @@ describe('a config’s assignment status', () => {
     expect(released.held).toBeUndefined();
   });
 
-  it('a first assignment, or a move off an instance that is gone, is recorded at once, ready or not', () => {
+  it('a first assignment, or a move off an instance that is gone or serves nothing, is recorded at once, ready or not', () => {
     const first = decideConfigAssignment(undefined, 'w.example.com', pool('b'), T0, 1, readyOnly());
     expect(first.move).toEqual({ to: 'b' });
     expect(first.held).toBeUndefined();
-    const onGone = decideConfigAssignment(undefined, 'w.example.com', pool('gone'), T0, 1, EVERY_READY).write
-      ?.status;
-    const d = decideConfigAssignment(onGone, 'w.example.com', pool('b'), T1, 1, readyOnly());
-    expect(d.move).toEqual({ from: 'gone', to: 'b' });
-    expect(d.held).toBeUndefined();
+    for (const source of ['gone', 'a']) {
+      const onSource = decideConfigAssignment(undefined, 'w.example.com', pool(source), T0, 1, EVERY_READY)
+        .write?.status;
+      const d = decideConfigAssignment(onSource, 'w.example.com', pool('b'), T1, 1, readyOnly('c'));
+      expect(d.move).toEqual({ from: source, to: 'b' });
+      expect(d.write?.via).toBe('mergePatch');
+      expect(d.held).toBeUndefined();
+    }
   });
 
   it('a first assignment writes the instance, the path and a False HandoverReady in one merge patch', () => {

@@ -15,8 +15,11 @@
 // again (assign/triggers.ts). Recording it earlier only churns: the handover cannot act on it,
 // and during a join its ~2 status writes per target share the apiserver's queue with the very
 // writes that start the newcomer. The status meanwhile says what is true: the source serves it.
-// A first assignment is never held (nothing serves the target yet), nor a move off an instance
-// that is gone (it serves nothing).
+// So a move is held only off a source that can serve: never a first assignment (nothing serves
+// the target yet), nor a move off an instance that is gone or has no ready replica itself (it
+// serves nothing, and holding would only keep the status naming it). On a fresh install the
+// watches can record a config before the instance it resolves to; its first assignment then goes
+// elsewhere, and the move that corrects it must not wait on a source that never served it.
 //
 // A new instance and the reset of HandoverReady are one write. Written apart, a reader would see
 // `assignedWebhookServer: b` beside a True verdict about the move to a, while the target still
@@ -87,9 +90,10 @@ export interface HeldMove {
 
 /** What assign knows of the instances a move goes from and to. */
 export interface InstanceReadiness {
-  /** The instance exists (its object is in the view). */
-  exists(instance: string): boolean;
-  /** The instance's Service has a ready Pod: the handover could act on a move onto it. */
+  /**
+   * The instance exists and its Service has a ready Pod: it can serve a target, and the handover
+   * could act on a move onto it.
+   */
   ready(instance: string): boolean;
 }
 
@@ -132,7 +136,7 @@ export function decideConfigAssignment(
   const withAssigned = setCondition(status?.conditions, assignedCondition(resolution), nowIso);
   if (resolution.ok && resolution.instance !== current) {
     const to = resolution.instance;
-    if (current !== undefined && instances.exists(current) && !instances.ready(to)) {
+    if (current !== undefined && instances.ready(current) && !instances.ready(to)) {
       return {
         write: undefined,
         move: undefined,

@@ -106,7 +106,6 @@ export function instanceReadinessOf(
   defaultNamespace: string,
 ): InstanceReadiness {
   return {
-    exists: (instance) => view.record({ kind: INSTANCE_KIND, namespace: '', name: instance }) !== undefined,
     ready(instance) {
       const record = view.record({ kind: INSTANCE_KIND, namespace: '', name: instance });
       if (!record) return false;
