@@ -2,7 +2,7 @@
 // network plugin reads them: every policy that selects a Pod adds the peers and ports it allows.
 // NATS takes clients from every workload of deploy/ that connects to it and from the
 // webhook-server replicas of opted-in namespaces, and nothing on its monitoring port but KEDA's
-// namespace with deploy/autoscaling; a cluster's route port only from the servers; the admission
+// namespace with deploy/autoscaling and Prometheus with deploy/monitoring; a cluster's route port only from the servers; the admission
 // webhook its serving port from anywhere. (test/deploy.itest.ts dry-runs every overlay, these
 // policies included, against the apiserver.)
 import { execFile } from 'node:child_process';
@@ -201,6 +201,25 @@ describe('the NetworkPolicies of deploy/', () => {
     expect(
       reachablePorts(policies, nats, { pod: { app: 'x' }, namespace: OTHER_NS, ownNamespace: false }),
     ).toEqual(new Set());
+  });
+
+  it.each([
+    'default',
+    'nats-cluster',
+  ])('%s with monitoring: Prometheus’s Pods, and no other Pod of its namespace, scrape the monitoring port', async (overlay) => {
+    const objects = await render(overlay, ['monitoring']);
+    const policies = policiesOf(objects);
+    const nats = natsPodOf(objects);
+    const monitoring = { 'kubernetes.io/metadata.name': 'monitoring' };
+    const prometheus = { 'app.kubernetes.io/name': 'prometheus', 'app.kubernetes.io/instance': 'k8s' };
+    expect(
+      reachablePorts(policies, nats, { pod: prometheus, namespace: monitoring, ownNamespace: false }),
+    ).toEqual(new Set(['monitor']));
+    for (const [pod, namespace] of [
+      [{ 'app.kubernetes.io/name': 'grafana' }, monitoring],
+      [prometheus, OTHER_NS],
+    ] as const)
+      expect(reachablePorts(policies, nats, { pod, namespace, ownNamespace: false })).toEqual(new Set());
   });
 
   it('the admission webhook takes its serving port from anywhere, and nothing else', async () => {

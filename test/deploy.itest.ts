@@ -459,6 +459,36 @@ describe('the NATS monitoring port behind credentials', () => {
   });
 });
 
+describe('the NATS storage scraped', () => {
+  it.each([
+    'default',
+    'nats-cluster',
+  ])('%s with monitoring: the NATS PodMonitor selects the server Pods at the gate’s /metrics', async (name) => {
+    const objects = await rendered(await overlay([name], ['monitoring']));
+    const nats = objects.find((o) => o.kind === 'StatefulSet') as unknown as NatsStatefulSet & {
+      spec: { template: { metadata: { labels: Record<string, string> } } };
+    };
+    const monitor = objects.find((o) => o.kind === 'PodMonitor' && o.metadata?.name === 'switchyard-nats') as
+      | {
+          spec: {
+            selector: { matchLabels: Record<string, string> };
+            podMetricsEndpoints: { port: string; path: string }[];
+          };
+        }
+      | undefined;
+    expect(monitor, 'the NATS PodMonitor').toBeDefined();
+    expect(nats.spec.template.metadata.labels).toMatchObject(
+      monitor?.spec.selector.matchLabels ?? { none: 'x' },
+    );
+    const endpoint = monitor?.spec.podMetricsEndpoints[0];
+    expect(endpoint?.path).toBe('/metrics');
+    const gate = (nats.spec.template.spec.containers as { name: string; ports?: { name: string }[] }[]).find(
+      (c) => c.name === 'monitor-gate',
+    );
+    expect(gate?.ports?.map((p) => p.name)).toContain(endpoint?.port);
+  });
+});
+
 interface Mount {
   name: string;
   mountPath: string;

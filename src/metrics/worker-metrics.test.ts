@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type HandlerCounters, type HandlerRuntime, noHandlerCounters } from '../bus/runtime/index.ts';
 import { PROJECT_ROOT } from '../local-cluster/cluster.ts';
+import { GateMetrics } from '../nats-pod/gate-metrics.ts';
 import { BucketCounts } from '../runtime/bucket-counts.ts';
 import { WebhookMetrics } from '../webhook/metrics.ts';
 import {
@@ -45,10 +46,12 @@ function fakeRuntime(
 
 describe('deploy/monitoring', () => {
   const queries = monitoringQueries(PROJECT_ROOT);
-  // The workers' metrics, the webhook-server replicas', and those of Prometheus and the apiserver.
+  // The workers' metrics, the webhook-server replicas', the NATS monitoring gate's, and those of
+  // Prometheus and the apiserver.
   const defined: DefinedMetric[] = [
     ...registry.getMetricsAsArray(),
     ...new WebhookMetrics().registry.getMetricsAsArray(),
+    ...new GateMetrics().registry.getMetricsAsArray(),
   ]
     .map(
       (m): DefinedMetric => ({
@@ -59,7 +62,7 @@ describe('deploy/monitoring', () => {
     )
     .concat(EXTERNAL_METRICS);
 
-  it('has the twelve alerts and a dashboard whose panels all query something', () => {
+  it('has the thirteen alerts and a dashboard whose panels all query something', () => {
     expect(queries.filter((q) => q.where.startsWith('alert')).map((q) => q.where)).toEqual([
       'alert SwitchyardHandoverStalled',
       'alert SwitchyardDeadLetters',
@@ -73,6 +76,7 @@ describe('deploy/monitoring', () => {
       'alert SwitchyardPlansFailingToCompile',
       'alert SwitchyardCertificateExpiringSoon',
       'alert SwitchyardAdmissionWebhookFailing',
+      'alert SwitchyardJetStreamStorageHigh',
     ]);
     expect(queries.filter((q) => q.where.startsWith('panel')).length).toBeGreaterThanOrEqual(15);
   });

@@ -36,6 +36,12 @@ describe('decideMonitorRequest', () => {
     ['GET', '/healthz', 'none', 'pass'],
     ['GET', '/jsz', 'none', 'pass'],
     ['GET', '/varz', 'none', 'reduce-varz'],
+    // Prometheus, whatever it brings: the gate answers /metrics itself.
+    ['GET', '/metrics', 'none', 'metrics'],
+    ['GET', '/metrics', 'invalid', 'metrics'],
+    ['GET', '/metrics', 'valid', 'metrics'],
+    ['GET', '/metrics/', 'none', 'unauthorized'],
+    ['POST', '/metrics', 'none', 'method-not-allowed'],
     // A wrong password does not close what is open, and is told so on /varz.
     ['GET', '/healthz', 'invalid', 'pass'],
     ['GET', '/jsz', 'invalid', 'pass'],

@@ -3,6 +3,9 @@
 // every connection, subscription and account; the server binds it to 127.0.0.1 and the gate
 // listens on the Pod's port in its place.
 //
+// The gate answers `/metrics` itself, to anyone (gate-metrics.ts: the JetStream stores' fill, which
+// `/jsz` shows unauthenticated anyway), so a Prometheus scrapes it without the password.
+//
 // Two readers cannot send credentials: the kubelet's probes (`/healthz`) and KEDA's nats-jetstream
 // scaler, which GETs `/jsz?acc=…&consumers=true&config=true` and, on a cluster, `/varz` of each
 // server for three fields only (`server_name`, `connect_urls`, `cluster.urls`, to find each
@@ -20,12 +23,15 @@ export const MONITOR_USER = 'monitor';
 /** Paths served whole without credentials: the probes' and KEDA's. Exact: anything else needs credentials. */
 export const OPEN_PATHS: ReadonlySet<string> = new Set(['/healthz', '/jsz']);
 export const REDUCED_PATH = '/varz';
+/** Answered by the gate itself, never passed upstream (the server has no such path). */
+export const METRICS_PATH = '/metrics';
 
 export type Credentials = 'none' | 'valid' | 'invalid';
 
 export type GateDecision =
   | { kind: 'pass' }
   | { kind: 'reduce-varz' }
+  | { kind: 'metrics' }
   | { kind: 'unauthorized'; credentials: Exclude<Credentials, 'valid'> }
   | { kind: 'method-not-allowed' };
 
@@ -57,6 +63,7 @@ export function credentialsOf(authorization: string | undefined, password: strin
 
 export function decideMonitorRequest(method: string, path: string, credentials: Credentials): GateDecision {
   if (method !== 'GET') return { kind: 'method-not-allowed' };
+  if (path === METRICS_PATH) return { kind: 'metrics' };
   if (OPEN_PATHS.has(path) || credentials === 'valid') return { kind: 'pass' };
   if (path === REDUCED_PATH && credentials === 'none') return { kind: 'reduce-varz' };
   return { kind: 'unauthorized', credentials };

@@ -3,8 +3,9 @@
 // loopback, as deploy/nats binds it), with a stream and a durable consumer on it as the handlers
 // have. Without credentials the probes' /healthz and KEDA's /jsz pass whole and /varz is reduced to
 // the fields KEDA reads (and carries them, as a cluster fills them); /connz, /subsz and /varz whole
-// need the `monitor` user's password, and a wrong one is refused. An unreachable server fails the
-// probe rather than passing it.
+// need the `monitor` user's password, and a wrong one is refused. /metrics is the gate's own: the
+// JetStream stores' fill, as /jsz says it. An unreachable server fails the probe and the scrape
+// rather than passing them.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -186,6 +187,30 @@ describe('switchyard nats-monitor-gate', () => {
     expect(post.status).toBe(405);
   });
 
+  it('serves /metrics itself, to anyone: each JetStream store’s bytes used and the server’s limit, as /jsz says them', async () => {
+    const res = await get('/metrics');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    const sample = (name: string, store: string) => {
+      const line = text.split('\n').find((l) => l.startsWith(`${name}{store="${store}"} `));
+      return line === undefined ? undefined : Number(line.split(' ')[1]);
+    };
+    const jsz = (await (await fetch(`${node.monitorUrl}/jsz`)).json()) as {
+      storage: number;
+      config: { max_storage: number; max_memory: number };
+    };
+    expect(sample('switchyard_nats_jetstream_store_limit_bytes', 'file')).toBe(jsz.config.max_storage);
+    expect(sample('switchyard_nats_jetstream_store_limit_bytes', 'memory')).toBe(jsz.config.max_memory);
+    // The GATE stream (file storage) holds the five messages on every node.
+    expect(sample('switchyard_nats_jetstream_store_used_bytes', 'file')).toBeGreaterThan(0);
+    expect(sample('switchyard_nats_jetstream_store_used_bytes', 'memory')).toBe(0);
+    expect(text).toContain('switchyard_build_info{');
+    expect(text).toContain('process_resident_memory_bytes');
+    // Whatever credentials come with the scrape.
+    expect((await get('/metrics', basic('monitor', 'wrong'))).status).toBe(200);
+  });
+
   it('fails the probe when the server’s monitoring does not answer', async () => {
     const nowhere = await startMonitorGate(
       {
@@ -200,6 +225,8 @@ describe('switchyard nats-monitor-gate', () => {
     try {
       expect((await get('/healthz', {}, `http://127.0.0.1:${nowhere.port}`)).status).toBe(502);
       expect((await get('/varz', {}, `http://127.0.0.1:${nowhere.port}`)).status).toBe(502);
+      // A scrape fails too (Prometheus's `up` is 0), rather than serving figures it could not read.
+      expect((await get('/metrics', {}, `http://127.0.0.1:${nowhere.port}`)).status).toBe(502);
     } finally {
       await nowhere.close();
     }

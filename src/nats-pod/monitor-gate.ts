@@ -1,8 +1,9 @@
 // `switchyard nats-monitor-gate`: the sidecar that answers on the NATS Pod's monitoring port
 // (8222, `monitor`) in place of the server, which binds its own monitoring to 127.0.0.1:8223. Each
 // request is decided by monitor-gate-decision.ts: passed through as it is, answered with `/varz`
-// reduced to what KEDA reads, or refused (401, 405). What is passed goes upstream under the path
-// the decision saw (parsed and normalised once), never the raw request line.
+// reduced to what KEDA reads, answered by the gate itself (/metrics: the JetStream stores' fill from
+// the server's /jsz, gate-metrics.ts), or refused (401, 405). What is passed goes upstream under
+// the path the decision saw (parsed and normalised once), never the raw request line.
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,6 +12,8 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { loadConfig } from '../config/load.ts';
 import { createLogger } from '../runtime/logger.ts';
+import { GateMetrics } from './gate-metrics.ts';
+import { jetstreamStorageOf } from './jetstream-storage.ts';
 import { credentialsOf, decideMonitorRequest, MONITOR_USER, reduceVarz } from './monitor-gate-decision.ts';
 
 export const gateOptionsSchema = z.object({
@@ -75,10 +78,28 @@ async function reducedVarz(target: URL, res: ServerResponse): Promise<void> {
     .end(JSON.stringify(reduceVarz(JSON.parse(body) as unknown)));
 }
 
+/** The stores' fill as `/jsz` says it now; a server that cannot say fails the scrape (502), which Prometheus shows as `up` 0. */
+async function serveMetrics(options: GateOptions, metrics: GateMetrics, res: ServerResponse): Promise<void> {
+  const up = await upstreamGet(new URL('/jsz', options.upstream));
+  const body = await bodyOf(up);
+  if (up.statusCode !== 200) return answer(res, 502, `NATS monitoring answered /jsz with ${up.statusCode}`);
+  let jsz: unknown;
+  try {
+    jsz = JSON.parse(body);
+  } catch {
+    return answer(res, 502, 'NATS monitoring answered /jsz with something other than JSON');
+  }
+  const reading = jetstreamStorageOf(jsz);
+  if (!reading.ok) return answer(res, 502, reading.reason);
+  metrics.observe(reading.stores);
+  res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(await metrics.registry.metrics());
+}
+
 async function handle(
   req: IncomingMessage,
   res: ServerResponse,
   options: GateOptions,
+  metrics: GateMetrics,
   log: Logger,
 ): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://gate');
@@ -103,6 +124,8 @@ async function handle(
       });
     case 'reduce-varz':
       return reducedVarz(target, res);
+    case 'metrics':
+      return serveMetrics(options, metrics, res);
     case 'pass':
       return pass(target, res);
   }
@@ -114,8 +137,9 @@ export interface MonitorGate {
 }
 
 export async function startMonitorGate(options: GateOptions, log: Logger): Promise<MonitorGate> {
+  const metrics = new GateMetrics();
   const server: Server = createServer((req, res) => {
-    handle(req, res, options, log).catch((err: unknown) => {
+    handle(req, res, options, metrics, log).catch((err: unknown) => {
       log.warn({ err, path: req.url }, 'NATS monitoring unreachable');
       if (!res.headersSent) answer(res, 502, 'NATS monitoring unreachable');
       else res.destroy();

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { CoreV1Api, DiscoveryV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NATS_IDENTITIES, NATS_OPERATOR_IDENTITIES } from '../../src/access/nats-permissions.ts';
 import { webhookServiceName } from '../../src/api/constants.ts';
 import { poolMember, rendezvousWinner } from '../../src/core/assignment.ts';
@@ -15,6 +15,7 @@ import {
   metricReferences,
   monitoringQueries,
 } from '../../src/metrics/monitoring-queries.ts';
+import { type MonitorGate, startMonitorGate } from '../../src/nats-pod/monitor-gate.ts';
 import { apiserverConversions, type Conversions, totalOf } from '../../src/scenario/apiserver-conversions.ts';
 import { ConversionLoad, type LoadSummary } from '../../src/scenario/conversion-load.ts';
 import {
@@ -32,6 +33,7 @@ import {
 import type { HandoverWitness } from './support/handover-witness.ts';
 import { useInstalledCluster } from './support/installed-cluster.ts';
 import {
+  NATS_JOB,
   type ScrapeTarget,
   startPrometheus,
   WEBHOOK_SERVERS_JOB,
@@ -60,9 +62,20 @@ let witness: HandoverWitness;
 let load: ConversionLoad;
 let summary: LoadSummary | undefined;
 const moves: { name: string; from: string; to: string; latencyMs: number }[] = [];
+/** The local NATS runs outside the node agent: its monitoring gate runs here, as a NATS Pod's sidecar would. */
+let natsGate: MonitorGate;
 
 beforeAll(async () => {
   ({ admin, witness, cluster } = await e2e.start());
+  natsGate = await startMonitorGate(
+    {
+      port: 0,
+      host: '127.0.0.1',
+      upstream: cluster.natsMonitorUrl,
+      passwordFile: join(cluster.dir, 'no-monitor-password'),
+    },
+    log,
+  );
   await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: OBJECTS_NAMESPACE } } });
 
   await createInstance(admin, A, { default: true, replicas: 2 });
@@ -144,6 +157,10 @@ describe('a target moves between instances under sustained load', () => {
   });
 });
 
+afterAll(async () => {
+  await natsGate?.close();
+});
+
 describe('least privilege on the bus', () => {
   it('every component, and every webhook-server replica, is connected as its own NATS user', async () => {
     const res = await fetch(`${cluster.natsMonitorUrl}/connz?auth=true&limit=1024`);
@@ -200,6 +217,11 @@ describe('metrics', () => {
         if (line !== '' && !line.startsWith('#')) emitted.add(line.split(/[{ ]/, 1)[0] as string);
     }
     await unverified.close();
+    const gate = targets.find((t) => t.job === NATS_JOB);
+    const gateRes = await fetch(`http://127.0.0.1:${gate?.port}/metrics`);
+    expect(gateRes.status, 'the NATS monitoring gate /metrics').toBe(200);
+    for (const line of (await gateRes.text()).split('\n'))
+      if (line !== '' && !line.startsWith('#')) emitted.add(line.split(/[{ ]/, 1)[0] as string);
     // Prometheus's own `up` and the apiserver's metrics come from elsewhere.
     for (const { name } of EXTERNAL_METRICS) emitted.add(name);
     const missing = monitoringQueries(PROJECT_ROOT).flatMap(({ where, expr }) =>
@@ -302,9 +324,10 @@ function withoutHealthyFilter(expr: string): string {
 }
 
 /**
- * What deploy/monitoring's ServiceMonitor and PodMonitor scrape: each ready endpoint of the
- * workers' metrics Service, and each webhook-server replica of `instances` on its HTTPS port
- * (one per Pod on the local node agent, on that Pod's own port).
+ * What deploy/monitoring's ServiceMonitor and PodMonitors scrape: each ready endpoint of the
+ * workers' metrics Service, each webhook-server replica of `instances` on its HTTPS port
+ * (one per Pod on the local node agent, on that Pod's own port), and the NATS server's
+ * monitoring gate.
  */
 async function scrapeTargets(instances: readonly string[]): Promise<ScrapeTarget[]> {
   const discovery = admin.makeApiClient(DiscoveryV1Api);
@@ -331,6 +354,7 @@ async function scrapeTargets(instances: readonly string[]): Promise<ScrapeTarget
         labels: { namespace: SWITCHYARD_NAMESPACE, pod: e.targetRef?.name ?? '', webhook_server: instance },
       }));
     }),
+    { job: NATS_JOB, port: natsGate.port, labels: { namespace: SWITCHYARD_NAMESPACE, pod: 'nats-0' } },
   ] as ScrapeTarget[];
 }
 

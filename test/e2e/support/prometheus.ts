@@ -14,9 +14,11 @@ import { waitFor } from '../../../src/local-cluster/wait.ts';
 /** The ServiceMonitor's job is the Service's name; the PodMonitor's `<namespace>/<name>`. */
 export const WORKERS_JOB = 'switchyard-worker-metrics';
 export const WEBHOOK_SERVERS_JOB = 'switchyard-system/switchyard-webhook-servers';
+/** deploy/monitoring's NATS PodMonitor: each server Pod's monitoring gate. */
+export const NATS_JOB = 'switchyard-system/switchyard-nats';
 
 export interface ScrapeTarget {
-  job: typeof WORKERS_JOB | typeof WEBHOOK_SERVERS_JOB;
+  job: typeof WORKERS_JOB | typeof WEBHOOK_SERVERS_JOB | typeof NATS_JOB;
   port: number;
   labels: { namespace: string; pod: string; webhook_server?: string };
 }
@@ -67,7 +69,7 @@ function scrapeConfig(targets: readonly ScrapeTarget[], intervalSeconds: number)
   return {
     global: { scrape_interval: `${intervalSeconds}s`, evaluation_interval: `${intervalSeconds}s` },
     rule_files: ['rules.yaml'],
-    scrape_configs: [job(WORKERS_JOB), job(WEBHOOK_SERVERS_JOB)],
+    scrape_configs: [job(WORKERS_JOB), job(WEBHOOK_SERVERS_JOB), job(NATS_JOB)],
   };
 }
 
