@@ -81,6 +81,9 @@ export const SERVING_CERT_DIR = '/etc/switchyard/serving-cert';
 export const READINESS_PATH = '/readyz';
 export const LIVENESS_PATH = '/healthz';
 
+/** The namespace deploy/ installs Switchyard into (its workers, NATS, the credentials Secret). */
+export const DEFAULT_OPERATOR_NAMESPACE = 'switchyard-system';
+
 /** The handover handler's ServiceAccount (deploy/rbac/handover.yaml), in the operator's namespace. */
 export const HANDOVER_SERVICE_ACCOUNT = 'switchyard-handover';
 

@@ -59,10 +59,17 @@ export async function connectBus(opts: {
   /** Mode `apply`: the pacers' slot buckets, brought to the topology's replicas where they exist. */
   buckets?: readonly string[];
   signal?: AbortSignal;
+  /**
+   * The servers are dialled through a forwarded port (`kubectl port-forward`): the server's
+   * certificate is verified against the name the cluster reaches it by, and the other servers a
+   * cluster advertises are not dialled (their addresses are the cluster's).
+   */
+  forwarded?: { tlsServerName: string };
 }): Promise<Bus> {
   const servers = natsServerList(opts.servers);
-  const tls = natsClientTls(opts.tls, servers);
-  checkTlsFilesReadable(tls);
+  const files = natsClientTls(opts.tls, servers);
+  checkTlsFilesReadable(files);
+  const tls = files && opts.forwarded ? { ...files, servername: opts.forwarded.tlsServerName } : files;
   const nc = await connect({
     servers,
     name: opts.name,
@@ -71,6 +78,7 @@ export async function connectBus(opts: {
     pingInterval: PING_INTERVAL_MS,
     maxPingOut: MAX_PINGS_OUT,
     ...(tls ? { tls } : {}),
+    ...(opts.forwarded && { ignoreClusterUpdates: true }),
     ...credentialOptions(opts.credentials),
   }).catch((err: unknown) => {
     throw explainTlsFailure(err, tls);

@@ -21,6 +21,8 @@ export interface NatsClientTls {
   caFile?: string;
   certFile?: string;
   keyFile?: string;
+  /** The name the certificate must carry when it differs from the host dialled (a forwarded port). */
+  servername?: string;
 }
 
 /**
@@ -84,9 +86,9 @@ export function explainTlsFailure(err: unknown, tls: NatsClientTls | undefined):
   if (code === undefined) return err;
   const trust = tls?.caFile ? `nats.tls.caFile ${tls.caFile}` : 'the system’s CAs (nats.tls.caFile is empty)';
   const reason = err instanceof Error ? err.message : String(err);
+  const name = tls?.servername ?? 'the host of nats.url';
   return new Error(
-    `the NATS server's certificate was refused (${code}): it must chain to ${trust} and name the host ` +
-      `of nats.url; ${reason}`,
+    `the NATS server's certificate was refused (${code}): it must chain to ${trust} and name ${name}; ${reason}`,
     { cause: err },
   );
 }

@@ -4,6 +4,7 @@
 // parsed here. Each option carries its line of help, and a command's usage text lists the very
 // options its parser takes, so --help and the parser cannot drift apart.
 import { type ParseArgsOptionDescriptor, parseArgs } from 'node:util';
+import { DEFAULT_OPERATOR_NAMESPACE } from '../api/constants.ts';
 import { OUTPUT_FORMATS } from './output.ts';
 
 /** An option as parseArgs takes it, with what --help says about it. */
@@ -52,7 +53,7 @@ export const OUTPUT_OPTIONS = {
   },
 } as const satisfies CommandOptions;
 
-export const DEFAULT_NAMESPACE = 'switchyard-system';
+export const DEFAULT_NAMESPACE = DEFAULT_OPERATOR_NAMESPACE;
 
 /** kubectl's flags, for the commands that find the bus from the cluster when no --nats.* flag names it. */
 export const CLUSTER_OPTIONS = {

@@ -3,7 +3,8 @@
 // (the router Deployment's SWITCHYARD_NATS_URL), the password is the command's own user's key of
 // the credentials Secret, and the CA is the one the workers mount: so `switchyard explain
 // <target>` needs nothing but a kubeconfig allowed to read those two objects. An address only
-// the cluster resolves (a Service name) is said to be one, with the port-forward that reaches it.
+// the cluster resolves (a Service name, `clusterServiceOf`) is reached through a port-forward to
+// that Service (operator-bus.ts).
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -100,9 +101,49 @@ export async function busFromCluster(kc: KubeConfig, flags: ClusterFlags, user: 
   }
 }
 
-/** Whether the address resolves only inside a cluster (a Service's DNS name). */
-export function isClusterOnlyAddress(url: string): boolean {
-  return url
+/** A NATS server addressed by a Service's cluster DNS name. */
+export interface ClusterService {
+  /** `nats` or `tls`, as the address says it. */
+  scheme: string;
+  /** The name as the address spells it: what the server's certificate names. */
+  host: string;
+  service: string;
+  namespace: string;
+  port: number;
+}
+
+const SERVICE_HOST =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc(\.cluster\.local)?$/;
+
+/**
+ * The Service behind the address when only the cluster resolves it: every server of the list is
+ * `<service>.<namespace>.svc[.cluster.local]`, and the first one is the Service (a port-forward
+ * reaches one server, and a client needs no more). Undefined when a server resolves elsewhere.
+ */
+export function clusterServiceOf(url: string): ClusterService | undefined {
+  const servers = url
     .split(',')
-    .some((server) => /\.svc(\.cluster\.local)?(:\d+)?$/.test(server.replace(/^\w+:\/\//, '')));
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+    .map((server) => {
+      const withScheme = /^\w+:\/\//.test(server) ? server : `nats://${server}`;
+      try {
+        return new URL(withScheme);
+      } catch {
+        return undefined;
+      }
+    });
+  const services = servers.map((u) => {
+    const match = u && SERVICE_HOST.exec(u.hostname);
+    if (!u || !match) return undefined;
+    return {
+      scheme: u.protocol.replace(/:$/, ''),
+      host: u.hostname,
+      service: match[1] as string,
+      namespace: match[3] as string,
+      port: u.port === '' ? 4222 : Number(u.port),
+    };
+  });
+  if (services.length === 0 || services.some((s) => s === undefined)) return undefined;
+  return services[0];
 }

@@ -1,17 +1,24 @@
 // How an operator's command (`bus stats`, `explain`, `dlq`, `replay`) reaches the bus: as the
 // NATS user its flags name, or, when no --nats.url or --nats.user is given and a kubeconfig is at
 // hand, as the cluster says (cluster-bus.ts: the workers' address and CA, the command's own
-// user's password). It checks nothing of the topology and logs warnings to stderr, so that
-// stdout stays the command's answer. A bus that cannot be reached is exit code 1, said once.
+// user's password). An address only the cluster resolves (deploy/'s `nats.<namespace>.svc`) is
+// reached through `kubectl port-forward` to that Service, the server's certificate verified
+// against the Service's name as the workers verify it. It checks nothing of the topology and logs
+// warnings to stderr, so that stdout stays the command's answer. A bus that cannot be reached is
+// exit code 1, said once.
 import type { Logger } from 'pino';
 import type { NatsIdentity } from '../access/nats-permissions.ts';
 import { type Bus, connectBus } from '../bus/connect.ts';
 import { topologyOptions } from '../bus/topology.ts';
 import type { LoadedConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
+import { kubectlPortForward, type PortForward } from '../kube/port-forward.ts';
 import { createLogger } from '../runtime/logger.ts';
 import type { ClusterFlags } from './args.ts';
-import { busFromCluster, isClusterOnlyAddress, kubeConfigOf, namespaceOf } from './cluster-bus.ts';
+import { busFromCluster, type ClusterService, clusterServiceOf, kubeConfigOf } from './cluster-bus.ts';
+
+/** What a person can do when the cluster's answer does not get the command to the bus. */
+const NAME_IT = '  name it instead: --nats.url=… --nats.user=… --nats.passwordFile=… [--nats.tls.caFile=…]';
 
 /** Where the command connects: its flags, else the cluster's answer; undefined when that failed (said). */
 async function natsSettings(
@@ -42,11 +49,26 @@ async function natsSettings(
   } catch (err) {
     process.stderr.write(
       `cannot find the bus from the cluster (${kc.getCurrentContext()}): ${(err as Error).message}\n` +
-        '  name it instead: --nats.url=… --nats.user=… --nats.passwordFile=… [--nats.tls.caFile=…]\n',
+        `${NAME_IT}\n`,
     );
     process.exitCode = 1;
     return undefined;
   }
+}
+
+/** A local port forwarded to `service`, by the kubectl on PATH, as the command's kubeconfig and context. */
+function forwardToService(cluster: ClusterFlags, service: ClusterService): Promise<PortForward> {
+  return kubectlPortForward({
+    kubectl: 'kubectl',
+    args: [
+      ...(cluster.kubeconfig ? [`--kubeconfig=${cluster.kubeconfig}`] : []),
+      ...(cluster.context ? [`--context=${cluster.context}`] : []),
+      `--namespace=${service.namespace}`,
+      '--pod-running-timeout=20s',
+      `svc/${service.service}`,
+      `:${service.port}`,
+    ],
+  });
 }
 
 /** `cluster`: the command's --kubeconfig, --context and -n (args.ts, CLUSTER_OPTIONS). */
@@ -61,24 +83,49 @@ export async function connectOperatorBus(
   const settings = await natsSettings(loaded, cluster, user);
   if (!settings) return undefined;
   const { nats, fromCluster } = settings;
+  const service = fromCluster ? clusterServiceOf(nats.url) : undefined;
+  let forward: PortForward | undefined;
+  if (service) {
+    try {
+      forward = await forwardToService(cluster, service);
+    } catch (err) {
+      process.stderr.write(
+        `cannot reach the bus at ${nats.url}, the workers' address inside the cluster: ` +
+          `forwarding a port to the Service ${service.namespace}/${service.service} failed: ${(err as Error).message}\n${NAME_IT}\n`,
+      );
+      process.exitCode = 1;
+      return undefined;
+    }
+    process.once('exit', forward.stop);
+  }
+  const url = forward && service ? `${service.scheme}://127.0.0.1:${forward.localPort}` : nats.url;
   try {
     const bus = await connectBus({
-      servers: nats.url,
+      servers: url,
       credentials: nats,
       tls: nats.tls,
       name,
       log,
       topology: topologyOptions(config.bus),
       mode: 'none',
+      ...(service && { forwarded: { tlsServerName: service.host } }),
     });
-    return { bus, log };
+    if (!forward) return { bus, log };
+    const stop = forward.stop;
+    return {
+      bus: {
+        ...bus,
+        close: async () => {
+          await bus.close();
+          stop();
+        },
+      },
+      log,
+    };
   } catch (err) {
-    const hint =
-      fromCluster && isClusterOnlyAddress(nats.url)
-        ? `\n  ${nats.url} is the workers' address inside the cluster: from outside, forward a port to it ` +
-          `(kubectl -n ${namespaceOf(cluster)} port-forward svc/nats 4222) and pass --nats.url=nats://127.0.0.1:4222`
-        : '';
-    process.stderr.write(`cannot reach the bus at ${nats.url}: ${(err as Error).message}${hint}\n`);
+    forward?.stop();
+    const via = forward ? ` (through kubectl port-forward to ${service?.namespace}/${service?.service})` : '';
+    process.stderr.write(`cannot reach the bus at ${nats.url}${via}: ${(err as Error).message}\n`);
     process.exitCode = 1;
     return undefined;
   }

@@ -21,13 +21,13 @@ import {
 import type { Logger } from 'pino';
 import { NATS_CREDENTIALS_SECRET } from '../access/nats-credentials-secret.ts';
 import { NATS_IDENTITIES } from '../access/nats-permissions.ts';
-import { GROUP, VERSION } from '../api/constants.ts';
+import { DEFAULT_OPERATOR_NAMESPACE, GROUP, VERSION } from '../api/constants.ts';
 import { CRD_CONFIG_KIND } from '../api/conversion-config.ts';
 import { PROJECT_ROOT } from './cluster.ts';
 import { runKubectl } from './kubectl.ts';
 import { waitFor } from './wait.ts';
 
-export const SWITCHYARD_NAMESPACE = 'switchyard-system';
+export const SWITCHYARD_NAMESPACE = DEFAULT_OPERATOR_NAMESPACE;
 const FIELD_MANAGER = 'switchyard-local-install';
 
 export interface InstallOptions {

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
+import { kubectlPortForward, type PortForward } from '../kube/port-forward.ts';
 import { kubectlPath } from './cluster.ts';
 
 export interface KubectlResult {
@@ -67,46 +68,19 @@ export function runKubectl(
   });
 }
 
-/** A running `kubectl port-forward`: the local port it listens on, and how to end it. */
-export interface PortForward {
-  localPort: number;
-  /** What kubectl has printed so far (its errors about forwarded connections too). */
-  output(): string;
-  stop(): void;
-}
-
 /**
- * Starts `kubectl port-forward <resource> :<port>` and resolves once it listens, with the local
- * port it chose; rejects with kubectl's own words if it exits first or says nothing in time.
+ * Starts `kubectl port-forward <resource> :<port>` as `kubeConfig`'s identity and resolves once it
+ * listens, with the local port it chose (src/kube/port-forward.ts).
  */
 export function startPortForward(
   kubeConfig: string,
   args: string[],
   opts: Pick<KubectlOptions, 'binDir' | 'timeoutMs'> = {},
 ): Promise<PortForward> {
-  const child = spawn(kubectlPath(opts.binDir), ['port-forward', '--address=127.0.0.1', ...args], {
+  return kubectlPortForward({
+    kubectl: kubectlPath(opts.binDir),
+    args,
     env: kubectlEnv(kubeConfig),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let said = '';
-  return new Promise<PortForward>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`kubectl port-forward ${args.join(' ')} did not listen in time: ${said}`));
-    }, opts.timeoutMs ?? 30_000);
-    const listen = (chunk: Buffer) => {
-      said += chunk.toString();
-      const port = /Forwarding from 127\.0\.0\.1:(\d+)/.exec(said)?.[1];
-      if (port === undefined) return;
-      clearTimeout(timer);
-      resolve({ localPort: Number(port), output: () => said, stop: () => child.kill('SIGTERM') });
-    };
-    child.stdout.on('data', listen);
-    child.stderr.on('data', listen);
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`kubectl port-forward ${args.join(' ')} exited (${code}): ${said}`));
-    });
+    ...(opts.timeoutMs !== undefined && { timeoutMs: opts.timeoutMs }),
   });
 }

@@ -2,7 +2,9 @@
 // as the server's Secret holds them in a cluster: `ca.crt`, `tls.crt`, `tls.key` in one directory
 // (deploy/'s `switchyard-nats-tls`, mounted at /etc/nats/tls). The serving certificate names
 // 127.0.0.1 and localhost, where the local server listens and where a cluster's routes dial, and
-// is a client certificate too: a route's TLS verifies both ends (`natsRouteTlsConfig`).
+// deploy/'s Service name for it (`nats.switchyard-system.svc`), which an operator's command
+// verifies when it reaches the server through a port-forward to that Service; it is a client
+// certificate too: a route's TLS verifies both ends (`natsRouteTlsConfig`).
 //
 // Rotation replaces the certificate and key files (each written aside and renamed over the old
 // one, so a reload never reads half a file) under the same CA; the server picks them up at its
@@ -10,6 +12,7 @@
 // new certificate, existing ones keep theirs.
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DEFAULT_OPERATOR_NAMESPACE } from '../api/constants.ts';
 import { readCa } from '../core/instances/certificate-facts.ts';
 import { caValidity, type KeyPair, leafValidity } from '../core/instances/serving-cert.ts';
 import { x509Issuer } from '../tls/x509-issuer.ts';
@@ -22,6 +25,8 @@ export interface NatsTlsPaths {
 }
 
 const issuer = x509Issuer();
+/** deploy/'s client Service for the server, in the namespace the local stack installs into. */
+export const NATS_SERVICE_HOST = `nats.${DEFAULT_OPERATOR_NAMESPACE}.svc`;
 
 export class LocalNatsTls {
   readonly paths: NatsTlsPaths;
@@ -55,7 +60,7 @@ export class LocalNatsTls {
     if (caFacts === undefined) throw new Error('the local NATS CA does not parse');
     const leaf = await issuer.issueServing({
       ca: this.ca,
-      dnsNames: ['localhost'],
+      dnsNames: ['localhost', NATS_SERVICE_HOST],
       ipAddresses: ['127.0.0.1'],
       extendedKeyUsages: ['serverAuth', 'clientAuth'],
       ...leafValidity(caFacts.cert, nowMs),

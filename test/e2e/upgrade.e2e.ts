@@ -6,14 +6,18 @@
 // not one conversion of the load failed or read a wrong value meanwhile (docs/install.md,
 // "Upgrading").
 import { execFile } from 'node:child_process';
+import { lookup } from 'node:dns/promises';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { BatchV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, BatchV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalCluster, startLocalCluster } from '../../src/local-cluster/cluster.ts';
+import { NATS_CREDENTIALS_SECRET } from '../../src/access/nats-credentials-secret.ts';
+import { kubectlPath, type LocalCluster, startLocalCluster } from '../../src/local-cluster/cluster.ts';
 import { installSwitchyard, renderDeploy, SWITCHYARD_NAMESPACE } from '../../src/local-cluster/install.ts';
 import { runKubectl, startPortForward } from '../../src/local-cluster/kubectl.ts';
+import { NATS_SERVICE_HOST } from '../../src/local-cluster/nats-tls.ts';
 import { waitFor } from '../../src/local-cluster/wait.ts';
 import { ConversionLoad } from '../../src/scenario/conversion-load.ts';
 import {
@@ -129,6 +133,141 @@ describe('an operator with only a kubeconfig', () => {
     const [explained] = JSON.parse(stdout) as { target: string; status: { assigned?: string } }[];
     expect(explained).toMatchObject({ target: TARGET, status: { assigned: INSTANCE } });
   }, 90_000);
+
+  it('reaches a bus only the cluster resolves through kubectl port-forward, the certificate verified against the Service’s name', async () => {
+    // deploy/'s own address, `nats.switchyard-system.svc`, which nothing outside the cluster
+    // resolves. Behind its Service, a Pod relays to the local NATS (which runs outside the node
+    // agent), as a NATS Pod serves in a cluster. The workers of namespace BEHIND say that
+    // address (a copy of the router's Deployment, scaled to zero, and the Secrets it reads).
+    const BEHIND = 'bus-behind-service';
+    const core = admin.makeApiClient(CoreV1Api);
+    const apps = admin.makeApiClient(AppsV1Api);
+    const [natsHost = '', natsPort = ''] = new URL(cluster.natsUrl.split(',')[0] as string).host.split(':');
+    await core.createNamespacedPod({
+      namespace: SWITCHYARD_NAMESPACE,
+      body: {
+        metadata: { name: 'nats-relay', labels: { app: 'nats-relay' } },
+        spec: {
+          containers: [
+            {
+              name: 'relay',
+              image: 'switchyard:dev',
+              command: ['test/fixtures/tcp-relay.ts'],
+              env: [{ name: 'UPSTREAM', value: `${natsHost}:${natsPort}` }],
+              ports: [{ name: 'client', containerPort: 4222 }],
+              readinessProbe: { tcpSocket: { port: 4222 }, periodSeconds: 1 },
+              // The namespace enforces the restricted Pod Security Standard.
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                runAsNonRoot: true,
+                runAsUser: 65532,
+                capabilities: { drop: ['ALL'] },
+                seccompProfile: { type: 'RuntimeDefault' },
+              },
+            },
+          ],
+        },
+      },
+    });
+    await core.createNamespacedService({
+      namespace: SWITCHYARD_NAMESPACE,
+      body: {
+        metadata: { name: 'nats' },
+        spec: {
+          selector: { app: 'nats-relay' },
+          ports: [{ name: 'client', port: 4222, targetPort: 'client' }],
+        },
+      },
+    });
+    await core.createNamespace({ body: { metadata: { name: BEHIND } } });
+    const router = await apps.readNamespacedDeployment({
+      name: 'switchyard-router',
+      namespace: SWITCHYARD_NAMESPACE,
+    });
+    const template = router.spec?.template as NonNullable<typeof router.spec>['template'];
+    for (const c of template.spec?.containers ?? [])
+      for (const e of c.env ?? [])
+        if (e.name === 'SWITCHYARD_NATS_URL') e.value = `tls://${NATS_SERVICE_HOST}:4222`;
+    const secrets = new Set([
+      NATS_CREDENTIALS_SECRET,
+      ...(template.spec?.volumes ?? []).flatMap((v) => (v.secret?.secretName ? [v.secret.secretName] : [])),
+    ]);
+    for (const name of secrets) {
+      const secret = await core.readNamespacedSecret({ name, namespace: SWITCHYARD_NAMESPACE });
+      await core.createNamespacedSecret({
+        namespace: BEHIND,
+        body: { metadata: { name }, type: secret.type, data: secret.data },
+      });
+    }
+    await apps.createNamespacedDeployment({
+      namespace: BEHIND,
+      body: {
+        metadata: { name: 'switchyard-router' },
+        spec: {
+          replicas: 0,
+          selector: router.spec?.selector as { matchLabels: Record<string, string> },
+          template,
+        },
+      },
+    });
+    await waitFor('the relay Pod ready', async () => {
+      const pod = await core.readNamespacedPod({ name: 'nats-relay', namespace: SWITCHYARD_NAMESPACE });
+      return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
+        ? true
+        : undefined;
+    });
+    await expect(lookup(NATS_SERVICE_HOST), 'the address resolves only in a cluster').rejects.toThrow();
+    // What the person has: a kubeconfig, and kubectl on PATH (as for any kubectl plugin).
+    const env = {
+      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SWITCHYARD_NATS'))),
+      PATH: `${dirname(kubectlPath())}:${process.env.PATH ?? ''}`,
+    };
+    const args = [MAIN, 'explain', TARGET, `--kubeconfig=${cluster.kubeConfigs.admin}`, '-n', BEHIND];
+    const { stdout } = await promisify(execFile)(process.execPath, [...args, '-o', 'json'], {
+      env,
+      timeout: 60_000,
+    });
+    const [explained] = JSON.parse(stdout) as { target: string; status: { assigned?: string } }[];
+    expect(explained).toMatchObject({ target: TARGET, status: { assigned: INSTANCE } });
+
+    const urlEnv = template.spec?.containers[0]?.env?.findIndex((e) => e.name === 'SWITCHYARD_NATS_URL');
+    const workersSay = (url: string) =>
+      apps.patchNamespacedDeployment({
+        name: 'switchyard-router',
+        namespace: BEHIND,
+        body: [{ op: 'replace', path: `/spec/template/spec/containers/0/env/${urlEnv}/value`, value: url }],
+      });
+    const explainFails = async () => {
+      const failed = await promisify(execFile)(process.execPath, args, { env, timeout: 60_000 }).catch(
+        (err: { code: number; stderr: string }) => err,
+      );
+      expect(failed).toMatchObject({ code: 1 });
+      return (failed as { stderr: string }).stderr;
+    };
+    // The same server behind a Service its certificate does not name: refused, though the port it
+    // is dialled at (127.0.0.1) is one the certificate names. The name checked is the Service's.
+    await core.createNamespacedService({
+      namespace: SWITCHYARD_NAMESPACE,
+      body: {
+        metadata: { name: 'nats-unnamed' },
+        spec: {
+          selector: { app: 'nats-relay' },
+          ports: [{ name: 'client', port: 4222, targetPort: 'client' }],
+        },
+      },
+    });
+    await workersSay(`tls://nats-unnamed.${SWITCHYARD_NAMESPACE}.svc:4222`);
+    expect(await explainFails()).toMatch(
+      /certificate was refused \(ERR_TLS_CERT_ALTNAME_INVALID\).*name nats-unnamed\.switchyard-system\.svc/s,
+    );
+    // A Service that is not there: said, with kubectl's reason and how to name the bus instead.
+    await workersSay(`tls://nowhere.${SWITCHYARD_NAMESPACE}.svc:4222`);
+    const stderr = await explainFails();
+    expect(stderr).toMatch(
+      /forwarding a port to the Service switchyard-system\/nowhere failed: .*"nowhere" not found/s,
+    );
+    expect(stderr).toContain('--nats.url=');
+  }, 120_000);
 
   it('says what it could not read, and how to name the bus instead', async () => {
     const env = Object.fromEntries(

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNamespace, useLocalCluster } from '../../../test/support/local-cluster.ts';
-import { type PortForward, startPortForward } from '../kubectl.ts';
+import type { PortForward } from '../../kube/port-forward.ts';
+import { startPortForward } from '../kubectl.ts';
 import { waitFor } from '../wait.ts';
 
 const cluster = useLocalCluster();
