@@ -86,4 +86,11 @@ describe('the npm package', () => {
     expect(wrong.code).not.toBe(0);
     expect(wrong.stderr).toContain('no-such-subcommand');
   });
+
+  it('says the demo runs from a checkout, and starts nothing', async () => {
+    const demo = await kubectl(['switchyard', 'demo']);
+    expect(demo.code).toBe(2);
+    expect(demo.stderr).toContain('switchyard demo runs from a checkout of Switchyard');
+    expect(demo.stdout).toBe('');
+  });
 });

@@ -12,6 +12,7 @@ import {
   INSTANCE_POLICY_CONFIGMAP,
 } from '../core/instance-admission.ts';
 import {
+  DEFAULT_OPERATOR_NAMESPACE,
   GROUP,
   HANDOVER_SERVICE_ACCOUNT,
   HANDOVER_VERDICT_ANNOTATION,
@@ -22,7 +23,8 @@ import {
 } from './constants.ts';
 import { CONFIG_TARGET_FIELD, CRD_CONFIG_KIND, XRD_CONFIG_KIND } from './conversion-config.ts';
 
-export const POLICY_NAMESPACE = 'switchyard-system';
+/** Where the policies' parameters and the ServiceAccounts they name live: the namespace deploy/ installs into. */
+export const POLICY_NAMESPACE = DEFAULT_OPERATOR_NAMESPACE;
 
 const serviceAccountUser = (name: string) => `system:serviceaccount:${POLICY_NAMESPACE}:${name}`;
 export const INSTANCES_USER = serviceAccountUser('switchyard-instances');

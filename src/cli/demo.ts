@@ -11,11 +11,13 @@
 // By default it finishes, tears everything down and exits 0 (1 if any request failed or any
 // value was wrong). --keep-running keeps the cluster and the load up until Ctrl-C. Ctrl-C at
 // any point stops the load and removes the cluster.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ConfigStatus } from '../api/conversion-config.ts';
 import { poolMember, rendezvousWinner } from '../core/assignment.ts';
 import { HttpMethod } from '../kube/request.ts';
-import { kubectlPath, type LocalCluster, startLocalCluster } from '../local-cluster/cluster.ts';
+import { kubectlPath, type LocalCluster, PROJECT_ROOT, startLocalCluster } from '../local-cluster/cluster.ts';
 import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../local-cluster/install.ts';
 import { natsFlags } from '../local-cluster/nats-client.ts';
 import { systemClock } from '../runtime/clock.ts';
@@ -60,6 +62,15 @@ interface Target {
 }
 
 export async function runDemo(args: string[]): Promise<void> {
+  // The npm package carries the operator commands, not the local stack the demo builds and runs.
+  if (!existsSync(join(PROJECT_ROOT, 'scripts', 'demo.sh'))) {
+    process.stderr.write(
+      'switchyard demo runs from a checkout of Switchyard: clone it and run scripts/demo.sh, which builds ' +
+        'the local stack first. This installation has the operator commands (switchyard --help).\n',
+    );
+    process.exitCode = 2;
+    return;
+  }
   const keepRunning = args.includes('--keep-running');
   const count = Number(args.find((a) => a.startsWith('--targets='))?.split('=')[1] ?? 24);
   if (!Number.isInteger(count) || count < 1 || count > NOUNS.length * 10)
