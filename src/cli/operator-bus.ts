@@ -116,8 +116,11 @@ export async function connectOperatorBus(
       bus: {
         ...bus,
         close: async () => {
-          await bus.close();
-          stop();
+          try {
+            await bus.close();
+          } finally {
+            stop();
+          }
         },
       },
       log,
