@@ -142,6 +142,18 @@ describe('an operator with only a kubeconfig', () => {
     const BEHIND = 'bus-behind-service';
     const core = admin.makeApiClient(CoreV1Api);
     const apps = admin.makeApiClient(AppsV1Api);
+    /** A Service in front of the relay Pod, as deploy/nats's `nats` is in front of the server. */
+    const relayService = (name: string) =>
+      core.createNamespacedService({
+        namespace: SWITCHYARD_NAMESPACE,
+        body: {
+          metadata: { name },
+          spec: {
+            selector: { app: 'nats-relay' },
+            ports: [{ name: 'client', port: 4222, targetPort: 'client' }],
+          },
+        },
+      });
     const [natsHost = '', natsPort = ''] = new URL(cluster.natsUrl.split(',')[0] as string).host.split(':');
     await core.createNamespacedPod({
       namespace: SWITCHYARD_NAMESPACE,
@@ -169,16 +181,7 @@ describe('an operator with only a kubeconfig', () => {
         },
       },
     });
-    await core.createNamespacedService({
-      namespace: SWITCHYARD_NAMESPACE,
-      body: {
-        metadata: { name: 'nats' },
-        spec: {
-          selector: { app: 'nats-relay' },
-          ports: [{ name: 'client', port: 4222, targetPort: 'client' }],
-        },
-      },
-    });
+    await relayService('nats');
     await core.createNamespace({ body: { metadata: { name: BEHIND } } });
     const router = await apps.readNamespacedDeployment({
       name: 'switchyard-router',
@@ -246,16 +249,7 @@ describe('an operator with only a kubeconfig', () => {
     };
     // The same server behind a Service its certificate does not name: refused, though the port it
     // is dialled at (127.0.0.1) is one the certificate names. The name checked is the Service's.
-    await core.createNamespacedService({
-      namespace: SWITCHYARD_NAMESPACE,
-      body: {
-        metadata: { name: 'nats-unnamed' },
-        spec: {
-          selector: { app: 'nats-relay' },
-          ports: [{ name: 'client', port: 4222, targetPort: 'client' }],
-        },
-      },
-    });
+    await relayService('nats-unnamed');
     await workersSay(`tls://nats-unnamed.${SWITCHYARD_NAMESPACE}.svc:4222`);
     expect(await explainFails()).toMatch(
       /certificate was refused \(ERR_TLS_CERT_ALTNAME_INVALID\).*name nats-unnamed\.switchyard-system\.svc/s,
