@@ -18,6 +18,9 @@
 //   every config that resolves to the instance: the moves assign held while the instance could
 //   not take them (core/assign-decision.ts). Woken for a slice, not for the Service as a whole:
 //   an instance with a second slice already ready costs no-op reconciles, never a missed one.
+//   A source losing its last ready Pod wakes nothing: a move held off it is then no longer held
+//   by the decision's rule, but it stays unrecorded until its destination's first ready Pod (or a
+//   resync) wakes it; the handover could not act on it before that either.
 // * Without a previous record (a creation, or history aged out) the object counts as absent
 //   before: the superset is woken, which costs a few no-op reconciles and never misses one.
 
