@@ -5,6 +5,8 @@
 # the local node agent and NATS JetStream).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/bootstrap.sh"
 bootstrap
+# KEDA only runs in the autoscaling test: the demo does without it.
+ensure_keda
 cd "$SWITCHYARD_ROOT"
 echo "[test] typecheck"
 npx tsc -p tsconfig.json

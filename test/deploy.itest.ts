@@ -1,8 +1,8 @@
 // deploy/ as a platform team applies it. Every overlay renders with kustomize and passes the
 // apiserver's server-side dry run: schemas with unknown fields refused, admission, and Pod
 // Security "restricted" in the namespace (any warning fails the test). Third-party kinds are
-// checked against their CRDs: the Prometheus Operator's own (ServiceMonitor, PrometheusRule),
-// KEDA's a stand-in written from its documented fields. deploy/nats-cluster's server
+// checked against their projects' own CRDs: the Prometheus Operator's (ServiceMonitor, PrometheusRule)
+// and KEDA's (ScaledObject). deploy/nats-cluster's server
 // configuration is checked by nats-server itself: its configuration test for each Pod, and
 // three processes started with it forming one JetStream cluster. And the identities
 // deploy/default creates can do what each component needs and nothing it must not
@@ -23,6 +23,7 @@ import { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { natsServerBinary } from '../src/local-cluster/nats.ts';
 import { LocalNatsTls } from '../src/local-cluster/nats-tls.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
+import { kedaDir } from './support/keda.ts';
 import { useLocalCluster } from './support/local-cluster.ts';
 
 const cluster = useLocalCluster();
@@ -59,10 +60,8 @@ function monitoringCrd(file: string): string {
 }
 
 beforeAll(async () => {
-  await installCrd(
-    join(PROJECT_ROOT, 'test/fixtures/third-party-crds/keda-scaledobjects.yaml'),
-    'scaledobjects.keda.sh',
-  );
+  // KEDA's own CRD, of the release the autoscaling test runs (scripts/lib/build-keda.sh).
+  await installCrd(join(kedaDir(), 'config/crd/bases/keda.sh_scaledobjects.yaml'), 'scaledobjects.keda.sh');
   await installCrd(
     monitoringCrd('monitoring.coreos.com_servicemonitors.yaml'),
     'servicemonitors.monitoring.coreos.com',

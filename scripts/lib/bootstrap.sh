@@ -9,7 +9,9 @@
 #     content;
 #   * prometheus and promtool built from Go modules (tools/prometheus), into the cache;
 #   * the ServiceMonitor and PrometheusRule CRDs the tests validate deploy/monitoring
-#     against, from the prometheus-operator Go module pinned in tools/monitoring-crds.
+#     against, from the prometheus-operator Go module pinned in tools/monitoring-crds;
+#   * for the tests only (`ensure_keda`, called by scripts/test.sh): KEDA's operator and
+#     metrics adapter built from Go modules (tools/keda), with its CRDs and RBAC.
 # The cache lives outside the work tree so that clones on the same machine share it.
 set -euo pipefail
 
@@ -87,6 +89,13 @@ ensure_monitoring_crds() {
   source "$SWITCHYARD_ROOT/scripts/lib/fetch-monitoring-crds.sh"
   SWITCHYARD_MONITORING_CRDS="$(fetch_monitoring_crds)"
   export SWITCHYARD_MONITORING_CRDS
+}
+
+ensure_keda() {
+  # shellcheck source=build-keda.sh
+  source "$SWITCHYARD_ROOT/scripts/lib/build-keda.sh"
+  SWITCHYARD_KEDA_DIR="$(build_keda)"
+  export SWITCHYARD_KEDA_DIR
 }
 
 bootstrap() {

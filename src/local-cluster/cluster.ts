@@ -10,6 +10,7 @@ import { createLogger } from '../runtime/logger.ts';
 import {
   type ApiServer,
   type ControlPlaneFiles,
+  FRONT_PROXY_CLIENT,
   startApiServer,
   startControllerManager,
   startEtcd,
@@ -147,7 +148,13 @@ async function preparePki(dir: string) {
   const kubeletClient = await issueCertificate(ca, pki, 'kube-apiserver-kubelet-client', {
     commonName: APISERVER_KUBELET_CLIENT,
   });
-  return { ca, serving, sa, kubelet, kubeletClient };
+  // The aggregation layer's own CA: an extension apiserver trusts it for the apiserver's proxied
+  // requests alone, not for every client certificate of the cluster's CA.
+  const frontProxyCa = await createCertificateAuthority(pki, 'front-proxy-ca');
+  const proxyClient = await issueCertificate(frontProxyCa, pki, 'front-proxy-client', {
+    commonName: FRONT_PROXY_CLIENT,
+  });
+  return { ca, serving, sa, kubelet, kubeletClient, frontProxyCa, proxyClient };
 }
 
 async function waitForApiServer(api: ApiServer, admin: KubeConfig): Promise<void> {
@@ -211,7 +218,7 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
     for (const p of [...processes].reverse()) await p.stop();
   };
   try {
-    const { ca, serving, sa, kubelet, kubeletClient } = await preparePki(dir);
+    const { ca, serving, sa, kubelet, kubeletClient, frontProxyCa, proxyClient } = await preparePki(dir);
     const identities = makeStaticIdentities();
     const files: ControlPlaneFiles = {
       dir,
@@ -223,6 +230,9 @@ export async function startLocalCluster(opts: LocalClusterOptions = {}): Promise
       serviceAccountPubFile: sa.pubFile,
       tokenAuthFile: join(dir, 'tokens.csv'),
       controllerManagerKubeConfig: join(dir, 'kube-controller-manager.kubeconfig'),
+      frontProxyCaFile: frontProxyCa.certFile,
+      proxyClientCertFile: proxyClient.certFile,
+      proxyClientKeyFile: proxyClient.keyFile,
     };
     await writeTokenAuthFile(files.tokenAuthFile, identities);
 

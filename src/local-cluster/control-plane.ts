@@ -8,6 +8,9 @@ import { waitFor } from './wait.ts';
 /** The pinned versions, also stamped into the binaries by scripts/lib/build-kube-bins.sh. */
 export const KUBERNETES_VERSION = 'v1.37.2';
 
+/** The common name of the apiserver's front-proxy client certificate, the one extension apiservers accept. */
+export const FRONT_PROXY_CLIENT = 'front-proxy-client';
+
 export interface ControlPlaneFiles {
   dir: string;
   binDir: string;
@@ -18,6 +21,10 @@ export interface ControlPlaneFiles {
   serviceAccountPubFile: string;
   tokenAuthFile: string;
   controllerManagerKubeConfig: string;
+  /** The aggregation layer's front proxy: the CA extension apiservers trust, and the apiserver's client certificate. */
+  frontProxyCaFile: string;
+  proxyClientCertFile: string;
+  proxyClientKeyFile: string;
 }
 
 /** Child processes get no proxy settings: a proxy would capture webhook calls (kubernetes#107446). */
@@ -99,6 +106,9 @@ export interface ApiServer {
  * request in 1.37), which the local node agent fills with loopback endpoints; the
  * Service CIDR is a loopback range so that no ClusterIP can ever route off the
  * machine. See docs/local-cluster.md.
+ *
+ * The aggregation layer is on (`--requestheader-*`, `--proxy-client-*`): an APIService such as
+ * KEDA's external metrics is served through it, routed the same way to a loopback endpoint.
  */
 export async function startApiServer(
   files: ControlPlaneFiles,
@@ -131,6 +141,13 @@ export async function startApiServer(
         `--service-account-signing-key-file=${files.serviceAccountKeyFile}`,
         '--service-cluster-ip-range=127.20.0.0/16',
         '--enable-aggregator-routing=true',
+        `--requestheader-client-ca-file=${files.frontProxyCaFile}`,
+        `--requestheader-allowed-names=${FRONT_PROXY_CLIENT}`,
+        '--requestheader-username-headers=X-Remote-User',
+        '--requestheader-group-headers=X-Remote-Group',
+        '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+        `--proxy-client-cert-file=${files.proxyClientCertFile}`,
+        `--proxy-client-key-file=${files.proxyClientKeyFile}`,
         '--allow-privileged=true',
         '--profiling=false',
         `--audit-policy-file=${auditPolicy}`,
@@ -174,6 +191,8 @@ export function startControllerManager(files: ControlPlaneFiles, log: Logger): M
           'serviceaccount-controller',
           'disruption-controller',
           'root-ca-certificate-publisher-controller',
+          // For KEDA's HorizontalPodAutoscalers (the autoscaling test); idle without one.
+          'horizontal-pod-autoscaler-controller',
         ].join(',')}`,
         '--concurrent-deployment-syncs=5',
         '--concurrent-replicaset-syncs=5',
