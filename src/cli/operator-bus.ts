@@ -112,6 +112,15 @@ export async function connectOperatorBus(
     });
     if (!forward) return { bus, log };
     const stop = forward.stop;
+    // The client would reconnect for ever to a port nobody forwards any more: end the command.
+    forward.onLost((output) => {
+      const last = output.trim().split('\n').at(-1) ?? '';
+      process.stderr.write(
+        `the port-forward to ${service?.namespace}/${service?.service} ended (${last}): the bus is out of reach\n`,
+      );
+      process.exitCode = 1;
+      void bus.close();
+    });
     return {
       bus: {
         ...bus,

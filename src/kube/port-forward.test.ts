@@ -38,6 +38,24 @@ describe('kubectlPortForward', () => {
     }
   });
 
+  it('says once that the forward was lost when kubectl exits later, and not when it was stopped', async () => {
+    const kubectl = await script(
+      'loses',
+      'echo "Forwarding from 127.0.0.1:43128 -> 4222"; sleep 0.2; echo "error: lost connection to pod" >&2; exit 1',
+    );
+    const forward = await kubectlPortForward({ kubectl, args: ['svc/nats', ':4222'] });
+    const lost = await new Promise<string>((resolve) => forward.onLost(resolve));
+    expect(lost).toMatch(/Forwarding from[\s\S]*error: lost connection to pod/);
+
+    const steady = await script('steady', 'echo "Forwarding from 127.0.0.1:43129 -> 4222"; exec sleep 30');
+    const stopped = await kubectlPortForward({ kubectl: steady, args: ['svc/nats', ':4222'] });
+    const calls: string[] = [];
+    stopped.onLost((output) => calls.push(output));
+    stopped.stop();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(calls).toEqual([]);
+  });
+
   it('rejects with kubectl’s own words when it exits first', async () => {
     const kubectl = await script(
       'refuses',

@@ -9,6 +9,11 @@ export interface PortForward {
   localPort: number;
   /** What kubectl has printed so far (its errors about forwarded connections too). */
   output(): string;
+  /**
+   * `listener` runs once if kubectl exits without `stop()`: the forward is gone (its Pod deleted,
+   * the apiserver unreachable), and a client of the local port would wait on it for ever.
+   */
+  onLost(listener: (output: string) => void): void;
   stop(): void;
 }
 
@@ -34,6 +39,11 @@ export function kubectlPortForward(opts: PortForwardOptions): Promise<PortForwar
   });
   const what = `kubectl ${args.join(' ')}`;
   let said = '';
+  let stopped = false;
+  const lost: ((output: string) => void)[] = [];
+  child.once('exit', () => {
+    if (!stopped) for (const listener of lost) listener(said);
+  });
   return new Promise<PortForward>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -44,7 +54,15 @@ export function kubectlPortForward(opts: PortForwardOptions): Promise<PortForwar
       const port = /Forwarding from 127\.0\.0\.1:(\d+)/.exec(said)?.[1];
       if (port === undefined) return;
       clearTimeout(timer);
-      resolve({ localPort: Number(port), output: () => said, stop: () => child.kill('SIGTERM') });
+      resolve({
+        localPort: Number(port),
+        output: () => said,
+        onLost: (listener) => lost.push(listener),
+        stop: () => {
+          stopped = true;
+          child.kill('SIGTERM');
+        },
+      });
     };
     child.stdout.on('data', listen);
     child.stderr.on('data', listen);
