@@ -11,7 +11,10 @@ const FILE = new URL('../../deploy/autoscaling/scaled-objects.yaml', import.meta
 
 type ScaledObject = {
   metadata: { name: string };
-  spec: { scaleTargetRef: { name: string }; triggers: { metadata: { stream: string; consumer: string } }[] };
+  spec: {
+    scaleTargetRef: { name: string };
+    triggers: { useCachedMetrics?: boolean; metadata: { stream: string; consumer: string } }[];
+  };
 };
 
 const shipped = () =>
@@ -38,5 +41,11 @@ describe('deploy/autoscaling/scaled-objects.yaml', () => {
       expect(new Set(object?.spec.triggers.map((t) => t.metadata.stream))).toEqual(new Set([spec.stream]));
     }
     expect(byTarget.get('switchyard-handover')?.spec.triggers.at(-1)?.metadata.consumer).toBe('handover-p63');
+  });
+
+  it("lets the HorizontalPodAutoscaler read KEDA's polled values, not one /jsz per trigger per sync of its own", () => {
+    const triggers = shipped().flatMap((o) => o.spec.triggers);
+    expect(triggers.length).toBeGreaterThan(100);
+    expect(triggers.filter((t) => t.useCachedMetrics !== true)).toEqual([]);
   });
 });
