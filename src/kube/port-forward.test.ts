@@ -46,6 +46,8 @@ describe('kubectlPortForward', () => {
     const forward = await kubectlPortForward({ kubectl, args: ['svc/nats', ':4222'] });
     const lost = await new Promise<string>((resolve) => forward.onLost(resolve));
     expect(lost).toMatch(/Forwarding from[\s\S]*error: lost connection to pod/);
+    const late = await new Promise<string>((resolve) => forward.onLost(resolve));
+    expect(late).toBe(lost);
 
     const steady = await script('steady', 'echo "Forwarding from 127.0.0.1:43129 -> 4222"; exec sleep 30');
     const stopped = await kubectlPortForward({ kubectl: steady, args: ['svc/nats', ':4222'] });

@@ -10,8 +10,8 @@ export interface PortForward {
   /** What kubectl has printed so far (its errors about forwarded connections too). */
   output(): string;
   /**
-   * `listener` runs once if kubectl exits without `stop()`: the forward is gone (its Pod deleted,
-   * the apiserver unreachable), and a client of the local port would wait on it for ever.
+   * `listener` runs once if kubectl exits (or has exited) without `stop()`: the forward is gone (its
+   * Pod deleted, the apiserver unreachable), and a client of the local port would wait on it for ever.
    */
   onLost(listener: (output: string) => void): void;
   stop(): void;
@@ -40,8 +40,11 @@ export function kubectlPortForward(opts: PortForwardOptions): Promise<PortForwar
   const what = `kubectl ${args.join(' ')}`;
   let said = '';
   let stopped = false;
+  let exited = false;
   const lost: ((output: string) => void)[] = [];
-  child.once('exit', () => {
+  // 'close', not 'exit': by then kubectl's last words have been read.
+  child.once('close', () => {
+    exited = true;
     if (!stopped) for (const listener of lost) listener(said);
   });
   return new Promise<PortForward>((resolve, reject) => {
@@ -57,7 +60,11 @@ export function kubectlPortForward(opts: PortForwardOptions): Promise<PortForwar
       resolve({
         localPort: Number(port),
         output: () => said,
-        onLost: (listener) => lost.push(listener),
+        // A listener added after kubectl exited still hears of it.
+        onLost: (listener) => {
+          if (exited && !stopped) queueMicrotask(() => listener(said));
+          else lost.push(listener);
+        },
         stop: () => {
           stopped = true;
           child.kill('SIGTERM');
