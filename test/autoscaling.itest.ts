@@ -29,7 +29,13 @@ const cluster = useLocalCluster();
 const DEPLOYMENT = `switchyard-${HANDOVER}`;
 const PARTITIONS = defaultConfig().bus.partitions[HANDOVER_WORK.partitionsOf];
 const LAST_PARTITION = PARTITIONS - 1;
-const handover = SCALED_HANDLERS.find((h) => h.name === HANDOVER);
+const LAG_THRESHOLD = lagThresholdOf(HANDOVER);
+
+function lagThresholdOf(name: string): number {
+  const handler = SCALED_HANDLERS.find((h) => h.name === name);
+  if (!handler) throw new Error(`src/api/scaled-objects.ts scales no handler named ${name}`);
+  return handler.lagThreshold;
+}
 
 interface ScaledObject {
   metadata: { name: string; namespace: string };
@@ -165,7 +171,7 @@ describe("KEDA scales the handover on any partition's backlog", () => {
   }, 150_000);
 
   it(`scales the Deployment on a backlog of partition ${LAST_PARTITION} alone`, async () => {
-    const threshold = handover?.lagThreshold ?? 0;
+    const threshold = LAG_THRESHOLD;
     const pending = threshold * 6;
     for (const key of keysOnPartition(LAST_PARTITION, pending)) {
       await bus.js.publish(HANDOVER_WORK.workSubject(key, PARTITIONS), JSON.stringify({ key }));

@@ -29,10 +29,8 @@ const KEDA_ACCOUNT = 'keda-operator';
 const METRICS_SERVICE = 'keda-metrics-apiserver';
 const EXTERNAL_METRICS_API = 'v1beta1.external.metrics.k8s.io';
 
+/** Its operator's and adapter's logs are `keda-operator.log` and `keda-adapter.log` in its directory. */
 export interface RunningKeda {
-  /** Where the operator's and the adapter's logs are. */
-  operatorLog: string;
-  adapterLog: string;
   /**
    * Deletes every ScaledObject while the operator can still remove its finalizer, then the
    * APIService (an unavailable one would stall every namespace deletion), then stops KEDA.
@@ -286,8 +284,6 @@ export async function startKeda(opts: {
     throw err;
   }
   return {
-    operatorLog: operator.logFile,
-    adapterLog: adapter.logFile,
     async stop() {
       try {
         await deleteEveryScaledObject(admin);
