@@ -63,4 +63,22 @@ describe('switchyard explain', () => {
     expect(text).toMatch(/conversion now\s+names no Service/);
     expect(text).toMatch(/gate now\s+nothing to decide/);
   });
+
+  it('for an XRD, says what each CRD Crossplane generated names: what the apiserver routes by', () => {
+    const text = formatExplanation({
+      ...WAITING,
+      target: 'xwidgets.example.com',
+      names: { service: 'delta-webhook-server', instance: 'delta' },
+      routedBy: [
+        { crd: 'xwidgets.example.com', exists: true, service: 'bravo-webhook-server', followsTarget: false },
+        { crd: 'widgets.example.com', exists: false, service: undefined, followsTarget: false },
+      ],
+      gate: { decided: true, action: 'wait', reason: 'AwaitingCrossplane', message: 'the CRDs do not yet' },
+    });
+    expect(text).toMatch(
+      /routed by\s+CRD xwidgets\.example\.com: names Service bravo-webhook-server, not yet what the XRD says/,
+    );
+    expect(text).toMatch(/routed by\s+CRD widgets\.example\.com: not generated \(is Crossplane running\?\)/);
+    expect(text).toMatch(/gate now\s+wait AwaitingCrossplane/);
+  });
 });

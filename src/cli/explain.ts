@@ -81,6 +81,16 @@ export function formatExplanation(e: TargetExplanation): string {
         ? 'names no Service'
         : `names Service ${e.names.service}${e.names.instance ? ` (instance ${e.names.instance})` : ''}`,
     ],
+    ...(e.routedBy ?? []).map((r): [string, string] => [
+      'routed by',
+      `CRD ${r.crd}: ${
+        !r.exists
+          ? 'not generated (is Crossplane running?)'
+          : `${r.service === undefined ? 'names no Service' : `names Service ${r.service}`}${
+              r.followsTarget ? '' : ', not yet what the XRD says: Crossplane has not copied it'
+            }`
+      }`,
+    ]),
   ];
   if (e.destination) {
     const d = e.destination;

@@ -25,8 +25,10 @@ export interface ConfigStatusWrite {
 
 /**
  * The phase, from what is true now: `Invalid` (rules do not compile: nothing touches the
- * target), `Pending` (no target yet), `Applied` (the target's conversion names one of our
- * instances: it is served, by the assigned instance or, while a move waits, by its source),
+ * target), `Pending` (no target yet), `Applied` (what the apiserver routes the target by names
+ * one of our instances: it is served, by the assigned instance or, while a move waits, by its
+ * source; for an XRD, the CRDs Crossplane generated from it, not the XRD:
+ * views/view-reads.ts `readRoutedService`),
  * otherwise `Validated` (compiles; its first apply is pending). Whether a move waits is the
  * `HandoverReady` condition's to say.
  */

@@ -23,12 +23,12 @@ const config = (name: string, target: string, extra: Partial<ViewConfig> = {}): 
 /** a is the default, b a second instance; every listed target exists and names no Service unless given. */
 function view(
   configs: ViewConfig[],
-  named: Record<string, string | undefined> = {},
+  named: Record<string, string | readonly string[] | undefined> = {},
   extraTargets: string[] = [],
 ): ExpectationView {
-  const targets = new Map<string, string | undefined>();
-  for (const c of configs) targets.set(c.target, named[c.target]);
-  for (const t of extraTargets) targets.set(t, undefined);
+  const targets = new Map<string, readonly string[]>();
+  for (const c of configs) targets.set(c.target, [named[c.target] ?? []].flat());
+  for (const t of extraTargets) targets.set(t, []);
   return { configs, instances: [instance('a', { default: true }), instance('b')], targets };
 }
 const expectedOn = (v: ExpectationView, name: string) => [...expectedSets(v)(name).names].sort();
@@ -55,6 +55,15 @@ describe('the expected set of an instance', () => {
     expect(expectedOn(view([config('w', 'widgets.x.io', { usable: false })]), 'a')).toEqual([]);
   });
 
+  it('holds an XRD target on the source while a CRD generated from it still names its Service, after the XRD moved', () => {
+    // The XRD names b; Crossplane has not copied that into the composite CRD, which names a.
+    const v = view([config('w', 'xwidgets.x.io', { pinnedTo: 'b' })], {
+      'xwidgets.x.io': ['a-webhook-server', 'b-webhook-server'],
+    });
+    expect(expectedOn(v, 'a')).toEqual(['xwidgets.x.io']);
+    expect(expectedOn(v, 'b')).toEqual(['xwidgets.x.io']);
+  });
+
   it('holds a target on the source while the target still names its Service (hold-while-named)', () => {
     const v = view([config('w', 'widgets.x.io', { pinnedTo: 'b' })], { 'widgets.x.io': 'a-webhook-server' });
     expect(expectedOn(v, 'a')).toEqual(['widgets.x.io']);
@@ -69,7 +78,7 @@ describe('the expected set of an instance', () => {
 
   it('holds nothing for a config whose target does not exist yet', () => {
     const v = view([config('w', 'widgets.x.io')]);
-    const noTarget = { ...v, targets: new Map<string, string | undefined>() };
+    const noTarget = { ...v, targets: new Map<string, readonly string[]>() };
     expect(expectedOn(noTarget, 'a')).toEqual([]);
     expect(expectedOn(v, 'a')).toEqual(['widgets.x.io']);
   });
@@ -183,7 +192,7 @@ describe('sameExpectation', () => {
       'a target naming another Service',
       (v: ExpectationView) => ({
         ...v,
-        targets: new Map([...v.targets, ['widgets.x.io', 'b-webhook-server']]),
+        targets: new Map([...v.targets, ['widgets.x.io', ['b-webhook-server']]]),
       }),
     ],
     ['a target deleted', (v: ExpectationView) => ({ ...v, targets: new Map([...v.targets].slice(1)) })],

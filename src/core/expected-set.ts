@@ -7,7 +7,8 @@
 // build it from its informers or from recorded messages, and a replay computes the same set.
 //
 // A target is expected on an instance when its config is usable, the target exists, and either
-// the resolver assigns it there or the live target still names the instance's Service (the
+// the resolver assigns it there or what the apiserver routes it by still names the instance's
+// Service (for an XRD, the XRD or a CRD Crossplane generated from it: core/routing.ts) (the
 // data plane holds a plan while either is true: `shouldHoldPlan`). It is expected nowhere when
 // its config is Invalid (nothing to compile), its target does not exist yet (no schemas to
 // compile against), or two configs claim it (no single plan to expect).
@@ -37,10 +38,11 @@ export interface ExpectationView {
   configs: readonly ViewConfig[];
   instances: readonly InstanceLike[];
   /**
-   * The targets (CRDs and XRDs) that exist, by name, with the Service their
-   * spec.conversion webhook names now; undefined when it names none.
+   * The targets (CRDs and XRDs) that exist, by name, with the Services their conversions may go
+   * to now, sorted: the target's own spec.conversion and, for an XRD, the CRDs generated from it
+   * (`servicesNamingTarget`, core/routing.ts); empty when none names one.
    */
-  targets: ReadonlyMap<string, string | undefined>;
+  targets: ReadonlyMap<string, readonly string[]>;
 }
 
 export function viewConfigOf(config: ConversionConfig): ViewConfig {
@@ -66,8 +68,12 @@ export function sameExpectation(a: ExpectationView, b: ExpectationView): boolean
     sameItems(a.configs, b.configs, sameViewConfig) &&
     sameInstanceLikes(a.instances, b.instances) &&
     a.targets.size === b.targets.size &&
-    [...a.targets].every(([name, service]) => b.targets.has(name) && b.targets.get(name) === service)
+    [...a.targets].every(([name, services]) => sameNames(services, b.targets.get(name)))
   );
+}
+
+function sameNames(a: readonly string[], b: readonly string[] | undefined): boolean {
+  return b !== undefined && a.length === b.length && a.every((name, i) => name === b[i]);
 }
 
 function sameItems<T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean): boolean {
@@ -139,11 +145,11 @@ function expectedTargetsByInstance(view: ExpectationView): Map<string, Set<strin
     if (!resolution.ok && resolution.reason === 'DuplicateTarget') continue;
     if (unusable.has(target) || !view.targets.has(target)) continue;
     const assigned = resolution.ok ? resolution.instance : undefined;
-    const namedService = view.targets.get(target);
-    const named = namedService === undefined ? undefined : instanceByService.get(namedService);
+    const services = view.targets.get(target) ?? [];
+    const named = services.map((service) => instanceByService.get(service));
     // The candidates are the data plane's: shouldHoldPlan decides, so the two cannot drift.
-    for (const instance of new Set([assigned, named])) {
-      if (instance === undefined || !shouldHoldPlan(instance, assigned, namedService)) continue;
+    for (const instance of new Set([assigned, ...named])) {
+      if (instance === undefined || !shouldHoldPlan(instance, assigned, services)) continue;
       const set = out.get(instance) ?? new Set<string>();
       set.add(target);
       out.set(instance, set);

@@ -5,6 +5,7 @@ import type { ReplicaReport } from './aggregate.ts';
 import {
   assignmentChanged,
   DEFAULT_HANDOVER_POLICY,
+  decideAfterRepoint,
   decideHandover,
   decideMissingTarget,
   type GateDecision,
@@ -12,6 +13,7 @@ import {
   type HandoverReason,
   shouldHoldPlan,
 } from './handover.ts';
+import type { RouteState } from './routing.ts';
 import type { DecodedServedSet } from './served-set-codec.ts';
 
 const T = 'gadgets.example.com';
@@ -524,7 +526,7 @@ describe('which replicas hold a plan', () => {
       holds: false,
     },
   ])('$scenario → $holds', ({ assigned, service, holds }) => {
-    expect(shouldHoldPlan('a', assigned, service)).toBe(holds);
+    expect(shouldHoldPlan('a', assigned, service === undefined ? [] : [service])).toBe(holds);
   });
 
   describe('the confirmation before a verified repoint', () => {
@@ -613,5 +615,142 @@ describe('which replicas hold a plan', () => {
     it('does not hold a first apply or a move with no Lease at all: nothing serves the first, nothing vouches for the other', () => {
       expect(confirming({ currentServiceName: undefined, replicas: silentB() }).action).toBe('patch');
     });
+  });
+});
+
+describe('an XRD target: the apiserver routes by the CRDs Crossplane generates from it', () => {
+  const route = (
+    crd: string,
+    serviceName: string | undefined,
+    over: Partial<RouteState> = {},
+  ): RouteState => ({
+    crd,
+    exists: true,
+    established: true,
+    serviceName,
+    agrees: false,
+    ...over,
+  });
+  const followed = (service: string) => [
+    route(T, service, { agrees: true }),
+    route(`claim${T}`, service, { agrees: true }),
+  ];
+
+  it('states the verdict only once every generated CRD says what the XRD says', () => {
+    const routes = [route(T, 'b-webhook-server', { agrees: true }), route(`claim${T}`, 'a-webhook-server')];
+    const d = decided(input({ currentServiceName: 'b-webhook-server', routes }));
+    expect(d.action).toBe('wait');
+    expect(d.condition).toMatchObject({ status: 'False', reason: 'AwaitingCrossplane' });
+    expect(d.condition.message).toContain(`CRD claim${T} names Service a-webhook-server`);
+    const all = decided(
+      input({ currentServiceName: 'b-webhook-server', routes: followed('b-webhook-server') }),
+    );
+    expect(all).toMatchObject({ action: 'patch', condition: { status: 'True', reason: 'NoMove' } });
+  });
+
+  it('says which generated CRD does not exist yet', () => {
+    const d = decided(
+      input({ currentServiceName: 'b-webhook-server', routes: [route(T, undefined, { exists: false })] }),
+    );
+    expect(d.condition).toMatchObject({ reason: 'AwaitingCrossplane' });
+    expect(d.condition.message).toContain(`CRD ${T} does not exist`);
+  });
+
+  it('after the repoint, waits for Crossplane instead of stating the verdict it earned', () => {
+    const given = input({ routes: followed('a-webhook-server') });
+    const gate = decided(given);
+    expect(gate).toMatchObject({ action: 'patch', condition: { reason: 'HandoverReady' } });
+    if (gate.action !== 'patch') throw new Error('not a patch');
+    // Compared with the XRD as patched: both CRDs still name a.
+    const lagging = [route(T, 'a-webhook-server'), route(`claim${T}`, 'a-webhook-server')];
+    const after = decideAfterRepoint(given, gate.condition, lagging);
+    expect(after).toMatchObject({
+      action: 'wait',
+      condition: { status: 'False', reason: 'AwaitingCrossplane' },
+    });
+    expect(after.condition.message).toContain('(HandoverReady)');
+    expect(decideAfterRepoint(given, gate.condition, followed('b-webhook-server'))).toMatchObject({
+      action: 'patch',
+      condition: { status: 'True', reason: 'HandoverReady' },
+    });
+  });
+
+  it('a CRD target states its verdict at once after the repoint: it is what the apiserver routes by', () => {
+    const given = input();
+    const gate = decided(given);
+    if (gate.action !== 'patch') throw new Error('not a patch');
+    expect(decideAfterRepoint(given, gate.condition, undefined)).toEqual(gate);
+  });
+
+  it('an XRD that names no Service while a generated CRD still names one is a move, not a first apply', () => {
+    const d = decided(
+      input({
+        currentServiceName: undefined,
+        routes: [route(T, 'a-webhook-server')],
+        replicas: { readyPods: ['b-1'], leases: [lease('b-1', serves([]))] },
+      }),
+    );
+    expect(d).toMatchObject({ action: 'wait', condition: { reason: 'HandoverPending' } });
+    expect(d.condition.message).toContain('from Service a-webhook-server');
+  });
+
+  it('a first apply waits until the target and what it routes by are Established', () => {
+    const d = decided(
+      input({
+        currentServiceName: undefined,
+        replicas: silentB(),
+        notEstablished: `Crossplane has not generated CRD ${T} yet`,
+      }),
+    );
+    expect(d).toMatchObject({ action: 'wait', condition: { reason: 'TargetNotEstablished' } });
+    expect(d.condition.message).toContain(`Crossplane has not generated CRD ${T} yet`);
+  });
+
+  it('a generated CRD pointed elsewhere after it followed is reported as drift', () => {
+    const d = decided(
+      input({
+        currentServiceName: 'b-webhook-server',
+        routes: [route(T, 'x-webhook-server'), route(`claim${T}`, 'b-webhook-server', { agrees: true })],
+        previous: { type: 'HandoverReady', status: 'True', reason: 'HandoverReady', message: 'moved' },
+        previousDestination: 'b',
+      }),
+    );
+    expect(d).toMatchObject({ action: 'wait', condition: { reason: 'RoutingDrifted' } });
+    expect(d.condition.message).toContain(`CRD ${T} names Service x-webhook-server`);
+  });
+
+  it('a copy still to come after a CA rotation of the same destination is not drift', () => {
+    const d = decided(
+      input({
+        currentServiceName: 'b-webhook-server',
+        routes: [route(T, 'b-webhook-server')],
+        previous: { type: 'HandoverReady', status: 'True', reason: 'HandoverReady', message: 'moved' },
+        previousDestination: 'b',
+      }),
+    );
+    expect(d.condition.reason).toBe('AwaitingCrossplane');
+  });
+
+  it('never states True while a generated CRD disagrees with the target (property)', () => {
+    const arbRoute = fc.record({
+      crd: fc.constantFrom(T, `claim${T}`),
+      exists: fc.boolean(),
+      established: fc.boolean(),
+      serviceName: fc.option(fc.constantFrom('a-webhook-server', 'b-webhook-server'), { nil: undefined }),
+      agrees: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(arbRoute, { minLength: 1, maxLength: 2 }),
+        fc.option(fc.constantFrom('a-webhook-server', 'b-webhook-server'), { nil: undefined }),
+        (routes, currentServiceName) => {
+          const d = decideHandover(input({ currentServiceName, routes, replicas: silentB(['b-1']) }));
+          if (d.action === 'hold' || d.condition.status !== 'True') return;
+          // A True verdict about b without a repoint: the target already named b, and every route agreed.
+          if (d.action === 'patch' && currentServiceName === 'b-webhook-server')
+            expect(routes.every((r) => r.agrees)).toBe(true);
+        },
+      ),
+    );
   });
 });

@@ -37,6 +37,7 @@ import { webhookServiceName } from '../api/constants.ts';
 import type { HandoverProgress } from '../api/conversion-config.ts';
 import { type HandoverVerdict, VERDICT_REASONS, type VerdictReason } from '../api/handover-verdict.ts';
 import { aggregate, leaseState, nextLeaseTransitionMs, type ReplicaReport } from './aggregate.ts';
+import { describeLaggingRoutes, type RouteState } from './routing.ts';
 
 export const HANDOVER_READY = 'HandoverReady';
 
@@ -79,7 +80,10 @@ export type HandoverReason =
   | VerdictReason
   | 'AssignmentChanged'
   | 'TargetNotFound'
+  | 'TargetNotEstablished'
   | 'DestinationNotReady'
+  | 'AwaitingCrossplane'
+  | 'RoutingDrifted'
   | 'HandoverAwaitingReports'
   | 'HandoverPending'
   | 'HandoverUnknown'
@@ -178,6 +182,13 @@ export interface HandoverInput {
    */
   recorded?: HandoverVerdict | undefined;
   policy?: Readonly<HandoverPolicy>;
+  /**
+   * For a target the apiserver does not route by itself (a Crossplane XRD): each CRD it does route
+   * by, compared with the target's own conversion (core/routing.ts). Undefined for a CRD target.
+   */
+  routes?: readonly RouteState[] | undefined;
+  /** Why the target cannot take a first apply yet (it or a CRD it routes by is not Established); undefined when it can. */
+  notEstablished?: string | undefined;
 }
 
 export function decideHandover(input: HandoverInput): HandoverDecision {
@@ -193,30 +204,103 @@ export function decideHandover(input: HandoverInput): HandoverDecision {
       message: `${input.target} resolves to ${input.destination} and its config's status ${recorded}: waiting for assign to record the move${when}`,
     };
   }
-  if (input.currentServiceName === webhookServiceName(input.destination)) return noMove(input);
   const clock = resumeClock(input);
+  if (input.currentServiceName === webhookServiceName(input.destination)) return routed(clock, noMove(input));
   const { target, destination } = input;
   if (input.replicas.readyPods.length === 0) {
     return waitFor(clock, 'DestinationNotReady', `${describe(input)}: ${destination} has no ready Pods`);
   }
-  if (input.currentServiceName === undefined) {
+  const source = sourceServiceOf(input);
+  if (source === undefined) {
+    if (input.notEstablished !== undefined)
+      return waitFor(clock, 'TargetNotEstablished', `${describe(input)}: ${input.notEstablished}`);
     return patch('FirstApply', `no Service serves ${target} yet; pointing it at ${destination}`);
   }
-  return gateMove(clock, input.currentServiceName);
+  return gateMove(clock, source);
+}
+
+/**
+ * What the config states once the target itself has been pointed at the destination with
+ * `verdict`: the verdict where the target is what the apiserver routes by; for an XRD, the verdict
+ * only once every generated CRD says the same (`routesAfter`, compared with the conversion as
+ * patched), and until then that the move waits for Crossplane.
+ */
+export function decideAfterRepoint(
+  input: HandoverInput,
+  verdict: VerdictCondition,
+  routesAfter: readonly RouteState[] | undefined,
+): GateDecision {
+  return routed(resumeClock(input), patch(verdict.reason, verdict.message), routesAfter);
+}
+
+/**
+ * A move is verified by what the apiserver routes by: for an XRD, every CRD Crossplane generated
+ * from it must name what the XRD names before a True verdict may be stated. Until then the
+ * apiserver still calls whatever those CRDs name (the source keeps its plan for them:
+ * core/expected-set.ts), and the config says what is missing.
+ */
+function routed(
+  clock: WaitClock,
+  verdict: PatchDecision,
+  routes: readonly RouteState[] | undefined = clock.input.routes,
+): GateDecision {
+  if (routes === undefined || routes.every((r) => r.agrees)) return verdict;
+  const { input } = clock;
+  const { target, destination } = input;
+  const lagging = describeLaggingRoutes(routes);
+  if (drifted(input, routes)) {
+    return waitFor(
+      clock,
+      'RoutingDrifted',
+      `${target} names ${destination}, and the CRDs Crossplane generated from it did, but no longer: ${lagging}. ` +
+        'Changed by someone other than Crossplane, or Crossplane rendered it again; Crossplane puts back what the XRD ' +
+        'says when it next reconciles it, and the replicas that CRD names keep serving meanwhile',
+    );
+  }
+  return waitFor(
+    clock,
+    'AwaitingCrossplane',
+    `${target} names ${destination} (${verdict.condition.reason}); the apiserver routes by the CRDs Crossplane ` +
+      `generates from it, which do not yet: ${lagging}`,
+  );
+}
+
+/**
+ * A generated CRD that followed the target to this destination (the last verdict stated was True
+ * about it) and now names another Service, or none: not a copy Crossplane has still to make.
+ */
+function drifted(input: HandoverInput, routes: readonly RouteState[]): boolean {
+  const { previous } = input;
+  if (previous === undefined || !isVerdict(previous) || input.previousDestination !== input.destination)
+    return false;
+  const service = webhookServiceName(input.destination);
+  return routes.some((r) => r.exists && !r.agrees && r.serviceName !== service);
+}
+
+/**
+ * The Service conversions of the target go to before the move: the target's own, or, where it
+ * names none, one a CRD it routes by still names (an XRD whose conversion was removed while
+ * Crossplane has not copied that yet). Undefined only when nothing names a Service: a first apply.
+ */
+function sourceServiceOf(input: HandoverInput): string | undefined {
+  return input.currentServiceName ?? input.routes?.find((r) => r.serviceName !== undefined)?.serviceName;
 }
 
 /**
  * The data-plane rule: a replica holds a compiled plan for a target while its instance is the
- * one assigned, or while the live target still names its instance's Service (compared by
- * Service name only). The second half keeps the losing side serving until the repoint lands,
- * and covers moves made by hand-editing webhookServerRef.
+ * one assigned, or while anything the apiserver may route the target by still names its
+ * instance's Service (compared by Service name only): the target's own spec.conversion and, for
+ * an XRD, every CRD Crossplane generated from it (`servicesNamingTarget`, core/routing.ts). The
+ * second half keeps the losing side serving until the repoint reaches what the apiserver reads,
+ * however long Crossplane takes to copy it, and covers moves made by hand-editing
+ * webhookServerRef.
  */
 export function shouldHoldPlan(
   instance: string,
   assignedInstance: string | undefined,
-  currentServiceName: string | undefined,
+  namingServices: readonly string[],
 ): boolean {
-  return assignedInstance === instance || currentServiceName === webhookServiceName(instance);
+  return assignedInstance === instance || namingServices.includes(webhookServiceName(instance));
 }
 
 /** The clocks of the wait for this destination, resumed from status.handover when it is for the same one. */

@@ -281,7 +281,7 @@ describe('decoding against the shared expected set', () => {
   const viewOf = (targets: string[]): ExpectationView => ({
     configs: targets.map(config),
     instances: [{ metadata: { name: 'a' }, spec: { default: true } }],
-    targets: new Map(targets.map((t) => [t, undefined])),
+    targets: new Map(targets.map((t) => [t, []])),
   });
 
   it('reads the digest form the replica wrote from the same view, missing targets excluded', () => {
@@ -319,11 +319,11 @@ describe('which targets get handover work', () => {
       { metadata: { name: 'b' }, spec: {} },
     ],
     targets: new Map([
-      ['widgets.x.io', 'b-webhook-server'],
-      ['gadgets.x.io', undefined],
-      ['here.x.io', 'a-webhook-server'],
-      ['invalid.x.io', 'b-webhook-server'],
-      ['elsewhere.x.io', 'a-webhook-server'],
+      ['widgets.x.io', ['b-webhook-server']],
+      ['gadgets.x.io', []],
+      ['here.x.io', ['a-webhook-server']],
+      ['invalid.x.io', ['b-webhook-server']],
+      ['elsewhere.x.io', ['a-webhook-server']],
     ]),
   };
 

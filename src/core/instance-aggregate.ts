@@ -131,7 +131,7 @@ export function decideInstanceAggregate(input: InstanceAggregateInput): Instance
 
 /**
  * The targets that wait on `instance`: the resolver assigns them there, their config is usable,
- * and the live target does not name the instance's Service yet. Only they need handover work
+ * and what the apiserver routes the target by does not name only the instance's Service yet. Only they need handover work
  * when what the instance serves changes.
  */
 export function waitingTargets(view: ExpectationView, instance: string): string[] {
@@ -141,7 +141,8 @@ export function waitingTargets(view: ExpectationView, instance: string): string[
   const out: string[] = [];
   for (const [target, resolution] of resolutions) {
     if (!resolution.ok || resolution.instance !== instance || unusable.has(target)) continue;
-    if (view.targets.has(target) && view.targets.get(target) !== service) out.push(target);
+    const services = view.targets.get(target);
+    if (services !== undefined && !(services.length === 1 && services[0] === service)) out.push(target);
   }
   return out.sort(compareNames);
 }

@@ -44,7 +44,7 @@ export function desiredConversion(t: ConversionTarget): WebhookConversion {
   };
 }
 
-interface LiveConversion {
+export interface LiveConversion {
   strategy?: string;
   webhook?: {
     clientConfig?: {
@@ -83,24 +83,37 @@ export function conversionServiceOf(target: unknown): string | undefined {
 
 /**
  * Whether the live conversion already says everything the desired one does: an apply that
- * would change nothing is not sent (no write, no new resourceVersion, no watch event). The
- * apiserver defaults `port` to 443, so an absent port is 443.
+ * would change nothing is not sent (no write, no new resourceVersion, no watch event).
  */
 export function conversionUpToDate(live: LiveConversion | undefined, desired: WebhookConversion): boolean {
-  const lc = live?.webhook?.clientConfig;
-  const dc = desired.webhook.clientConfig;
+  return sameConversion(live, desired);
+}
+
+/**
+ * Whether two conversions send reviews to the same place the same way: strategy, Service (name,
+ * namespace, path, port), URL, CA bundle and review versions. The apiserver defaults `port` to
+ * 443, so an absent port is 443. How a generated CRD is compared with its XRD (core/routing.ts).
+ */
+export function sameConversion(a: LiveConversion | undefined, b: LiveConversion | undefined): boolean {
+  const ac = a?.webhook?.clientConfig;
+  const bc = b?.webhook?.clientConfig;
   return (
-    live?.strategy === desired.strategy &&
-    lc?.url === undefined &&
-    lc?.service?.name === dc.service.name &&
-    lc.service.namespace === dc.service.namespace &&
-    lc.service.path === dc.service.path &&
-    (lc.service.port ?? WEBHOOK_SERVICE_PORT) === dc.service.port &&
-    lc.caBundle === dc.caBundle &&
-    sameList(live?.webhook?.conversionReviewVersions, desired.webhook.conversionReviewVersions)
+    a?.strategy === b?.strategy &&
+    ac?.url === bc?.url &&
+    ac?.service?.name === bc?.service?.name &&
+    ac?.service?.namespace === bc?.service?.namespace &&
+    ac?.service?.path === bc?.service?.path &&
+    portOf(ac?.service) === portOf(bc?.service) &&
+    ac?.caBundle === bc?.caBundle &&
+    sameList(a?.webhook?.conversionReviewVersions, b?.webhook?.conversionReviewVersions)
   );
 }
 
-function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {
-  return a !== undefined && a.length === b.length && a.every((v, i) => v === b[i]);
+function portOf(service: { port?: number } | undefined): number | undefined {
+  return service === undefined ? undefined : (service.port ?? WEBHOOK_SERVICE_PORT);
+}
+
+function sameList(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.length === b.length && a.every((v, i) => v === b[i]);
 }

@@ -14,9 +14,16 @@ export interface TransitionEvent {
 }
 
 /** Waiting states a user must look at; the others (pending, awaiting reports) resolve themselves. */
-const WARNING_WAITS: ReadonlySet<HandoverReason> = new Set(['HandoverStalled', 'HandoverUnknown']);
+const WARNING_WAITS: ReadonlySet<HandoverReason> = new Set([
+  'HandoverStalled',
+  'HandoverUnknown',
+  'RoutingDrifted',
+]);
 
-/** When a waiting handover turns into a state that needs a person: stalled, or undecidable. */
+/**
+ * When a waiting handover turns into a state that needs a person: stalled, undecidable, or a CRD
+ * generated from an XRD target changed behind Crossplane's back.
+ */
 export function handoverWaitEvent(input: {
   target: string;
   previousReason: string | undefined;

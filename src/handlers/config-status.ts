@@ -12,11 +12,10 @@ import type { WorkItem } from '../bus/messages.ts';
 import { done, type Handler, PermanentError } from '../bus/runtime/index.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { decideConfigStatus, instanceServing } from '../core/config-status.ts';
-import { conversionServiceOf } from '../core/target-conversion.ts';
 import type { KubeWriter } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { ConfigVerdicts } from '../views/config-verdicts.ts';
-import { readRecorded } from '../views/view-reads.ts';
+import { readRecorded, readRoutedService } from '../views/view-reads.ts';
 import { CONFIG_KINDS, INSTANCE_KIND } from './assign/world.ts';
 import { parseWorkKey } from './work-keys.ts';
 
@@ -60,7 +59,7 @@ export function configStatusHandler(deps: ConfigStatusDeps): Handler<WorkItem> {
       generation: config.metadata.generation,
       validation,
       servingInstance: instanceServing(
-        conversionServiceOf(liveTarget(deps.view, config)),
+        readRoutedService(deps.view, TARGET_OF_CONFIG[config.kind].viewKind, liveTarget(deps.view, config)),
         deps.view.list(INSTANCE_KIND).map((i) => i.metadata.name),
       ),
       nowIso: new Date(deps.clock.now()).toISOString(),

@@ -1,18 +1,19 @@
 // Why a target is where it is, and why it has or has not moved: the config, the rule that decided,
 // the pool's scores, the resolved instance, what the config's status says, what the live target
-// names, the destination's replicas and what each reports, and the gate's decision now. Read
+// names (and, for an XRD, what the CRDs Crossplane generated from it name: what the apiserver
+// routes by), the destination's replicas and what each reports, and the gate's decision now. Read
 // from a view of the bus with the same functions the handlers decide with (`resolveIn`,
 // `handoverOnView`), so `switchyard explain` says what the handlers would do.
 import { instanceOfService } from '../api/constants.ts';
 import { conversionConfigSchema, targetNameOf } from '../api/conversion-config.ts';
-import { TARGET_OF_CONFIG } from '../api/resources.ts';
+import { KINDS, TARGET_OF_CONFIG } from '../api/resources.ts';
 import { webhookServerSchema } from '../api/webhook-server.ts';
 import { leaseState } from '../core/aggregate.ts';
 import { type DecidingRule, explain, type MemberScore, subjectOf } from '../core/assignment.ts';
 import { findCondition } from '../core/conditions.ts';
 import { HANDOVER_READY, type HandoverPolicy } from '../core/handover.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
-import { CONFIG_VIEW_KINDS, parsedList } from '../views/view-reads.ts';
+import { CONFIG_VIEW_KINDS, parsedList, readRoutes } from '../views/view-reads.ts';
 import { type HandoverView, handoverOnView } from './handover.ts';
 
 export interface PodReport {
@@ -38,6 +39,11 @@ export interface TargetExplanation {
   };
   /** What the live target's spec.conversion names now. */
   names: { service: string | undefined; instance: string | undefined };
+  /**
+   * For an XRD target, the CRDs Crossplane generated from it, which are what the apiserver routes
+   * its conversions by: what each names, and whether it says what the XRD says.
+   */
+  routedBy?: { crd: string; exists: boolean; service: string | undefined; followsTarget: boolean }[];
   /** The destination's replicas, as the gate reads them; absent when the gate has nothing to decide. */
   destination?: { instance: string; namespace: string; readyPods: string[]; pods: PodReport[] };
   gate: { decided: false; why: string } | { decided: true; action: string; reason: string; message: string };
@@ -69,12 +75,11 @@ export function explainTarget(
         ? { instance: why.resolution.instance, rule: why.resolution.decidedBy }
         : { unresolved: why.resolution.reason, message: why.resolution.message };
   const ready = findCondition(config.status?.conditions, HANDOVER_READY);
-  const live = view.record({
-    kind: TARGET_OF_CONFIG[config.kind].viewKind,
-    namespace: '',
-    name: target,
-  })?.object;
+  const targetKind = TARGET_OF_CONFIG[config.kind];
+  const live = view.record({ kind: targetKind.viewKind, namespace: '', name: target })?.object;
   const service = conversionServiceOf(live);
+  const routes =
+    live !== undefined && targetKind.viewKind === KINDS.xrd.viewKind ? readRoutes(view, live) : undefined;
   const gate = handoverOnView(view, target, opts);
   return {
     target,
@@ -87,6 +92,14 @@ export function explainTarget(
       handoverDestination: config.status?.handoverDestination,
     },
     names: { service, instance: instanceOfService(service) },
+    ...(routes && {
+      routedBy: routes.map((r) => ({
+        crd: r.crd,
+        exists: r.exists,
+        service: r.serviceName,
+        followsTarget: r.agrees,
+      })),
+    }),
     ...(gate.kind === 'decided' && {
       destination: {
         instance: gate.subject.destination,

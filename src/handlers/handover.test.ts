@@ -70,9 +70,12 @@ function crd(service?: string, rest: Record<string, unknown> = {}): Entry {
       ],
       conversion,
     },
+    status: ESTABLISHED,
     ...rest,
   });
 }
+
+const ESTABLISHED = { conditions: [{ type: 'Established', status: 'True' }] };
 
 /** A config pinned to `pin`, whose status names `pin` as assign records it unless `status` says otherwise. */
 function config(pin: string, status?: ConfigStatus, hub = 'v2'): Entry {
@@ -451,14 +454,17 @@ describe('the handover handler', () => {
     ]);
   });
 
-  it('an XRD target takes the same path, patched on compositeresourcedefinitions', async () => {
+  it('an XRD target is patched on compositeresourcedefinitions, and verified by the CRD Crossplane generates', async () => {
     const [, crdObject] = crd();
-    const xrd: Entry = [
+    const xrdOf = (conversion: unknown): Entry => [
       'xrd',
       {
         ...crdObject,
+        apiVersion: 'apiextensions.crossplane.io/v1',
+        kind: 'CompositeResourceDefinition',
         spec: {
           ...(crdObject.spec as object),
+          conversion,
           versions: [
             { name: 'v1', served: true, referenceable: false, schema },
             { name: 'v2', served: true, referenceable: true, schema },
@@ -477,9 +483,31 @@ describe('the handover handler', () => {
       },
       status: { assignedWebhookServer: 'a' },
     });
-    const result = await run([instance('a'), xrdConfig, xrd, readyPods('a', ['a1'])]);
-    expect(targetWrites(result.writes).map((w) => w.resource)).toEqual(['compositeresourcedefinitions']);
-    expect(result.writes.find((w) => w.what === 'status')?.resource).toBe('xrdconversionconfigs');
+    const fleet = [instance('a'), xrdConfig, readyPods('a', ['a1'])];
+    const none = (crdObject.spec as { conversion: unknown }).conversion;
+
+    const ungenerated = await run([...fleet, xrdOf(none)]);
+    expect(targetWrites(ungenerated.writes), 'no first apply before Crossplane generated the CRD').toEqual(
+      [],
+    );
+    expect(ungenerated.reason).toBe('TargetNotEstablished');
+
+    // The generated CRD exists with the XRD's conversion (none yet): the first apply patches the XRD,
+    // and the config says it waits for Crossplane to copy it.
+    const first = await run([...fleet, xrdOf(none), crd()]);
+    expect(targetWrites(first.writes).map((w) => w.resource)).toEqual(['compositeresourcedefinitions']);
+    expect(first.writes.find((w) => w.what === 'status')?.resource).toBe('xrdconversionconfigs');
+    expect(first.status?.conditions?.[0]).toMatchObject({ status: 'False', reason: 'AwaitingCrossplane' });
+    expect(first.status?.conditions?.[0]?.message).toContain(`CRD ${TARGET} names no Service`);
+
+    // The XRD names a; the generated CRD does not yet, then does.
+    const patched = (targetWrites(first.writes)[0]?.body.spec as { conversion: unknown }).conversion;
+    const lagging = await run([...fleet, xrdOf(patched), crd()]);
+    expect(targetWrites(lagging.writes)).toEqual([]);
+    expect(lagging.reason).toBe('AwaitingCrossplane');
+    const followed = await run([...fleet, xrdOf(patched), crd('a-webhook-server')]);
+    expect(targetWrites(followed.writes)).toEqual([]);
+    expect(followed.status?.conditions?.[0]).toMatchObject({ status: 'True' });
   });
 });
 

@@ -30,6 +30,7 @@ import {
 } from '../api/conversion-config.ts';
 import { encodeVerdict, verdictOf } from '../api/handover-verdict.ts';
 import {
+  KINDS,
   type KindResource,
   RESOURCE_OF_CONFIG,
   TARGET_OF_CONFIG,
@@ -51,23 +52,27 @@ import { findCondition } from '../core/conditions.ts';
 import { mayTouchTarget } from '../core/config-validation.ts';
 import {
   type DestinationReplicas,
+  decideAfterRepoint,
   decideHandover,
   decideMissingTarget,
   type GateDecision,
   HANDOVER_READY,
   type HandoverCondition,
   type HandoverDecision,
+  type HandoverInput,
   type HandoverPolicy,
   type VerdictCondition,
 } from '../core/handover.ts';
 import { decideHandoverStatus, progressOf } from '../core/handover-status.ts';
 import { decideInstanceAggregate } from '../core/instance-aggregate.ts';
+import { notEstablished, type RouteState } from '../core/routing.ts';
 import {
   conversionServiceOf,
   conversionUpToDate,
   desiredConversion,
   keptCaBundleOf,
   liveConversionOf,
+  type WebhookConversion,
 } from '../core/target-conversion.ts';
 import { handoverWaitEvent } from '../core/transition-events.ts';
 import type { EventSink, ObjectRef } from '../kube/event-recorder.ts';
@@ -85,6 +90,7 @@ import {
   readInstanceLeases,
   readReadyPods,
   readReplicasStableSinceMs,
+  readRoutes,
 } from '../views/view-reads.ts';
 import { RepointEvents } from './handover/repoint-events.ts';
 
@@ -159,14 +165,21 @@ export function handoverHandler(deps: HandoverDeps): Handler<HandoverWork> {
       ctx.log.info({ why: gate.decision.message }, 'holding the handover');
       return done;
     }
-    const decision = gate.decision;
+    let decision: GateDecision = gate.decision;
     const { config, destination, targetKind } = gate.kind === 'decided' ? gate.subject : gate;
     countHandoverDecision(decision.action, decision.condition.reason);
     const regarding = objectRefOf(config);
     const related = { apiVersion: targetKind.apiVersion, kind: targetKind.kind, name: item.key };
     if (decision.action === 'patch' && gate.kind === 'decided') {
-      const noBundle = await pointTarget(deps, repoints, item, gate, decision.condition, ctx, nowMs);
-      if (noBundle) return noBundle;
+      const pointed = await pointTarget(deps, repoints, item, gate, decision.condition, ctx, nowMs);
+      if (pointed.kind === 'no-bundle') return pointed.outcome;
+      // The target now says `desired`; for an XRD the apiserver follows only once Crossplane has
+      // copied it into the CRDs generated from it, and until then the verdict waits.
+      decision = decideAfterRepoint(
+        gate.input,
+        decision.condition,
+        routesAfter(deps.view, gate, pointed.desired),
+      );
     }
     const status = decideHandoverStatus({
       current: config.status,
@@ -233,7 +246,7 @@ async function pointTarget(
   condition: VerdictCondition,
   ctx: HandlerContext,
   nowMs: number,
-): Promise<Outcome | undefined> {
+): Promise<{ kind: 'pointed'; desired: WebhookConversion } | { kind: 'no-bundle'; outcome: Outcome }> {
   const { config, destination, namespace, live, targetKind } = gate.subject;
   // One read of the destination's Secret per move, not per decision: most decisions find the
   // target already moved (its own patch and status write wake it again).
@@ -242,7 +255,10 @@ async function pointTarget(
     const bundle = await deps.trustBundle(destination, namespace, ctx.signal, { fresh: item.trust });
     if (bundle.kind === 'unavailable') {
       ctx.log.info({ destination, why: bundle.why }, 'no trust bundle of the destination yet');
-      return recheckAfter(TRUST_BUNDLE_RETRY_MS, `no trust bundle of ${destination} yet: ${bundle.why}`);
+      return {
+        kind: 'no-bundle',
+        outcome: recheckAfter(TRUST_BUNDLE_RETRY_MS, `no trust bundle of ${destination} yet: ${bundle.why}`),
+      };
     }
     caBundle = bundle.caBundle;
   }
@@ -253,7 +269,7 @@ async function pointTarget(
     caBundle,
     conversionReviewVersions: config.spec.conversionReviewVersions,
   });
-  if (conversionUpToDate(liveConversionOf(live), desired)) return undefined;
+  if (conversionUpToDate(liveConversionOf(live), desired)) return { kind: 'pointed', desired };
   const verdict = encodeVerdict({
     instance: destination,
     reason: condition.reason,
@@ -278,7 +294,21 @@ async function pointTarget(
     from,
     reason: condition.reason,
   });
-  return undefined;
+  return { kind: 'pointed', desired };
+}
+
+/**
+ * What the CRDs an XRD target routes by say compared with the XRD as the repoint left it;
+ * undefined for a CRD target, which routes by itself.
+ */
+function routesAfter(
+  view: HandoverView,
+  gate: Extract<HandoverOnView, { kind: 'decided' }>,
+  desired: WebhookConversion,
+): readonly RouteState[] | undefined {
+  if (gate.input.routes === undefined) return undefined;
+  const live = gate.subject.live as { spec?: Record<string, unknown> };
+  return readRoutes(view, { ...live, spec: { ...live.spec, conversion: desired } });
 }
 
 /** How long the move to `destination` had waited, from the progress the gate kept; 0 if it never waited. */
@@ -314,6 +344,8 @@ export type HandoverOnView =
       kind: 'decided';
       subject: HandoverSubject;
       currentServiceName: string | undefined;
+      /** What the gate decided from: what the handler decides again from once it has repointed. */
+      input: HandoverInput;
       decision: HandoverDecision;
     }
   | (MissingTarget & { decision: GateDecision });
@@ -342,7 +374,9 @@ export function handoverOnView(
   }
   const { config } = subject;
   const currentServiceName = conversionServiceOf(subject.live);
-  const decision = decideHandover({
+  const routes =
+    subject.targetKind.viewKind === KINDS.xrd.viewKind ? readRoutes(view, subject.live) : undefined;
+  const input: HandoverInput = {
     target,
     destination: subject.destination,
     currentServiceName,
@@ -354,8 +388,13 @@ export function handoverOnView(
     previous: findCondition(config.status?.conditions, HANDOVER_READY) as HandoverCondition | undefined,
     previousDestination: config.status?.handoverDestination,
     policy: opts.policy,
-  });
-  return { kind: 'decided', subject, currentServiceName, decision };
+    routes,
+    notEstablished: notEstablished(
+      { kind: subject.targetKind.kind, name: target, live: subject.live },
+      routes,
+    ),
+  };
+  return { kind: 'decided', subject, currentServiceName, input, decision: decideHandover(input) };
 }
 
 /**

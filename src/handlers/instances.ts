@@ -42,7 +42,7 @@ import { conversionServiceOf, liveConversionOf } from '../core/target-conversion
 import { isForbidden, isNamespaceNotFound } from '../kube/errors.ts';
 import type { KubeWriter, ResourceRef } from '../kube/writer.ts';
 import type { Clock } from '../runtime/clock.ts';
-import { readInstance } from '../views/view-reads.ts';
+import { readInstance, readTargetServices } from '../views/view-reads.ts';
 import { CONFIG_KINDS, configSubjectOf, INSTANCE_KIND, instanceOf } from './assign/world.ts';
 import { enqueueWork } from './enqueue-work.ts';
 import { HANDOVER_WORK } from './handover/wakes.ts';
@@ -306,7 +306,7 @@ async function handleDeletion(deps: WakeDeps, instance: WebhookServer, ctx: Hand
     configs: CONFIG_KINDS.flatMap((kind) =>
       deps.view.list(kind).flatMap((o) => configSubjectOf(kind, o) ?? []),
     ),
-    targetServices: targetServices(deps.view),
+    targetServices: readTargetServices(deps.view),
   });
   if (decision.action === 'block') {
     const deployment = await restoreStoppedReplicas(deps, instance, ctx);
@@ -379,15 +379,6 @@ async function restoreStoppedReplicas(deps: WakeDeps, instance: WebhookServer, c
   });
   ctx.log.info({ replicas: instance.spec.replicas }, 'deletion blocked again: replicas restored');
   return restored;
-}
-
-function targetServices(view: InstancesDeps['view']): Map<string, string | undefined> {
-  return new Map(
-    TARGET_VIEW_KINDS.flatMap((kind) => view.list(kind)).map((t) => [
-      t.metadata.name,
-      conversionServiceOf(t),
-    ]),
-  );
 }
 
 function deploymentOf(view: InstancesDeps['view'], instance: WebhookServer, defaultNamespace: string) {

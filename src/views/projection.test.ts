@@ -141,7 +141,7 @@ describe('the config projections', () => {
 });
 
 describe('the replicas’ target projection', () => {
-  it('keeps the revision and the Service the conversion names, nothing of the versions or the trust bundle', () => {
+  it('keeps the revision, the group and the Service the conversion names, nothing of the versions or the trust bundle', () => {
     const crd = object({
       metadata: { name: 'w.example.com', uid: 'u', resourceVersion: '9', generation: 3 },
       spec: {
@@ -157,7 +157,7 @@ describe('the replicas’ target projection', () => {
       apiVersion: 'v1',
       kind: 'Thing',
       metadata: { name: 'w.example.com', uid: 'u', resourceVersion: '9', generation: 3 },
-      spec: { conversion: { webhook: { clientConfig: { service: { name: 's' } } } } },
+      spec: { group: 'example.com', conversion: { webhook: { clientConfig: { service: { name: 's' } } } } },
     });
   });
 });

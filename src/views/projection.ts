@@ -121,6 +121,15 @@ function pick(value: unknown, tree: FieldTree): unknown {
 }
 
 /**
+ * What names the CRDs Crossplane generates from an XRD, which the apiserver routes its
+ * conversions by (core/routing.ts `generatedCrdNames`): its group and its claim's plural.
+ */
+const ROUTING_FIELDS: readonly FieldPath[] = [
+  ['spec', 'group'],
+  ['spec', 'claimNames', 'plural'],
+];
+
+/**
  * What the handlers read of a target (a CRD or an XRD): how its conversion calls which Service
  * (the Service's name and namespace, and the trust bundle, apart: TARGET_SHARED), the handover's
  * verdict annotation, what a write's precondition and a verdict's cache key need, and the
@@ -132,7 +141,6 @@ export const TARGET_FIELDS: readonly FieldPath[] = [
   ['metadata', 'generation'],
   ['metadata', 'deletionTimestamp'],
   ['metadata', 'annotations', HANDOVER_VERDICT_ANNOTATION],
-  ['spec', 'group'],
   ['spec', 'conversion', 'strategy'],
   ['spec', 'conversion', 'webhook', 'conversionReviewVersions'],
   ['spec', 'conversion', 'webhook', 'clientConfig', 'service', 'path'],
@@ -142,6 +150,9 @@ export const TARGET_FIELDS: readonly FieldPath[] = [
   ['spec', 'versions', EACH, 'served'],
   ['spec', 'versions', EACH, 'storage'],
   ['spec', 'versions', EACH, 'referenceable'],
+  ...ROUTING_FIELDS,
+  ['status', 'conditions', EACH, 'type'],
+  ['status', 'conditions', EACH, 'status'],
 ];
 
 /**
@@ -215,10 +226,11 @@ export const CONFIG_SUBJECT_VIEW_PROJECTIONS: ViewProjections = {
 
 /**
  * What a webhook-server replica reads of a target: which Service its conversion names (a plan is
- * held while it names the replica's) and its generation (a plan's revision). Its group and
+ * held while it names the replica's), its generation (a plan's revision) and, of an XRD, what
+ * names the CRDs generated from it (a plan is held while one of them names the replica's Service). Its group and
  * versions are read whole with the rules, when the plan compiles (views/config-sources.ts).
  */
-export const REPLICA_TARGET_FIELDS: readonly FieldPath[] = [['metadata', 'generation']];
+export const REPLICA_TARGET_FIELDS: readonly FieldPath[] = [['metadata', 'generation'], ...ROUTING_FIELDS];
 
 /**
  * What a replica reads of a config: what assignment resolves it by, and of its status only the

@@ -175,7 +175,7 @@ describe('the expectation read off a view', () => {
     lists.crd = [crd('widgets.x.io', 'a-webhook-server'), crd('gadgets.x.io')];
     const after = readExpectationView(view);
     expect(after).not.toBe(expectation);
-    expect(after.targets.get('widgets.x.io')).toBe('a-webhook-server');
+    expect(after.targets.get('widgets.x.io')).toEqual(['a-webhook-server']);
     expect(readExpectedSets(view)('a'), 'a holds the same two targets').toBe(setOfA);
     lists.crdconfig = [config('w', 'widgets.x.io', { phase: 'Invalid' }), config('g', 'gadgets.x.io')];
     expect([...readExpectedSets(view)('a').names]).toEqual(['gadgets.x.io']);

@@ -11,7 +11,7 @@ import {
   webhookServiceName,
 } from '../api/constants.ts';
 import { conversionConfigSchema } from '../api/conversion-config.ts';
-import { TARGET_VIEW_KINDS } from '../api/resources.ts';
+import { KINDS, TARGET_VIEW_KINDS } from '../api/resources.ts';
 import { type WebhookServer, webhookServerSchema } from '../api/webhook-server.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import type { ObjectView } from '../bus/view.ts';
@@ -24,6 +24,7 @@ import {
   viewConfigOf,
 } from '../core/expected-set.ts';
 import type { LeaseFacts } from '../core/instance-aggregate.ts';
+import { generatedCrdNames, type RouteState, routeStatesOf, servicesNamingTarget } from '../core/routing.ts';
 import type { ExpectedSet } from '../core/served-set-codec.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
 import { parseRecorded } from './parse-cache.ts';
@@ -267,17 +268,66 @@ export function readExpectationView(view: ViewReads): ExpectationView {
     view,
     EXPECTATION_KINDS,
     EXPECTATION,
-    ([crdconfigs, xrdconfigs, instances, crds, xrds]) => {
-      const targets = new Map<string, string | undefined>();
-      for (const t of [...(crds ?? []), ...(xrds ?? [])]) targets.set(metaOf(t).name, conversionServiceOf(t));
-      return {
-        configs: [...(crdconfigs ?? []), ...(xrdconfigs ?? [])].flatMap((o) => configFactsOf(o) ?? []),
-        instances: (instances ?? []).flatMap((o) => instanceFactsOf(o) ?? []),
-        targets,
-      };
-    },
+    ([crdconfigs, xrdconfigs, instances]) => ({
+      configs: [...(crdconfigs ?? []), ...(xrdconfigs ?? [])].flatMap((o) => configFactsOf(o) ?? []),
+      instances: (instances ?? []).flatMap((o) => instanceFactsOf(o) ?? []),
+      targets: readTargetServices(view),
+    }),
     sameExpectation,
   );
+}
+
+const TARGET_SERVICES = {};
+
+/**
+ * Every recorded target (CRD or XRD) by name, with the Services its conversions may go to now
+ * (`servicesNamingTarget`): a CRD's own; an XRD's own and those of the CRDs Crossplane generated
+ * from it, which is what the apiserver routes by (core/routing.ts). What the data plane holds
+ * plans for, what keeps an instance in use, and what the expected sets are computed from.
+ */
+export function readTargetServices(view: Pick<ObjectView, 'list'>): ReadonlyMap<string, readonly string[]> {
+  return derivedFromView(view, TARGET_VIEW_KINDS, TARGET_SERVICES, ([crds, xrds]) => {
+    const crdsByName = new Map((crds ?? []).map((crd) => [metaOf(crd).name, crd]));
+    const out = new Map<string, readonly string[]>();
+    for (const [name, crd] of crdsByName) out.set(name, servicesNamingTarget(conversionServiceOf(crd)));
+    for (const xrd of xrds ?? []) {
+      const routes = generatedCrdNames(xrd).map((crd) => ({
+        serviceName: conversionServiceOf(crdsByName.get(crd)),
+      }));
+      out.set(metaOf(xrd).name, servicesNamingTarget(conversionServiceOf(xrd), routes));
+    }
+    return out;
+  });
+}
+
+/**
+ * The CRDs an XRD target routes by, as the view records them, compared with the XRD's own
+ * conversion (core/routing.ts). `xrd` may be the recorded XRD or what it will say after a patch.
+ */
+export function readRoutes(view: Pick<ObjectView, 'record'>, xrd: unknown): RouteState[] {
+  return routeStatesOf(xrd, (name) => {
+    const record = view.record({ kind: 'crd', namespace: '', name });
+    return record && !record.omitted ? record.object : undefined;
+  });
+}
+
+/**
+ * The Service the apiserver sends a target's conversions to: the target's own spec.conversion's
+ * for a CRD; for an XRD, the one every CRD Crossplane generated from it names, and undefined
+ * while one is missing or they name different Services (what the XRD itself says is only what
+ * Crossplane will copy).
+ */
+export function readRoutedService(
+  view: Pick<ObjectView, 'record'>,
+  targetViewKind: string,
+  live: unknown,
+): string | undefined {
+  if (targetViewKind !== KINDS.xrd.viewKind) return conversionServiceOf(live);
+  const routes = readRoutes(view, live);
+  const [first] = routes;
+  if (first === undefined || routes.some((r) => !r.exists || r.serviceName !== first.serviceName))
+    return undefined;
+  return first.serviceName;
 }
 
 const setsByExpectation = new WeakMap<ExpectationView, (instance: string) => ExpectedSet>();

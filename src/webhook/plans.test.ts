@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { type ConversionConfig, conversionConfigSchema } from '../api/conversion-config.ts';
 import type { InstanceLike } from '../core/assignment.ts';
+import { servicesNamingTarget } from '../core/routing.ts';
+import { conversionServiceOf } from '../core/target-conversion.ts';
 import { convert } from '../engine/convert.ts';
 import { HeldPlans, type PlanWorld, type SourceOf, type SyncMoment } from './plans.ts';
 import { fromWorld, gizmoTarget, renameConfig } from './test-support.ts';
@@ -45,6 +47,12 @@ function world(
     configs,
     instances,
     targets: new Map(targets.map((t) => [(t as { metadata: { name: string } }).metadata.name, t])),
+    services: new Map(
+      targets.map((t) => [
+        (t as { metadata: { name: string } }).metadata.name,
+        servicesNamingTarget(conversionServiceOf(t)),
+      ]),
+    ),
   };
 }
 

@@ -2,10 +2,10 @@
 // convert, and why it holds none for the others (BRIEF §4, §6). No I/O: the replica feeds it the
 // world it learns from the bus (configs, instances, targets) and asks it per request.
 //
-// Held while the resolver assigns the target to this replica's instance, or the live target's
-// spec.conversion still names the instance's Service (`shouldHoldPlan`, the same rule the
-// expected set is computed with): the losing side of a move keeps serving until the repoint
-// lands. Those are the plans the replica *reports* in its Lease, and a report means exactly what
+// Held while the resolver assigns the target to this replica's instance, or what the apiserver
+// routes the target by still names the instance's Service (`shouldHoldPlan`, the same rule the
+// expected set is computed with; for an XRD, the XRD or any CRD Crossplane generated from it):
+// the losing side of a move keeps serving until the repoint reaches what the apiserver reads. Those are the plans the replica *reports* in its Lease, and a report means exactly what
 // the handover gate needs: "held, and held for as long as the target names this Service".
 //
 // A plan is dropped on evidence, never on a clock alone (BRIEF §6). The evidence is a *current*
@@ -49,7 +49,6 @@ import { createHash } from 'node:crypto';
 import { type ConversionConfig, targetNameOf } from '../api/conversion-config.ts';
 import { assignSubjects, fleetOf, type InstanceLike, subjectOf } from '../core/assignment.ts';
 import { shouldHoldPlan } from '../core/handover.ts';
-import { conversionServiceOf } from '../core/target-conversion.ts';
 import { compile } from '../engine/compile.ts';
 import { formatDiagnostic, isError } from '../engine/diagnostics.ts';
 import type { Router } from '../engine/plan.ts';
@@ -62,6 +61,12 @@ export interface PlanWorld {
   configs: readonly ConversionConfig[];
   instances: readonly InstanceLike[];
   targets: ReadonlyMap<string, unknown>;
+  /**
+   * By target name, the Services its conversions may go to now: its own spec.conversion's and,
+   * for an XRD, those of the CRDs Crossplane generated from it (views/view-reads.ts
+   * `readTargetServices`). Absent for a target that names none.
+   */
+  services: ReadonlyMap<string, readonly string[]>;
 }
 
 /** A request's answer to "can you convert this target": the plan, or why not (the Failure message). */
@@ -325,8 +330,8 @@ export class HeldPlans {
     const wanted = new Map<string, { config: ConversionConfig; live: unknown }>();
     const named = new Set<string>();
     if (this.holdWhileNamed)
-      for (const [target, live] of world.targets)
-        if (shouldHoldPlan(this.instance, undefined, conversionServiceOf(live))) named.add(target);
+      for (const [target, services] of world.services)
+        if (shouldHoldPlan(this.instance, undefined, services)) named.add(target);
     for (const config of world.configs) {
       const target = targetNameOf(config);
       const resolution = resolutions.get(target);

@@ -34,6 +34,7 @@ function heldPlans(): HeldPlans {
       configs: [conversionConfigSchema.parse(renameConfig('g', TARGET, { pin: 'a' }))],
       instances: [{ metadata: { name: 'a' }, spec: {} }],
       targets: new Map([[TARGET, gizmoTarget(TARGET)]]),
+      services: new Map(),
     },
     { nowMs: 0, viewCurrent: true, leaseSettled: true },
   );

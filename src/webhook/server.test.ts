@@ -52,6 +52,7 @@ function holding(): PlanSource & { ready: boolean } {
       configs: [conversionConfigSchema.parse(renameConfig('g', TARGET, { pin: 'a' }))],
       instances: [{ metadata: { name: 'a' }, spec: {} }],
       targets: new Map([[TARGET, gizmoTarget(TARGET)]]),
+      services: new Map(),
     },
     { nowMs: 0, viewCurrent: true, leaseSettled: true },
   );

@@ -6,7 +6,7 @@ import { TARGET_VIEW_KINDS } from '../api/resources.ts';
 import { webhookServerSchema } from '../api/webhook-server.ts';
 import type { ObjectView } from '../bus/view.ts';
 import { instanceLikeOf } from '../core/expected-set.ts';
-import { CONFIG_VIEW_KINDS, derivedFromView, parsedList } from '../views/view-reads.ts';
+import { CONFIG_VIEW_KINDS, derivedFromView, parsedList, readTargetServices } from '../views/view-reads.ts';
 import type { PlanWorld } from './plans.ts';
 
 /** What a replica's view must hold. */
@@ -28,6 +28,7 @@ export function planWorldOf(view: Pick<ObjectView, 'list' | 'record'>): PlanWorl
       configs: parsedList(view, CONFIG_VIEW_KINDS, conversionConfigSchema),
       instances: parsedList(view, ['webhookserver'], webhookServerSchema).map(instanceLikeOf),
       targets,
+      services: readTargetServices(view),
     };
   });
 }

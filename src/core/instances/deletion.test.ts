@@ -44,14 +44,23 @@ describe('decideDeletion', () => {
       name: 're-pinned away, but the live target still names its Service (handover not patched yet)',
       over: {
         configs: [config('a.x.io', 'green')],
-        targetServices: new Map([['a.x.io', 'blue-webhook-server']]),
+        targetServices: new Map([['a.x.io', ['blue-webhook-server']]]),
+      },
+      action: 'block',
+      byKind: { NamedInConversion: 1 },
+    },
+    {
+      name: 'an XRD moved away, but a CRD Crossplane generated from it still names its Service',
+      over: {
+        configs: [config('a.x.io', 'green')],
+        targetServices: new Map([['a.x.io', ['blue-webhook-server', 'green-webhook-server']]]),
       },
       action: 'block',
       byKind: { NamedInConversion: 1 },
     },
     {
       name: 'a target names another instance whose name it prefixes',
-      over: { targetServices: new Map([['a.x.io', 'blue-2-webhook-server']]) },
+      over: { targetServices: new Map([['a.x.io', ['blue-2-webhook-server']]]) },
       action: 'allow',
       byKind: {},
     },
@@ -59,7 +68,7 @@ describe('decideDeletion', () => {
       name: 'moved away and patched',
       over: {
         configs: [config('a.x.io', 'green')],
-        targetServices: new Map([['a.x.io', 'green-webhook-server']]),
+        targetServices: new Map([['a.x.io', ['green-webhook-server']]]),
       },
       action: 'allow',
       byKind: {},
@@ -74,7 +83,7 @@ describe('decideDeletion', () => {
     const d = decideDeletion(
       input({
         configs: [config('a.x.io', 'blue')],
-        targetServices: new Map([['a.x.io', 'blue-webhook-server']]),
+        targetServices: new Map([['a.x.io', ['blue-webhook-server']]]),
       }),
     );
     expect(d.dependents).toEqual({

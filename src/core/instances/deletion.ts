@@ -4,7 +4,9 @@
 // any target either
 //   * resolves to it (core/assignment.ts over the fleet as it is: pinned, pool or default), or
 //   * names its Service in the live spec.conversion (the move away has not been patched yet;
-//     matched by Service name only, as the data plane's `shouldHoldPlan` does).
+//     matched by Service name only, as the data plane's `shouldHoldPlan` does), or, for an XRD,
+//     a CRD Crossplane generated from it still does (the XRD moved, Crossplane has not copied
+//     the move yet: the apiserver still calls this instance).
 // Both are needed: a target whose config was just re-pinned still names this Service until
 // its verified handover, and a target that resolves here but was never patched would be
 // patched to a Service that no longer exists.
@@ -28,8 +30,12 @@ export interface DeletionInput {
   /** Every instance, this one included: it still exists while its finalizer holds it. */
   fleet: readonly InstanceLike[];
   configs: readonly ConfigSubject[];
-  /** Each existing target with the Service its spec.conversion webhook names; undefined if none. */
-  targetServices: ReadonlyMap<string, string | undefined>;
+  /**
+   * Each existing target with the Services its conversions may go to now: its spec.conversion's
+   * and, for an XRD, those of the CRDs Crossplane generated from it (views/view-reads.ts
+   * `readTargetServices`), which is what the apiserver calls.
+   */
+  targetServices: ReadonlyMap<string, readonly string[]>;
 }
 
 export interface Dependents {
@@ -97,7 +103,8 @@ function dependentsOf(name: string, input: DeletionInput): Dependents {
   for (const [target, resolution] of assignSubjects(input.configs, fleetOf(input.fleet))) {
     if (resolution.ok && resolution.instance === name) add(target, resolution.decidedBy);
   }
-  for (const [target, named] of input.targetServices) if (named === service) add(target, 'NamedInConversion');
+  for (const [target, named] of input.targetServices)
+    if (named.includes(service)) add(target, 'NamedInConversion');
   const byKind: Partial<Record<DependencyKind, number>> = {};
   for (const set of kinds.values()) for (const kind of set) byKind[kind] = (byKind[kind] ?? 0) + 1;
   const listed = [...kinds.keys()].sort(compareNames).slice(0, MAX_LISTED_TARGETS);

@@ -41,3 +41,24 @@ describe('configStatusTriggers', () => {
     expect(configStatusTriggers({ kind, object: object(name) }, world)).toEqual(expected);
   });
 });
+
+describe('configStatusTriggers for a CRD Crossplane generated from an XRD target', () => {
+  it('wakes the config of the XRD that owns it, besides any config of its own name', () => {
+    const claim = {
+      metadata: {
+        ...object('buckets.example.com').metadata,
+        ownerReferences: [
+          {
+            apiVersion: 'apiextensions.crossplane.io/v1',
+            kind: 'CompositeResourceDefinition',
+            name: 'xbuckets.example.com',
+            controller: true,
+          },
+        ],
+      },
+    } as RecordedObject;
+    expect(configStatusTriggers({ kind: 'crd', object: claim }, world)).toEqual([
+      { kind: 'xrdconfig', name: 'buckets' },
+    ]);
+  });
+});

@@ -1,9 +1,12 @@
 // What a recorded change wakes in config-status: the config itself (its spec, or the
 // assignment assign wrote into its status, which the phase reads), and every config of a
 // target whose definition changed (its versions and schemas are what the rules compile
-// against; its spec.conversion is what `Applied` reads). Pure; the router publishes the keys.
-import { isTargetViewKind } from '../../api/resources.ts';
+// against; its spec.conversion is what `Applied` reads), or one of the CRDs Crossplane generated
+// from an XRD target changed (what `Applied` reads for an XRD: core/routing.ts). Pure; the router
+// publishes the keys.
+import { isTargetViewKind, KINDS } from '../../api/resources.ts';
 import type { RecordedObject } from '../../bus/messages.ts';
+import { xrdOfGeneratedCrd } from '../../core/routing.ts';
 import { type AssignWorld, CONFIG_KINDS, type KeyedSubject } from '../assign/world.ts';
 import type { ObjectWorkKey } from '../work-keys.ts';
 
@@ -14,7 +17,15 @@ export function configStatusTriggers(
   if ((CONFIG_KINDS as readonly string[]).includes(change.kind))
     return [{ kind: change.kind, name: change.object.metadata.name }];
   if (!isTargetViewKind(change.kind)) return [];
-  return keysByTarget(world.configs).get(change.object.metadata.name) ?? [];
+  const byTarget = keysByTarget(world.configs);
+  const generatedFrom = change.kind === KINDS.crd.viewKind ? xrdOfGeneratedCrd(change.object) : undefined;
+  return [
+    ...(byTarget.get(change.object.metadata.name) ?? []),
+    ...((generatedFrom !== undefined &&
+      generatedFrom !== change.object.metadata.name &&
+      byTarget.get(generatedFrom)) ||
+      []),
+  ];
 }
 
 const indexes = new WeakMap<readonly KeyedSubject[], Map<string, ObjectWorkKey[]>>();

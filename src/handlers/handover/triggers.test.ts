@@ -73,3 +73,42 @@ describe('handoverTriggers', () => {
     expect(handoverTriggers(upsert('crdconfig', assigned('b')), assigned('b'), world)).toEqual([]);
   });
 });
+
+describe('handoverTriggers for the CRDs Crossplane generates from an XRD target', () => {
+  const ownedBy = (o: RecordedObject, xrd: string): RecordedObject => ({
+    ...o,
+    metadata: {
+      ...o.metadata,
+      ownerReferences: [
+        {
+          apiVersion: 'apiextensions.crossplane.io/v1',
+          kind: 'CompositeResourceDefinition',
+          name: xrd,
+          uid: 'u',
+          controller: true,
+        },
+      ],
+    } as RecordedObject['metadata'],
+  });
+  const established = (o: RecordedObject, status: 'True' | 'False'): RecordedObject =>
+    ({ ...o, status: { conditions: [{ type: 'Established', status }] } }) as RecordedObject;
+
+  it('a claim CRD, named otherwise, wakes the XRD it was generated from', () => {
+    const claim = ownedBy(object('buckets.example.com', 2), 'xbuckets.example.com');
+    expect(handoverTriggers(upsert('crd', claim), object('buckets.example.com', 1), world)).toEqual([
+      'xbuckets.example.com',
+    ]);
+  });
+
+  it('a CRD owned by something other than an XRD wakes nothing', () => {
+    const claim = object('buckets.example.com', 2);
+    expect(handoverTriggers(upsert('crd', claim), object('buckets.example.com', 1), world)).toEqual([]);
+  });
+
+  it('a target becoming Established wakes it, its spec unchanged: a first apply waits for it', () => {
+    const before = established(object('widgets.example.com', 1), 'False');
+    const after = established(object('widgets.example.com', 1), 'True');
+    expect(handoverTriggers(upsert('crd', after), before, world)).toEqual(['widgets.example.com']);
+    expect(handoverTriggers(upsert('crd', after), after, world), 'a status write alone').toEqual([]);
+  });
+});
