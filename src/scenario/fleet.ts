@@ -5,14 +5,21 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, VERSION, webhookServiceName } from '../api/constants.ts';
 import type { ConfigStatus } from '../api/conversion-config.ts';
 import { INSTANCE_POLICY_CONFIGMAP } from '../core/instance-admission.ts';
+import { isEstablished } from '../core/routing.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
 import { apiUrl, HttpMethod, send } from '../kube/request.ts';
 import { waitFor } from '../local-cluster/wait.ts';
 import { systemClock } from '../runtime/clock.ts';
 
 const INSTANCES = `/apis/${GROUP}/${VERSION}/conversionwebhookservers`;
-const CONFIGS = `/apis/${GROUP}/${VERSION}/crdconversionconfigs`;
 const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+
+/** The two kinds of config, and where each is served. */
+export type ConfigKind = 'CRDConversionConfig' | 'XRDConversionConfig';
+const CONFIG_PATHS: Readonly<Record<ConfigKind, string>> = {
+  CRDConversionConfig: `/apis/${GROUP}/${VERSION}/crdconversionconfigs`,
+  XRDConversionConfig: `/apis/${GROUP}/${VERSION}/xrdconversionconfigs`,
+};
 
 /** The field the scenario's targets store at v1 and serve at v2 under another name. */
 export const STORED_FIELD = 'size';
@@ -124,16 +131,11 @@ export function patchInstance(kc: KubeConfig, name: string, spec: Record<string,
   return request(kc, HttpMethod.PATCH, `${INSTANCES}/${name}`, { spec });
 }
 
-/**
- * A CRD `<plural>.<group>` with a storage version v1 holding spec.size and a served v2 holding it
- * as spec.capacity (spec.color is the same in both); resolves once it is established.
- */
-export async function createTwoVersionTarget(kc: KubeConfig, name: string, kind: string): Promise<void> {
-  const [plural = '', ...group] = name.split('.');
-  const version = (v: string, field: string, storage: boolean) => ({
-    name: v,
+/** One version of the scenario's targets: `field` (and spec.color) under spec, as strings. */
+function targetVersion(name: string, field: string) {
+  return {
+    name,
     served: true,
-    storage,
     schema: {
       openAPIV3Schema: {
         type: 'object',
@@ -142,7 +144,15 @@ export async function createTwoVersionTarget(kc: KubeConfig, name: string, kind:
         },
       },
     },
-  });
+  };
+}
+
+/**
+ * A CRD `<plural>.<group>` with a storage version v1 holding spec.size and a served v2 holding it
+ * as spec.capacity (spec.color is the same in both); resolves once it is established.
+ */
+export async function createTwoVersionTarget(kc: KubeConfig, name: string, kind: string): Promise<void> {
+  const [plural = '', ...group] = name.split('.');
   const body = {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
@@ -151,39 +161,91 @@ export async function createTwoVersionTarget(kc: KubeConfig, name: string, kind:
       group: group.join('.'),
       scope: 'Namespaced',
       names: { plural, singular: plural.replace(/s$/, ''), kind },
-      versions: [version('v1', STORED_FIELD, true), version('v2', SERVED_FIELD, false)],
+      versions: [
+        { ...targetVersion('v1', STORED_FIELD), storage: true },
+        { ...targetVersion('v2', SERVED_FIELD), storage: false },
+      ],
     },
   };
   expectStatus(`creating CRD ${name}`, await request(kc, HttpMethod.POST, CRDS, body), 201);
-  await waitFor(`CRD ${name} established`, async () => {
-    const crd = (await request(kc, HttpMethod.GET, `${CRDS}/${name}`)).body as {
-      status?: { conditions?: { type: string; status: string }[] };
-    };
-    return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
-      ? true
-      : undefined;
-  });
+  await waitFor(`CRD ${name} established`, async () =>
+    isEstablished((await request(kc, HttpMethod.GET, `${CRDS}/${name}`)).body) ? true : undefined,
+  );
 }
 
-/** A CRDConversionConfig: hub v1, spoke v2, spec.size ↔ spec.capacity; pinned when `pin` is given. */
+export const XRD_API_GROUP = 'apiextensions.crossplane.io';
+
+/**
+ * A Crossplane XRD `<plural>.<group>` with the versions of `createTwoVersionTarget` (v1
+ * referenceable, so the CRD Crossplane generates stores it; v2 served): at
+ * `apiextensions.crossplane.io/v2`, its composites namespaced; or, given `claim`, at v1 offering
+ * a namespaced claim `<claim.plural>.<group>` (its composites cluster-scoped). Resolves once
+ * Crossplane has generated every CRD of it and they are Established: Crossplane must run.
+ */
+export async function createTwoVersionXrd(
+  kc: KubeConfig,
+  name: string,
+  kind: string,
+  claim?: { plural: string; kind: string },
+): Promise<void> {
+  const [plural = '', ...group] = name.split('.');
+  const apiVersion = `${XRD_API_GROUP}/${claim ? 'v1' : 'v2'}`;
+  const body = {
+    apiVersion,
+    kind: 'CompositeResourceDefinition',
+    metadata: { name },
+    spec: {
+      group: group.join('.'),
+      names: { plural, kind },
+      ...(claim ? { claimNames: claim } : { scope: 'Namespaced' }),
+      versions: [
+        { ...targetVersion('v1', STORED_FIELD), referenceable: true },
+        { ...targetVersion('v2', SERVED_FIELD), referenceable: false },
+      ],
+    },
+  };
+  const xrds = `/apis/${apiVersion}/compositeresourcedefinitions`;
+  expectStatus(`creating XRD ${name}`, await request(kc, HttpMethod.POST, xrds, body), 201);
+  const generated = [name, ...(claim ? [`${claim.plural}.${group.join('.')}`] : [])];
+  await waitFor(
+    `the CRDs Crossplane generates from ${name} (${generated.join(', ')}) established`,
+    async () => {
+      for (const crd of generated)
+        if (!isEstablished((await request(kc, HttpMethod.GET, `${CRDS}/${crd}`)).body)) return undefined;
+      return isEstablished((await request(kc, HttpMethod.GET, `${xrds}/${name}`)).body) ? true : undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 250 },
+  );
+}
+
+/**
+ * A config of `kind` (a CRDConversionConfig unless told): hub v1, spoke v2, spec.size ↔
+ * spec.capacity; pinned when `pin` is given.
+ */
 export async function createRenameConfig(
   kc: KubeConfig,
   name: string,
   target: string,
   pin?: string,
+  kind: ConfigKind = 'CRDConversionConfig',
 ): Promise<void> {
-  const body = renameConfig(name, target, pin);
-  expectStatus(`creating config ${name}`, await request(kc, HttpMethod.POST, CONFIGS, body), 201);
+  const body = renameConfig(name, target, pin, kind);
+  expectStatus(`creating config ${name}`, await request(kc, HttpMethod.POST, CONFIG_PATHS[kind], body), 201);
 }
 
 /** The object `createRenameConfig` creates, for a caller that reads the answer itself (a refusal). */
-export function renameConfig(name: string, target: string, pin?: string) {
+export function renameConfig(
+  name: string,
+  target: string,
+  pin?: string,
+  kind: ConfigKind = 'CRDConversionConfig',
+) {
   return {
     apiVersion: API_VERSION,
-    kind: 'CRDConversionConfig',
+    kind,
     metadata: { name },
     spec: {
-      targetCRD: { name: target },
+      ...(kind === 'CRDConversionConfig' ? { targetCRD: { name: target } } : { targetXRD: { name: target } }),
       hubVersion: 'v1',
       spokes: [
         {
@@ -206,26 +268,34 @@ export async function patchConfig(
   kc: KubeConfig,
   name: string,
   spec: Record<string, unknown>,
+  kind: ConfigKind = 'CRDConversionConfig',
 ): Promise<void> {
   expectStatus(
     `patching config ${name}`,
-    await request(kc, HttpMethod.PATCH, `${CONFIGS}/${name}`, { spec }),
+    await request(kc, HttpMethod.PATCH, `${CONFIG_PATHS[kind]}/${name}`, { spec }),
     200,
   );
 }
 
-export async function configStatus(kc: KubeConfig, name: string): Promise<ConfigStatus | undefined> {
+export async function configStatus(
+  kc: KubeConfig,
+  name: string,
+  kind: ConfigKind = 'CRDConversionConfig',
+): Promise<ConfigStatus | undefined> {
   const answer = expectStatus(
     `reading config ${name}`,
-    await request(kc, HttpMethod.GET, `${CONFIGS}/${name}`),
+    await request(kc, HttpMethod.GET, `${CONFIG_PATHS[kind]}/${name}`),
     200,
   );
   return (answer.body as { status?: ConfigStatus }).status;
 }
 
 /** Every config's status by name: one list. */
-export async function configStatuses(kc: KubeConfig): Promise<Map<string, ConfigStatus | undefined>> {
-  const answer = expectStatus('listing configs', await request(kc, HttpMethod.GET, CONFIGS), 200);
+export async function configStatuses(
+  kc: KubeConfig,
+  kind: ConfigKind = 'CRDConversionConfig',
+): Promise<Map<string, ConfigStatus | undefined>> {
+  const answer = expectStatus('listing configs', await request(kc, HttpMethod.GET, CONFIG_PATHS[kind]), 200);
   const items =
     (answer.body as { items?: { metadata: { name: string }; status?: ConfigStatus }[] }).items ?? [];
   return new Map(items.map((i) => [i.metadata.name, i.status]));
