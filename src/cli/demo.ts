@@ -4,10 +4,13 @@
 // target goes through a conversion and is checked. The output alone tells a newcomer what
 // happened; the commands it prints let them look for themselves while it runs.
 //
-//   switchyard demo [--keep-running] [--targets=N] [--nats-cluster]
+//   switchyard demo [--keep-running] [--targets=N] [--nats-cluster] [--crossplane]
 //
 // --nats-cluster runs the bus as a 3-node JetStream cluster with every stream replicated three
 // times (deploy/nats-cluster's setting), instead of one nats-server.
+// --crossplane starts a real Crossplane core after Switchyard (built by scripts/demo.sh on first
+// use) and makes every target a Crossplane XRD with an XRDConversionConfig: a move is verified
+// once Crossplane has copied it into the CRD it generates, which is what the apiserver routes by.
 // By default it finishes, tears everything down and exits 0 (1 if any request failed or any
 // value was wrong). --keep-running keeps the cluster and the load up until Ctrl-C. Ctrl-C at
 // any point stops the load and removes the cluster.
@@ -18,6 +21,7 @@ import type { ConfigStatus } from '../api/conversion-config.ts';
 import { poolMember, rendezvousWinner } from '../core/assignment.ts';
 import { HttpMethod } from '../kube/request.ts';
 import { kubectlPath, type LocalCluster, PROJECT_ROOT, startLocalCluster } from '../local-cluster/cluster.ts';
+import { type RunningCrossplane, startCrossplane } from '../local-cluster/crossplane.ts';
 import { installSwitchyard, SWITCHYARD_NAMESPACE } from '../local-cluster/install.ts';
 import { natsFlags } from '../local-cluster/nats-client.ts';
 import { systemClock } from '../runtime/clock.ts';
@@ -25,10 +29,12 @@ import { createLogger } from '../runtime/logger.ts';
 import { apiserverConversions, totalOf } from '../scenario/apiserver-conversions.ts';
 import { ConversionLoad, type LoadSummary } from '../scenario/conversion-load.ts';
 import {
+  type ConfigKind,
   configStatuses,
   createInstance,
   createRenameConfig,
   createTwoVersionTarget,
+  createTwoVersionXrd,
   handoverReady,
   isServedBy,
   readyReplicasOf,
@@ -75,7 +81,12 @@ export async function runDemo(args: string[]): Promise<void> {
   const count = Number(args.find((a) => a.startsWith('--targets='))?.split('=')[1] ?? 24);
   if (!Number.isInteger(count) || count < 1 || count > NOUNS.length * 10)
     throw new Error(`--targets must be an integer from 1 to ${NOUNS.length * 10}`);
-  const demo = new Demo(targetsOf(count), keepRunning, args.includes('--nats-cluster'));
+  const demo = new Demo(
+    targetsOf(count),
+    keepRunning,
+    args.includes('--nats-cluster'),
+    args.includes('--crossplane'),
+  );
   process.exitCode = await demo.run();
 }
 
@@ -97,6 +108,9 @@ class Demo {
   private readonly targets: Target[];
   private readonly keepRunning: boolean;
   private readonly natsCluster: boolean;
+  /** Targets are Crossplane XRDs, and Crossplane runs. */
+  private readonly xrds: boolean;
+  private crossplane: RunningCrossplane | undefined;
   private readonly log = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', format: 'auto' }, 'demo');
   private readonly interrupted: Promise<never>;
   private cluster: LocalCluster | undefined;
@@ -104,10 +118,11 @@ class Demo {
   private readonly startedAt = performance.now();
   private step = 0;
 
-  constructor(targets: Target[], keepRunning: boolean, natsCluster: boolean) {
+  constructor(targets: Target[], keepRunning: boolean, natsCluster: boolean, xrds: boolean) {
     this.targets = targets;
     this.keepRunning = keepRunning;
     this.natsCluster = natsCluster;
+    this.xrds = xrds;
     this.interrupted = new Promise<never>((_, reject) => {
       const stop = () => reject(new Interrupted());
       process.once('SIGINT', stop);
@@ -131,6 +146,7 @@ class Demo {
   private async scenario(): Promise<number> {
     const admin = await this.startCluster();
     await this.install(admin);
+    if (this.xrds) await this.startCrossplane();
     await this.createPool(admin);
     await this.createTargets(admin);
     const before = await this.whereServed(admin);
@@ -176,6 +192,24 @@ class Demo {
     done(t, `${deployments.length} Deployments ready in ${SWITCHYARD_NAMESPACE}`);
   }
 
+  private async startCrossplane(): Promise<void> {
+    const cluster = this.requireCluster();
+    this.heading(
+      "Starting Crossplane core (built from source) after Switchyard: its XRD controller generates a CRD from each XRD and copies the XRD's spec.conversion into it; the apiserver routes by that CRD. Switchyard's watchers find the XRD API without a restart",
+    );
+    const t = performance.now();
+    this.crossplane = await startCrossplane({
+      kubeConfigPath: cluster.kubeConfigs.admin,
+      dir: join(cluster.dir, 'crossplane'),
+      log: this.log,
+    });
+    done(t, `its log in ${this.crossplane.logFile}`);
+  }
+
+  private get configKind(): ConfigKind {
+    return this.xrds ? 'XRDConversionConfig' : 'CRDConversionConfig';
+  }
+
   private async createPool(admin: KubeConfig): Promise<void> {
     this.heading(
       `Creating the instances ${POOL.join(', ')} (${POOL[0]} is the default), each in the sharding pool with weight 1 and 2 webhook-server replicas`,
@@ -192,13 +226,16 @@ class Demo {
 
   private async createTargets(admin: KubeConfig): Promise<void> {
     this.heading(
-      `Creating ${this.targets.length} targets: CRDs storing spec.size at v1 and serving it as spec.${SERVED_FIELD} at v2, each with a CRDConversionConfig (one FieldRename rule)`,
+      this.xrds
+        ? `Creating ${this.targets.length} targets: Crossplane XRDs (apiextensions.crossplane.io/v2, namespaced composites) storing spec.size at v1 and serving it as spec.${SERVED_FIELD} at v2, each with an XRDConversionConfig (one FieldRename rule); each is served once Crossplane has copied its conversion into the CRD it generates`
+        : `Creating ${this.targets.length} targets: CRDs storing spec.size at v1 and serving it as spec.${SERVED_FIELD} at v2, each with a CRDConversionConfig (one FieldRename rule)`,
     );
     const t = performance.now();
     await request(admin, HttpMethod.POST, '/api/v1/namespaces', { metadata: { name: NAMESPACE } });
     for (const target of this.targets) {
-      await createTwoVersionTarget(admin, target.crd, target.kind);
-      await createRenameConfig(admin, target.config, target.crd);
+      if (this.xrds) await createTwoVersionXrd(admin, target.crd, target.kind);
+      else await createTwoVersionTarget(admin, target.crd, target.kind);
+      await createRenameConfig(admin, target.config, target.crd, undefined, this.configKind);
     }
     await this.waitUntilServed(admin, (served) => `  served so far: ${served}/${this.targets.length}`);
     done(
@@ -252,8 +289,16 @@ class Demo {
     say(`  alias kubectl=${kubectlPath()}`);
     say('  kubectl get conversionwebhookservers');
     say(
-      `  kubectl get crdconversionconfigs -o custom-columns='CONFIG:.metadata.name,ASSIGNED:.status.assignedWebhookServer,HANDOVER:.status.conditions[?(@.type=="HandoverReady")].reason'`,
+      `  kubectl get ${this.xrds ? 'xrdconversionconfigs' : 'crdconversionconfigs'} -o custom-columns='CONFIG:.metadata.name,ASSIGNED:.status.assignedWebhookServer,HANDOVER:.status.conditions[?(@.type=="HandoverReady")].reason'`,
     );
+    if (this.xrds && example) {
+      say(
+        `  kubectl get crd ${example.crd} -o jsonpath='{.spec.conversion.webhook.clientConfig.service.name}'   # what Crossplane copied: what the apiserver routes by`,
+      );
+      say(
+        `  kill -STOP ${this.crossplane?.pid}   # pause Crossplane: moves wait (AwaitingCrossplane); kill -CONT resumes it`,
+      );
+    }
     if (example)
       say(
         `  kubectl get ${example.plural}.v2.${GROUP} -n ${NAMESPACE} -o yaml     # served at v2, stored at v1`,
@@ -277,7 +322,7 @@ class Demo {
     const pool = INSTANCES.map((name) => poolMember(name, 1));
     const expected = this.targets.filter((t) => rendezvousWinner(pool, t.crd)?.name === NEWCOMER);
     this.heading(
-      `Adding the instance ${NEWCOMER} to the pool. The resolver gives it only the targets it now wins (${expected.length} of ${this.targets.length}); nothing else moves. Each move waits until both of ${NEWCOMER}'s replicas report the target servable in their Leases, then repoints the CRD; the old instance keeps serving meanwhile`,
+      `Adding the instance ${NEWCOMER} to the pool. The resolver gives it only the targets it now wins (${expected.length} of ${this.targets.length}); nothing else moves. Each move waits until both of ${NEWCOMER}'s replicas report the target servable in their Leases, then repoints ${this.xrds ? 'the XRD, and is verified once Crossplane has copied that into the generated CRD' : 'the CRD'}; the old instance keeps serving meanwhile`,
     );
     const t = performance.now();
     await createInstance(admin, NEWCOMER, { replicas: 2, sharding: { enabled: true, weight: 1 } });
@@ -289,7 +334,7 @@ class Demo {
       if (Date.now() > deadline)
         throw new Error(`moves not done within ${MOVE_TIMEOUT_MS / 1000} s: ${[...pending].join(', ')}`);
       const [statuses, serving, newcomerReady] = await Promise.all([
-        configStatuses(admin),
+        configStatuses(admin, this.configKind),
         servingInstances(admin, INSTANCES),
         readyReplicasOf(admin, NEWCOMER),
       ]);
@@ -372,7 +417,7 @@ class Demo {
     let last = -1;
     for (;;) {
       const [statuses, serving] = await Promise.all([
-        configStatuses(admin),
+        configStatuses(admin, this.configKind),
         servingInstances(admin, INSTANCES),
       ]);
       const served = this.targets.filter((t) => {
@@ -416,6 +461,7 @@ class Demo {
 
   private async tearDown(): Promise<void> {
     await Promise.all(this.loads.map((l) => l.stop(0).catch(() => undefined)));
+    await this.crossplane?.stop();
     if (!this.cluster) return;
     const t = performance.now();
     say('\nStopping the cluster and removing its files …');
