@@ -311,6 +311,19 @@ const view = z
   })
   .strict();
 
+const watchers = z
+  .object({
+    discoverySeconds: numeric(z.number().int().min(1).max(WEEK_SECONDS))
+      .default(30)
+      .describe(
+        'How often the watchers read API discovery for Crossplane’s group (apiextensions.crossplane.io), in ' +
+          'seconds, per process, besides the read at start: Crossplane installed, upgraded or removed while they ' +
+          'run is noticed within this long, without a restart. XRDs are recorded at v2 where it is served, else ' +
+          'at v1 (docs/architecture.md, “One catalog of kinds”). Each read is one to four small requests.',
+      ),
+  })
+  .strict();
+
 /** Environment variables and flags are text: "true" and "false" are the booleans they spell. */
 function flag<T extends z.ZodBoolean>(schema: T) {
   return z.preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), schema);
@@ -351,6 +364,7 @@ export const configSchema = z
     handover: handover.prefault({}),
     resync: resync.prefault({}),
     view: view.prefault({}),
+    watchers: watchers.prefault({}),
     webhook: webhook.prefault({}),
   })
   .strict();

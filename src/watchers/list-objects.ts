@@ -36,6 +36,22 @@ export async function listObjects(
   return { items, resourceVersion };
 }
 
+/** The versions discovery lists of an API group (`/apis/<group>`); none where the group is not served. */
+export async function servedVersions(kc: KubeConfig, group: string): Promise<string[]> {
+  const body = await ignoreNotFound(
+    sendForJson<{ versions?: { version: string }[] }>(kc, HttpMethod.GET, apiUrl(kc, `/apis/${group}`)),
+  );
+  return body?.versions?.map((v) => v.version) ?? [];
+}
+
+/** The resources discovery lists at a group version (`/apis/<group>/<version>`); none where it is not served. */
+export async function servedResources(kc: KubeConfig, groupVersion: string): Promise<string[]> {
+  const body = await ignoreNotFound(
+    sendForJson<{ resources?: { name: string }[] }>(kc, HttpMethod.GET, apiUrl(kc, `/apis/${groupVersion}`)),
+  );
+  return body?.resources?.map((r) => r.name) ?? [];
+}
+
 /** Whether the apiserver serves a group version (XRDs exist only where Crossplane is installed). */
 export async function servesGroupVersion(kc: KubeConfig, groupVersionPath: string): Promise<boolean> {
   const served = await ignoreNotFound(sendForJson(kc, HttpMethod.GET, apiUrl(kc, groupVersionPath)));

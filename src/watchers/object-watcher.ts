@@ -208,17 +208,33 @@ export class ObjectWatcher {
     this.abort?.abort();
   }
 
+  /**
+   * Stops, and records every object it knows of as deleted, as a relist that lists none would:
+   * for a kind whose API went away, and its objects with it. Given a watcher that was never
+   * started, that is every object the bus holds of the kind. Resolves to how many it knew.
+   */
+  async recordAllGone(): Promise<number> {
+    this.stop();
+    return this.recordListed([]);
+  }
+
   private async relist(): Promise<void> {
     const list = await listObjects(this.informers.kubeConfig, this.resource.path, {
       labelSelector: this.resource.labelSelector,
     });
     this.stats.relists++;
-    const known = new Map([...this.known].map(([key, k]) => [key, k.identity]));
-    const { gone, changed } = relistDiff(known, list.items);
-    for (const identity of gone) await this.recordDeletion(identity, 'relist-gap');
-    for (const item of changed) await this.recordUpsert(withoutManagedFields(item), 'list');
+    await this.recordListed(list.items);
     this.resourceVersion = list.resourceVersion;
     this.log.debug({ items: list.items.length, resourceVersion: list.resourceVersion }, 'listed');
+  }
+
+  /** Records what a list says that the bus does not have; resolves to how many objects were gone. */
+  private async recordListed(listed: RecordedObject[]): Promise<number> {
+    const known = new Map([...this.known].map(([key, k]) => [key, k.identity]));
+    const { gone, changed } = relistDiff(known, listed);
+    for (const identity of gone) await this.recordDeletion(identity, 'relist-gap');
+    for (const item of changed) await this.recordUpsert(withoutManagedFields(item), 'list');
+    return gone.length;
   }
 
   private watch(): void {

@@ -99,5 +99,15 @@ export const RECORDED_RESOURCES: WatchedResource[] = [
   }),
 ];
 
-/** XRDs are recorded only where Crossplane's API exists. */
-export const XRD_RESOURCE: WatchedResource = recorded(KINDS.xrd);
+/**
+ * XRDs at `version` of Crossplane's group. The catalog names v1, which Switchyard reads and writes
+ * them at; the watchers record them at the newest version the apiserver serves
+ * (`decideXrdRecording`, xrd-api.ts). The object and its view kind are the same at every version.
+ */
+export function xrdResourceAt(version: string): WatchedResource {
+  const { viewKind, group, resource } = KINDS.xrd;
+  return { kind: viewKind, path: `/apis/${group}/${version}/${resource}` };
+}
+
+/** XRDs at the catalog's version: recorded only where Crossplane's API exists. */
+export const XRD_RESOURCE: WatchedResource = xrdResourceAt(KINDS.xrd.version);

@@ -1,5 +1,4 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import { KINDS } from '../api/resources.ts';
 import { connectBus } from '../bus/connect.ts';
 import { followConnection } from '../bus/connection-state.ts';
 import { RecordWriter } from '../bus/records/record-writer.ts';
@@ -9,15 +8,16 @@ import { createKubeClients } from '../kube/clients.ts';
 import { workerMetricsToServe } from '../metrics/worker-metrics.ts';
 import { startHealthServer } from '../runtime/health-server.ts';
 import { createLogger } from '../runtime/logger.ts';
-import { servesGroupVersion } from './list-objects.ts';
 import { loadRecorded, ObjectWatcher } from './object-watcher.ts';
-import { RECORDED_RESOURCES, XRD_RESOURCE } from './resources.ts';
+import { RECORDED_RESOURCES, type WatchedResource } from './resources.ts';
+import { XrdRecorder } from './xrd-recorder.ts';
 
 const COMPONENT = 'watchers';
 
 /**
  * The watcher process: one ObjectWatcher per recorded kind, all on the
- * informers client. Replicas may run side by side (each change is stored once,
+ * informers client, and one for XRDs while Crossplane's API is served
+ * (XrdRecorder). Replicas may run side by side (each change is stored once,
  * and never over a newer one); a replica killed at any moment loses nothing
  * (the next one starts from what the bus holds and relists).
  */
@@ -42,52 +42,55 @@ export async function runWatchers(argv: string[]): Promise<void> {
   });
   const connection = followConnection(bus.nc);
   health.require('nats', () => (connection.connected() ? undefined : 'disconnected from NATS, reconnecting'));
-  const crossplane = await servesGroupVersion(clients.informers.kubeConfig, `/apis/${KINDS.xrd.apiVersion}`);
-  const resources = crossplane ? [...RECORDED_RESOURCES, XRD_RESOURCE] : RECORDED_RESOURCES;
   const writer = new RecordWriter({
     js: bus.js,
     jsm: bus.jsm,
     maxPayload: bus.nc.info?.max_payload ?? 1024 * 1024,
     tombstoneTtl: tombstoneTtl(topology),
   });
-  const watchers = await Promise.all(
-    resources.map(
-      async (resource) =>
-        new ObjectWatcher({
-          resource,
-          informers: clients.informers,
-          writer,
-          js: bus.js,
-          log,
-          recorded: await loadRecorded(bus.js, resource, log),
-          onOversized: (object, bytes) =>
-            clients.events.recorder.record({
-              regarding: {
-                apiVersion: object.apiVersion ?? '',
-                kind: object.kind ?? '',
-                name: object.metadata.name,
-                ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}),
-                uid: object.metadata.uid,
-              },
-              type: 'Warning',
-              reason: 'RecordTooLarge',
-              action: 'Record',
-              note:
-                `${bytes} bytes even compressed, over the NATS max_payload: recorded on the bus without its ` +
-                'content, so Switchyard fails closed on it; raise max_payload in the NATS server configuration',
-            }),
+  const newWatcher = async (resource: WatchedResource) =>
+    new ObjectWatcher({
+      resource,
+      informers: clients.informers,
+      writer,
+      js: bus.js,
+      log,
+      recorded: await loadRecorded(bus.js, resource, log),
+      onOversized: (object, bytes) =>
+        clients.events.recorder.record({
+          regarding: {
+            apiVersion: object.apiVersion ?? '',
+            kind: object.kind ?? '',
+            name: object.metadata.name,
+            ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}),
+            uid: object.metadata.uid,
+          },
+          type: 'Warning',
+          reason: 'RecordTooLarge',
+          action: 'Record',
+          note:
+            `${bytes} bytes even compressed, over the NATS max_payload: recorded on the bus without its ` +
+            'content, so Switchyard fails closed on it; raise max_payload in the NATS server configuration',
         }),
-    ),
-  );
+    });
+  const watchers = await Promise.all(RECORDED_RESOURCES.map(newWatcher));
   await Promise.all(watchers.map((w) => w.start()));
   recording = true;
-  log.info({ kinds: resources.map((r) => r.kind), crossplane }, 'recording');
+  log.info({ kinds: RECORDED_RESOURCES.map((r) => r.kind) }, 'recording');
+  const xrds = new XrdRecorder({
+    kubeConfig: clients.informers.kubeConfig,
+    periodMs: config.watchers.discoverySeconds * 1000,
+    newWatcher,
+    log,
+  });
+  xrds.start();
 
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
   log.info('stopping');
+  xrds.stop();
   for (const w of watchers) w.stop();
   await bus.close();
   await clients.close();
