@@ -5,8 +5,9 @@
 # the local node agent and NATS JetStream).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/bootstrap.sh"
 bootstrap
-# KEDA only runs in the autoscaling test: the demo does without it.
+# KEDA only runs in the autoscaling test, Crossplane only in the XRD tests: the demo does without them.
 ensure_keda
+ensure_crossplane
 cd "$SWITCHYARD_ROOT"
 echo "[test] typecheck"
 npx tsc -p tsconfig.json

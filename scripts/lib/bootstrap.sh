@@ -11,7 +11,10 @@
 #   * the ServiceMonitor and PrometheusRule CRDs the tests validate deploy/monitoring
 #     against, from the prometheus-operator Go module pinned in tools/monitoring-crds;
 #   * for the tests only (`ensure_keda`, called by scripts/test.sh): KEDA's operator and
-#     metrics adapter built from Go modules (tools/keda), with its CRDs and RBAC.
+#     metrics adapter built from Go modules (tools/keda), with its CRDs and RBAC;
+#   * for the tests only (`ensure_crossplane`, called by scripts/test.sh): Crossplane core built
+#     from a pinned source snapshot (SWITCHYARD_CROSSPLANE_SRC, or a clone of the pinned
+#     commit), with its CRDs.
 # The cache lives outside the work tree so that clones on the same machine share it.
 set -euo pipefail
 
@@ -96,6 +99,13 @@ ensure_keda() {
   source "$SWITCHYARD_ROOT/scripts/lib/build-keda.sh"
   SWITCHYARD_KEDA_DIR="$(build_keda)"
   export SWITCHYARD_KEDA_DIR
+}
+
+ensure_crossplane() {
+  # shellcheck source=build-crossplane.sh
+  source "$SWITCHYARD_ROOT/scripts/lib/build-crossplane.sh"
+  SWITCHYARD_CROSSPLANE_DIR="$(build_crossplane)"
+  export SWITCHYARD_CROSSPLANE_DIR
 }
 
 bootstrap() {
