@@ -1,14 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RECORDED_RESOURCES, XRD_RESOURCE } from '../watchers/resources.ts';
 import { CRD_CONFIG_KIND, XRD_CONFIG_KIND } from './conversion-config.ts';
-import {
-  atRecordedVersion,
-  isTargetViewKind,
-  KINDS,
-  ownKind,
-  RESOURCE_OF_CONFIG,
-  TARGET_OF_CONFIG,
-} from './resources.ts';
+import { isTargetViewKind, KINDS, ownKind, RESOURCE_OF_CONFIG, TARGET_OF_CONFIG } from './resources.ts';
 
 describe('the catalog of kinds', () => {
   it('keys every kind by its own view kind, so a lookup by subject token finds the kind it names', () => {
@@ -56,20 +49,5 @@ describe('the catalog of kinds', () => {
       namespaced: true,
     });
     expect(KINDS.webhookserver).toMatchObject({ apiVersion: 'switchyard.dev/v1alpha1', namespaced: false });
-  });
-});
-
-describe('a recorded object written back', () => {
-  it('goes to the version it was recorded at, within its own group only', () => {
-    const v2 = atRecordedVersion(KINDS.xrd, 'apiextensions.crossplane.io/v2');
-    expect(v2).toMatchObject({
-      version: 'v2',
-      apiVersion: 'apiextensions.crossplane.io/v2',
-      resource: 'compositeresourcedefinitions',
-    });
-    expect(v2.listPath).toBe('/apis/apiextensions.crossplane.io/v2/compositeresourcedefinitions');
-    expect(atRecordedVersion(KINDS.xrd, 'apiextensions.crossplane.io/v1')).toBe(KINDS.xrd);
-    expect(atRecordedVersion(KINDS.xrd, 'other.io/v2')).toBe(KINDS.xrd);
-    expect(atRecordedVersion(KINDS.xrd, undefined)).toBe(KINDS.xrd);
   });
 });

@@ -113,19 +113,3 @@ export function ownKind(viewKind: string): KindResource | undefined {
   const entry: KindResource = KINDS[viewKind as ViewKind];
   return entry.group === GROUP ? entry : undefined;
 }
-
-/**
- * `kind` at the version `apiVersion` names, when it is of the kind's group: a recorded object is
- * written back at the version it was read at. The watchers read XRDs at the newest version
- * Crossplane serves (v2 where served, v1 otherwise), and a Crossplane that serves only v2 has no
- * v1 path to patch.
- */
-export function atRecordedVersion<V extends string>(
-  kind: KindResource<V>,
-  apiVersion: unknown,
-): KindResource<V> {
-  if (typeof apiVersion !== 'string' || apiVersion === kind.apiVersion) return kind;
-  const [group, version] = apiVersion.split('/');
-  if (group !== kind.group || !version) return kind;
-  return kindResource(kind.viewKind, kind.group, version, kind.resource, kind.kind, kind.namespaced);
-}

@@ -30,7 +30,6 @@ import {
 } from '../api/conversion-config.ts';
 import { encodeVerdict, verdictOf } from '../api/handover-verdict.ts';
 import {
-  atRecordedVersion,
   KINDS,
   type KindResource,
   RESOURCE_OF_CONFIG,
@@ -420,19 +419,14 @@ function readSubject(
   const resolution = assignSubjects(claimants.map(subjectOf), fleetOf(instances)).get(target);
   if (resolution === undefined || !resolution.ok)
     return { kind: 'skip', why: resolution?.message ?? 'unresolved' };
+  const targetKind = TARGET_OF_CONFIG[config.kind];
   const { resourceVersion: configVersion } = config.metadata;
   if (!configVersion) return { kind: 'skip', why: 'recorded without a resourceVersion' };
   const configRead = { ...config, metadata: { ...config.metadata, resourceVersion: configVersion } };
-  const record = view.record({ kind: TARGET_OF_CONFIG[config.kind].viewKind, namespace: '', name: target });
+  const record = view.record({ kind: targetKind.viewKind, namespace: '', name: target });
   if (record === undefined)
-    return {
-      kind: 'missing',
-      config: configRead,
-      destination: resolution.instance,
-      targetKind: TARGET_OF_CONFIG[config.kind],
-    };
-  const live = record.object as { apiVersion?: string; metadata: { resourceVersion?: string } };
-  const targetKind = atRecordedVersion(TARGET_OF_CONFIG[config.kind], live.apiVersion);
+    return { kind: 'missing', config: configRead, destination: resolution.instance, targetKind };
+  const live = record.object as { metadata: { resourceVersion?: string } };
   if (record.omitted) return { kind: 'skip', why: 'the target is recorded without its content' };
   const validation = verdicts.of(view, config);
   if (validation === undefined) return { kind: 'skip', why: 'the verdict on the config was not read yet' };
