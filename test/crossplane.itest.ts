@@ -10,21 +10,19 @@
 // Crossplane's group in discovery (test/support/crossplane-xrd-crd.ts).
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isNotFound } from '../src/kube/errors.ts';
 import { apiUrl, HttpMethod, sendForJson } from '../src/kube/request.ts';
 import {
-  CROSSPLANE_NAMESPACE,
   type RunningCrossplane,
-  removeCrossplaneCrds,
   startCrossplane,
+  uninstallCrossplane,
 } from '../src/local-cluster/crossplane.ts';
 import { isProcessAlive } from '../src/local-cluster/managed-process.ts';
 import { createCertificateAuthority } from '../src/local-cluster/pki.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
-import { servesGroupVersion } from '../src/watchers/list-objects.ts';
 import { XRD_GROUP, XRD_PLURAL, XRD_VERSION, xrdVersion } from './support/crossplane-xrd-crd.ts';
 import { useLocalCluster } from './support/local-cluster.ts';
 
@@ -136,23 +134,6 @@ async function deleteXrd(): Promise<void> {
   xrdCreated = false;
 }
 
-/** Removes Crossplane's CRDs and namespace and waits until discovery no longer serves its XRD API. */
-async function uninstallCrossplane(): Promise<void> {
-  await removeCrossplaneCrds(admin, { timeoutMs: 120_000 });
-  await admin
-    .makeApiClient(CoreV1Api)
-    .deleteNamespace({ name: CROSSPLANE_NAMESPACE })
-    .catch((err: unknown) => {
-      if (!isNotFound(err)) throw err;
-    });
-  await waitFor(
-    `discovery no longer serves ${XRD_API.group}/${XRD_API.version}`,
-    async () =>
-      (await servesGroupVersion(admin, `/apis/${XRD_API.group}/${XRD_API.version}`)) ? undefined : true,
-    { timeoutMs: 60_000, intervalMs: 250 },
-  );
-}
-
 beforeAll(async () => {
   await mkdir(dir, { recursive: true });
   caBundle = Buffer.from((await createCertificateAuthority(dir, 'conversion-ca')).certPem).toString('base64');
@@ -170,7 +151,7 @@ afterAll(async () => {
     }
   } finally {
     await crossplane?.stop();
-    await uninstallCrossplane();
+    await uninstallCrossplane(admin);
   }
 });
 

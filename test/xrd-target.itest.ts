@@ -1,17 +1,18 @@
-// The acceptance check "an XRD target is gated and patched like a CRD target": Crossplane's
-// CompositeResourceDefinition API installed (test/support/crossplane-xrd-crd.ts; Crossplane
-// itself does not run), and an XRDConversionConfig converting an XRD. Every handler is a real
-// process, as in test/pool-move.itest.ts: `switchyard watch` (which records XRDs only when it
-// finds Crossplane's API in discovery at start, so it starts after the API is served), `router`,
-// and `assign`, `lease-aggregate`, `handover`, `config-status`, each (the watchers too) under the
+// The acceptance check "an XRD target is gated and patched like a CRD target", with a real
+// Crossplane core (src/local-cluster/crossplane.ts) turning each XRD into the CRDs the apiserver
+// routes by, and an XRDConversionConfig converting an XRD. Every handler is a real process, as in
+// test/pool-move.itest.ts: `switchyard watch` (started after Crossplane's API is served, though
+// it would find it later too: src/watchers/xrd-discovery.itest.ts), `router`, and `assign`,
+// `lease-aggregate`, `handover`, `config-status`, each (the watchers too) under the
 // ServiceAccount token of its deploy/rbac manifest. The test plays the data plane: serving
 // Secrets, EndpointSlices naming ready Pods, served-set Leases.
 //
 // As test/handover.itest.ts asserts for a CRD: the first apply waits for a ready destination
-// replica and then points the XRD's spec.conversion at the instance's Service with its CA; a move
-// waits while a ready destination Pod has not reported the target and follows its report
-// (HandoverReady); only the handover identity patches the XRD, as field manager
-// switchyard-handover, and only spec.conversion.
+// replica and then points the XRD's spec.conversion at the instance's Service with its CA, and
+// states its verdict once Crossplane has copied that into the generated CRDs (the composite's
+// and the claim's); a move waits while a ready destination Pod has not reported the target and
+// follows its report (HandoverReady); of Switchyard's identities only the handover patches the
+// XRD, as field manager switchyard-handover, and only spec.conversion.
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { pino } from 'pino';
@@ -20,18 +21,17 @@ import { API_VERSION, GROUP, VERSION, webhookServiceName } from '../src/api/cons
 import type { ConfigStatus } from '../src/api/conversion-config.ts';
 import { STREAMS } from '../src/bus/topology.ts';
 import { isNotFound } from '../src/kube/errors.ts';
+import {
+  type RunningCrossplane,
+  startCrossplane,
+  uninstallCrossplane,
+} from '../src/local-cluster/crossplane.ts';
 import type { ManagedProcess } from '../src/local-cluster/managed-process.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
 import { type AuditEvent, auditLogFromNow } from './support/audit-log.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd } from './support/crds.ts';
-import {
-  installCrossplaneXrdApi,
-  removeCrossplaneXrdApi,
-  XRD_GROUP,
-  XRD_PLURAL,
-  XRD_VERSION,
-} from './support/crossplane-xrd-crd.ts';
+import { XRD_GROUP, XRD_PLURAL, XRD_VERSION, xrdVersion } from './support/crossplane-xrd-crd.ts';
 import { createReadyEndpointSlice, createServingSecret } from './support/data-plane.ts';
 import { componentIdentityFile, componentUser, grantTrustBundleRead } from './support/identities.ts';
 import { createNamespace, useLocalCluster } from './support/local-cluster.ts';
@@ -50,10 +50,12 @@ const XRD = `xgizmos.${XRD_OBJECT_GROUP}`;
 const CONFIG = `xrd-${run}`;
 const [A, B] = ['a', 'b'].map((n) => `xrd-${run}-${n}`) as [string, string];
 const HANDOVER_MANAGER = 'switchyard-handover';
+const CROSSPLANE_USER = 'switchyard:admin';
 const COMPONENTS = ['watchers', 'assign', 'lease-aggregate', 'handover', 'config-status'];
 
 let namespace = '';
 let bus: OwnBus;
+let crossplane: RunningCrossplane | undefined;
 let audit: Awaited<ReturnType<typeof auditLogFromNow>>;
 const processes: ManagedProcess[] = [];
 const publishers: ServedLeasePublisher[] = [];
@@ -92,19 +94,8 @@ async function createCustom(group: string, version: string, plural: string, body
 /**
  * The XRD under test: v2 (referenceable, the version composites are stored at) has spec.size
  * where v1 has spec.replicas, so the config's FieldRename compiles only if the XRD's version
- * schemas are read. Crossplane would render the composite CRD from it; here nothing does.
+ * schemas are read. Crossplane renders the composite's and the claim's CRDs from it.
  */
-const xrdVersion = (name: string, field: string, referenceable: boolean) => ({
-  name,
-  served: true,
-  referenceable,
-  schema: {
-    openAPIV3Schema: {
-      type: 'object',
-      properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } },
-    },
-  },
-});
 const XRD_VERSIONS = [xrdVersion('v2', 'size', true), xrdVersion('v1', 'replicas', false)];
 
 async function createXrd(name = XRD): Promise<void> {
@@ -253,9 +244,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 beforeAll(async () => {
   audit = await auditLogFromNow(cluster.info.auditLog);
   for (const crd of await committedCrds()) await ensureCrd(admin, crd);
-  // First pushed, so last run: the API goes once everything in it is deleted.
-  cleanups.push(() => removeCrossplaneXrdApi(admin));
-  await installCrossplaneXrdApi(admin);
+  // First pushed, so last run: once the XRDs are gone (Crossplane removes its finalizers), Crossplane
+  // stops and its API goes.
+  cleanups.push(async () => {
+    await waitFor('the XRDs deleted', async () => ((await xrdsOfThisRun()).length === 0 ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
+    await crossplane?.stop();
+    await uninstallCrossplane(admin);
+  });
+  crossplane = await startCrossplane({
+    kubeConfigPath: cluster.info.kubeConfigs.admin,
+    dir: join(cluster.info.dir, `xrd-target-crossplane-${run}`),
+    log: logger,
+  });
   namespace = await createNamespace(admin, 'xrd-target');
   cleanups.push(() => core.deleteNamespace({ name: namespace }));
 
@@ -312,7 +315,7 @@ afterAll(async () => {
 }, 180_000);
 
 describe('an XRD target', () => {
-  it("the watchers record XRDs: they found Crossplane's API at start", async () => {
+  it("the watchers record XRDs: they found Crossplane's API", async () => {
     await createXrd();
     const rec = await waitFor(
       `a record of ${XRD}`,
@@ -435,13 +438,27 @@ describe('an XRD target', () => {
   });
 });
 
+/** Crossplane runs as the cluster's admin here: its own writes of the XRD (finalizers, status) are not Switchyard's. */
 const xrdPatches = (events: AuditEvent[]) =>
   events.filter(
     (e) =>
       e.stage === 'ResponseComplete' &&
       e.verb === 'patch' &&
+      e.user.username !== CROSSPLANE_USER &&
       e.objectRef?.apiGroup === XRD_GROUP &&
       e.objectRef.resource === XRD_PLURAL &&
       e.objectRef.name === XRD &&
       e.responseStatus?.code === 200,
   );
+
+/** The XRDs this file created that still exist. */
+async function xrdsOfThisRun(): Promise<string[]> {
+  const list = (await custom.listClusterCustomObject({
+    group: XRD_GROUP,
+    version: XRD_VERSION,
+    plural: XRD_PLURAL,
+  })) as {
+    items: Array<{ metadata: { name: string } }>;
+  };
+  return list.items.map((x) => x.metadata.name).filter((n) => n.includes(run));
+}

@@ -11,12 +11,19 @@
 // TLS material it loads at start (its function runner's client certificate, its webhook server's).
 import { copyFile, mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ApiextensionsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import {
+  ApiextensionsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { parseAllDocuments } from 'yaml';
+import { KINDS } from '../api/resources.ts';
 import { isConflict, isNotFound } from '../kube/errors.ts';
 import { apiUrl, HttpMethod, sendForJson } from '../kube/request.ts';
 import { createLogger } from '../runtime/logger.ts';
+import { servesGroupVersion } from '../watchers/list-objects.ts';
 import { childEnv } from './control-plane.ts';
 import { freePort } from './free-port.ts';
 import { ManagedProcess } from './managed-process.ts';
@@ -118,29 +125,84 @@ export async function removeCrossplaneCrds(
   kubeConfig: KubeConfigLike,
   opts: { files?: readonly string[]; timeoutMs?: number } = {},
 ): Promise<void> {
-  const api = kubeConfigOf(kubeConfig).makeApiClient(ApiextensionsV1Api);
+  const kc = kubeConfigOf(kubeConfig);
+  const api = kc.makeApiClient(ApiextensionsV1Api);
   const names = (await crossplaneCrds(opts.files)).map((c) => c.metadata.name);
   for (const name of names) {
     await api.deleteCustomResourceDefinition({ name }).catch((err: unknown) => {
       if (!isNotFound(err)) throw err;
     });
   }
+  let left: string[] = [];
   await waitFor(
     `Crossplane's CRDs deleted`,
     async () => {
+      left = [];
       for (const name of names) {
-        const gone = await api.readCustomResourceDefinition({ name }).then(
-          () => false,
-          (err: unknown) => {
-            if (isNotFound(err)) return true;
-            throw err;
-          },
-        );
-        if (!gone) return undefined;
+        const crd = await api.readCustomResourceDefinition({ name }).catch((err: unknown) => {
+          if (isNotFound(err)) return undefined;
+          throw err;
+        });
+        if (crd === undefined) continue;
+        left.push(name);
+        // A CRD goes once its objects have; one Crossplane made and holds a finalizer on stays
+        // while Crossplane is stopped. Nothing else will ever release it.
+        await releaseObjectsOf(kc, crd);
       }
-      return true;
+      return left.length === 0 ? true : undefined;
     },
     { timeoutMs: opts.timeoutMs ?? 60_000, intervalMs: 250 },
+  ).catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}; still there: ${left.join(', ')}`);
+  });
+}
+
+/** Removes the finalizers of every object of a CRD that is being deleted. */
+async function releaseObjectsOf(kc: KubeConfig, crd: V1CustomResourceDefinition): Promise<void> {
+  if (crd.metadata?.deletionTimestamp === undefined) return;
+  const version = crd.spec.versions.find((v) => v.served)?.name;
+  if (version === undefined) return;
+  const collection = `/apis/${crd.spec.group}/${version}/${crd.spec.names.plural}`;
+  const list = await sendForJson<{
+    items?: { metadata: { name: string; namespace?: string; finalizers?: string[] } }[];
+  }>(kc, HttpMethod.GET, apiUrl(kc, collection));
+  for (const item of list.items ?? []) {
+    if (!item.metadata.finalizers?.length) continue;
+    const { name, namespace } = item.metadata;
+    const path = namespace
+      ? `/apis/${crd.spec.group}/${version}/namespaces/${namespace}/${crd.spec.names.plural}/${name}`
+      : `${collection}/${name}`;
+    await sendForJson(kc, HttpMethod.PATCH, apiUrl(kc, path), {
+      body: { metadata: { finalizers: null } },
+      contentType: 'application/merge-patch+json',
+    }).catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
+    });
+  }
+}
+
+/**
+ * Takes Crossplane's API back out of the cluster: its CRDs, its namespace, and waits until
+ * discovery no longer serves XRDs, so that a later user of the same cluster (another test file's
+ * watchers) does not find an API that is going away. Stop Crossplane after its XRDs are gone.
+ */
+export async function uninstallCrossplane(
+  kubeConfig: KubeConfigLike,
+  opts: { timeoutMs?: number } = {},
+): Promise<void> {
+  const kc = kubeConfigOf(kubeConfig);
+  await removeCrossplaneCrds(kc, { timeoutMs: opts.timeoutMs ?? 120_000 });
+  await kc
+    .makeApiClient(CoreV1Api)
+    .deleteNamespace({ name: CROSSPLANE_NAMESPACE })
+    .catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
+    });
+  const xrdApi = `/apis/${KINDS.xrd.apiVersion}`;
+  await waitFor(
+    `discovery no longer serves ${xrdApi}`,
+    async () => ((await servesGroupVersion(kc, xrdApi)) ? undefined : true),
+    { timeoutMs: 60_000, intervalMs: 250 },
   );
 }
 

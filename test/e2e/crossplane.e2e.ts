@@ -139,14 +139,7 @@ describe('XRD targets move with a real Crossplane under load', () => {
     for (const t of moving)
       await patchConfig(admin, configOf(t), { webhookServerRef: { name: BRAVO } }, 'XRDConversionConfig');
     // The handover repoints the XRDs; Crossplane, stopped, copies nothing into the CRDs.
-    await waitFor(
-      'the XRDs to name bravo while their CRDs name charlie',
-      async () =>
-        (await Promise.all(moving.map((t) => xrdService(t)))).every((s) => s === webhookServiceName(BRAVO))
-          ? true
-          : undefined,
-      { timeoutMs: MOVE_TIMEOUT_MS, intervalMs: 500 },
-    );
+    await xrdsRepointed(moving, BRAVO);
     const statuses = await configStatuses(admin, 'XRDConversionConfig');
     for (const t of moving) {
       expect(handoverReady(statuses.get(configOf(t))), t).toMatchObject({
@@ -193,14 +186,7 @@ describe('XRD targets move with a real Crossplane under load', () => {
       await patchConfig(admin, configOf(t), { webhookServerRef: null }, 'XRDConversionConfig');
     await crossplane.kill();
     const killedAt = Date.now();
-    await waitFor(
-      'the XRDs to name alpha with Crossplane gone',
-      async () =>
-        (await Promise.all(moving.map((t) => xrdService(t)))).every((s) => s === webhookServiceName(ALPHA))
-          ? true
-          : undefined,
-      { timeoutMs: MOVE_TIMEOUT_MS, intervalMs: 500 },
-    );
+    await xrdsRepointed(moving, ALPHA);
     for (const t of moving)
       for (const crd of generated.get(t) ?? []) expect(await crdInstance(crd), crd).toBe(BRAVO);
     await sleep(5_000);
@@ -333,6 +319,18 @@ async function movesDone(expected: ReadonlyMap<string, string>, reason: 'FirstAp
   );
   for (const target of expected.keys())
     expect(handoverReady(last.get(configOf(target)) as ConfigStatus), target).toMatchObject({ reason });
+}
+
+/** The handover has pointed every XRD of `moving` at `instance` (whatever their generated CRDs say). */
+async function xrdsRepointed(moving: readonly string[], instance: string): Promise<void> {
+  await waitFor(
+    `the XRDs ${moving.join(', ')} to name ${instance}`,
+    async () =>
+      (await Promise.all(moving.map((t) => xrdService(t)))).every((s) => s === webhookServiceName(instance))
+        ? true
+        : undefined,
+    { timeoutMs: MOVE_TIMEOUT_MS, intervalMs: 500 },
+  );
 }
 
 async function xrdService(target: string): Promise<string | undefined> {
