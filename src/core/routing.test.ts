@@ -72,13 +72,15 @@ describe('the CRDs an XRD target routes by', () => {
   });
 
   it('every Service any of them names counts, once, sorted', () => {
-    expect(
-      servicesNamingTarget('b-webhook-server', [
-        { serviceName: 'a-webhook-server' },
-        { serviceName: undefined },
-      ]),
-    ).toEqual(['a-webhook-server', 'b-webhook-server']);
+    expect(servicesNamingTarget('b-webhook-server', ['a-webhook-server', 'b-webhook-server'])).toEqual([
+      'a-webhook-server',
+      'b-webhook-server',
+    ]);
     expect(servicesNamingTarget(undefined)).toEqual([]);
+    expect(servicesNamingTarget('a-webhook-server', ['a-webhook-server'])).toEqual(['a-webhook-server']);
+    expect(servicesNamingTarget('a-webhook-server'), 'one shared list per Service').toBe(
+      servicesNamingTarget('a-webhook-server'),
+    );
   });
 
   it('a generated CRD names its XRD through its controller owner reference', () => {

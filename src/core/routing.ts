@@ -95,15 +95,36 @@ export function describeLaggingRoutes(routes: readonly RouteState[]): string {
     .join('; ');
 }
 
-/** The Service names a target's conversions may go to now: its own and, for an XRD, every generated CRD's. Sorted, once each. */
+/**
+ * The Service names a target's conversions may go to now: its own and, for an XRD, those the
+ * generated CRDs name (`routedServices`). Sorted, once each.
+ */
 export function servicesNamingTarget(
   ownServiceName: string | undefined,
-  routes: readonly { serviceName: string | undefined }[] = [],
-): string[] {
-  const names = new Set<string>();
+  routedServices: readonly string[] = NO_SERVICES,
+): readonly string[] {
+  if (routedServices.length === 0)
+    return ownServiceName === undefined ? NO_SERVICES : onlyService(ownServiceName);
+  const names = new Set(routedServices);
   if (ownServiceName !== undefined) names.add(ownServiceName);
-  for (const r of routes) if (r.serviceName !== undefined) names.add(r.serviceName);
-  return [...names].sort();
+  if (names.size > 1) return [...names].sort();
+  return onlyService(names.values().next().value as string);
+}
+
+const NO_SERVICES: readonly string[] = Object.freeze([]);
+const singleServices = new Map<string, readonly string[]>();
+
+/**
+ * One list per Service name, shared: nearly every target names one Service, of a handful, and a
+ * list per target of 50,000 cost 4.6 MiB and most of the time (bench/target-services.ts).
+ */
+function onlyService(name: string): readonly string[] {
+  let list = singleServices.get(name);
+  if (list === undefined) {
+    list = Object.freeze([name]);
+    singleServices.set(name, list);
+  }
+  return list;
 }
 
 function crdsNamed(crds: readonly string[]): string {

@@ -157,7 +157,12 @@ export async function removeCrossplaneCrds(
   });
 }
 
-/** Removes the finalizers of every object of a CRD that is being deleted. */
+/**
+ * Removes the finalizers of every object of a CRD that is being deleted; and the CRD's own
+ * cleanup finalizer once it has no object left but the apiserver's cleanup failed (a CRD deleted
+ * while its storage was still initializing reports `InstanceDeletionFailed`, "storage is
+ * (re)initializing", and its retry can back off for minutes).
+ */
 async function releaseObjectsOf(kc: KubeConfig, crd: V1CustomResourceDefinition): Promise<void> {
   if (crd.metadata?.deletionTimestamp === undefined) return;
   const version = crd.spec.versions.find((v) => v.served)?.name;
@@ -166,6 +171,16 @@ async function releaseObjectsOf(kc: KubeConfig, crd: V1CustomResourceDefinition)
   const list = await sendForJson<{
     items?: { metadata: { name: string; namespace?: string; finalizers?: string[] } }[];
   }>(kc, HttpMethod.GET, apiUrl(kc, collection));
+  const cleanupFailed = crd.status?.conditions?.some(
+    (c) => c.type === 'Terminating' && c.reason === 'InstanceDeletionFailed',
+  );
+  if ((list.items ?? []).length === 0 && cleanupFailed && crd.metadata.finalizers?.length) {
+    await sendForJson(kc, HttpMethod.PATCH, apiUrl(kc, crdPath(crd.metadata.name ?? '')), {
+      body: { metadata: { finalizers: null } },
+      contentType: 'application/merge-patch+json',
+    });
+    return;
+  }
   for (const item of list.items ?? []) {
     if (!item.metadata.finalizers?.length) continue;
     const { name, namespace } = item.metadata;

@@ -287,14 +287,12 @@ const TARGET_SERVICES = {};
  */
 export function readTargetServices(view: Pick<ObjectView, 'list'>): ReadonlyMap<string, readonly string[]> {
   return derivedFromView(view, TARGET_VIEW_KINDS, TARGET_SERVICES, ([crds, xrds]) => {
-    const crdsByName = new Map((crds ?? []).map((crd) => [metaOf(crd).name, crd]));
     const out = new Map<string, readonly string[]>();
-    for (const [name, crd] of crdsByName) out.set(name, servicesNamingTarget(conversionServiceOf(crd)));
+    for (const crd of crds ?? []) out.set(metaOf(crd).name, servicesNamingTarget(conversionServiceOf(crd)));
     for (const xrd of xrds ?? []) {
-      const routes = generatedCrdNames(xrd).map((crd) => ({
-        serviceName: conversionServiceOf(crdsByName.get(crd)),
-      }));
-      out.set(metaOf(xrd).name, servicesNamingTarget(conversionServiceOf(xrd), routes));
+      // Read before the XRD's own entry replaces its composite CRD's, which has the same name.
+      const routed = generatedCrdNames(xrd).flatMap((crd) => out.get(crd) ?? []);
+      out.set(metaOf(xrd).name, servicesNamingTarget(conversionServiceOf(xrd), routed));
     }
     return out;
   });
