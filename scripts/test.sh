@@ -5,7 +5,8 @@
 # the local node agent and NATS JetStream).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/bootstrap.sh"
 bootstrap
-# KEDA only runs in the autoscaling test, Crossplane only in the XRD tests: the demo does without them.
+# KEDA only runs in the autoscaling test, Crossplane in the XRD tests: the plain demo does without
+# them (scripts/demo.sh builds Crossplane for --crossplane only).
 ensure_keda
 ensure_crossplane
 cd "$SWITCHYARD_ROOT"
