@@ -46,7 +46,18 @@ function crd(name: string, resourceVersion: string, description: string): Record
         { name: 'v2', served: true, storage: true, schema },
       ],
     },
-    status: { storedVersions: ['v1', 'v2'] },
+    status: {
+      storedVersions: ['v1', 'v2'],
+      conditions: [
+        {
+          type: 'Established',
+          status: 'True',
+          reason: 'InitialNamesAccepted',
+          message: 'the initial names have been accepted',
+          lastTransitionTime: '2026-01-01T00:00:00Z',
+        },
+      ],
+    },
   };
 }
 
@@ -84,6 +95,8 @@ describe('a projected view', () => {
             { name: 'v2', served: true, storage: true },
           ],
         },
+        // Whether it is Established (a first apply waits for it), and nothing else of its status.
+        status: { conditions: [{ type: 'Established', status: 'True' }] },
       });
       expect(await view.whole(key)).toEqual(crd(name, '1', 'first'));
 
