@@ -8,9 +8,8 @@
 // them, the apiserver still sends the target's conversions to the source.
 //
 // Pure: the callers hand in the recorded objects.
+import { KINDS } from '../api/resources.ts';
 import { liveConversionOf, sameConversion } from './target-conversion.ts';
-
-const CROSSPLANE_API_GROUP = 'apiextensions.crossplane.io';
 
 interface Definition {
   metadata?: { name?: string };
@@ -141,9 +140,7 @@ export function xrdOfGeneratedCrd(crd: unknown): string | undefined {
     ?.ownerReferences;
   return owners?.find(
     (o) =>
-      o.controller === true &&
-      o.kind === 'CompositeResourceDefinition' &&
-      o.apiVersion?.startsWith(`${CROSSPLANE_API_GROUP}/`),
+      o.controller === true && o.kind === KINDS.xrd.kind && o.apiVersion?.startsWith(`${KINDS.xrd.group}/`),
   )?.name;
 }
 

@@ -4,6 +4,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, VERSION, webhookServiceName } from '../api/constants.ts';
 import type { ConfigStatus } from '../api/conversion-config.ts';
+import { KINDS } from '../api/resources.ts';
 import { INSTANCE_POLICY_CONFIGMAP } from '../core/instance-admission.ts';
 import { isEstablished } from '../core/routing.ts';
 import { conversionServiceOf } from '../core/target-conversion.ts';
@@ -173,7 +174,7 @@ export async function createTwoVersionTarget(kc: KubeConfig, name: string, kind:
   );
 }
 
-export const XRD_API_GROUP = 'apiextensions.crossplane.io';
+export const XRD_API_GROUP = KINDS.xrd.group;
 
 /**
  * A Crossplane XRD `<plural>.<group>` with the versions of `createTwoVersionTarget` (v1
