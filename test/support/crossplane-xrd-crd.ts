@@ -39,8 +39,9 @@ export const xrdVersion = (name: string, field: string, referenceable: boolean) 
 
 /**
  * Installs the XRD API and waits until discovery serves its group version: the watchers decide
- * at start whether to record XRDs by that discovery read (src/watchers/run.ts), and the
- * apiserver publishes a CRD's discovery only after the CRD is Established.
+ * whether to record XRDs by that discovery read, at start and every discovery period
+ * (src/watchers/xrd-recorder.ts), and the apiserver publishes a CRD's discovery only after the
+ * CRD is Established.
  */
 export async function installCrossplaneXrdApi(admin: KubeConfig): Promise<void> {
   await applyCrossplaneCrds(admin, { files: [XRD_CRD_FILE] });
