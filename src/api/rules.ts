@@ -1,132 +1,59 @@
-// Conversion rules: the declarative vocabulary a config uses to say how one spoke version
-// maps to the hub. The shape follows the existing conversion operator so its users read it
-// without a manual: `strategy` names the strategy (PascalCase, like every Kubernetes enum),
-// and exactly one params block, keyed by the strategy's camelCase name, carries its
-// arguments. `acknowledgeLossy` and `reason` sit beside it because the compiler fails closed
-// on a lossy rule that nobody acknowledged.
+// Conversion rules: the declarative vocabulary a config uses to say how one spoke version maps
+// to the hub. The shape is the reference conversion operator's, so its users read it without a
+// manual and bring their configs unchanged: `strategy` names one of 29 strategies (PascalCase,
+// like every Kubernetes enum), and exactly one params block, keyed by the strategy's camelCase
+// name, carries its arguments (rule-params.ts). `acknowledgeLossy` and `reason` sit beside it
+// because the compiler fails closed on a lossy rule that nobody acknowledged.
 //
-// This file is shared: the conversion engine compiles these rules, the CRD generator emits
-// their OpenAPI shape. Paths are dotted field paths relative to the object root
-// (`spec.size`), the engine owns their finer grammar.
+// This file is shared: the conversion engine compiles these rules, the CRD generator emits their
+// OpenAPI shape. Paths are dotted field paths relative to the object root (`spec.size`), the
+// engine owns their finer grammar.
 import { z } from 'zod';
 import { jsonValue } from './openapi.ts';
+import {
+  arrayToMapByKeyParamsSchema,
+  celParamsSchema,
+  constantParamsSchema,
+  defaultValueParamsSchema,
+  deleteParamsSchema,
+  durationParamsSchema,
+  enumRemapParamsSchema,
+  fieldPathSchema,
+  fieldRenameParamsSchema,
+  fieldsToMapParamsSchema,
+  fieldsToScalarParamsSchema,
+  fromAnnotationParamsSchema,
+  fromLabelParamsSchema,
+  jsonPatchParamsSchema,
+  listJoinParamsSchema,
+  listSplitParamsSchema,
+  mapKeyRenameParamsSchema,
+  mapToArrayByKeyParamsSchema,
+  mapToFieldsParamsSchema,
+  numericScaleParamsSchema,
+  objectToScalarParamsSchema,
+  objectToSingletonArrayParamsSchema,
+  quantityParamsSchema,
+  scalarToFieldsParamsSchema,
+  scalarToObjectParamsSchema,
+  singletonArrayToObjectParamsSchema,
+  toAnnotationParamsSchema,
+  toLabelParamsSchema,
+  typeCoerceParamsSchema,
+} from './rule-params.ts';
+import { PARAMS_KEY, STRATEGIES, type Strategy } from './strategy-names.ts';
+import { strictObject } from './strict-object.ts';
 
-export const STRATEGIES = ['FieldRename', 'Delete', 'DefaultValue', 'Constant', 'EnumRemap'] as const;
+export * from './rule-params.ts';
+export { PARAMS_KEY, type ParamsKey, STRATEGIES, type Strategy } from './strategy-names.ts';
+export { strictObject } from './strict-object.ts';
+
 export const strategySchema = z.enum(STRATEGIES);
-export type Strategy = z.infer<typeof strategySchema>;
 
-/** The params key a strategy's arguments live under (`FieldRename` → `fieldRename`). */
-export const PARAMS_KEY = {
-  FieldRename: 'fieldRename',
-  Delete: 'delete',
-  DefaultValue: 'defaultValue',
-  Constant: 'constant',
-  EnumRemap: 'enumRemap',
-} as const satisfies Record<Strategy, string>;
-export type ParamsKey = (typeof PARAMS_KEY)[Strategy];
-
-/**
- * An object that rejects fields it does not declare, naming them: a field the user wrote and
- * the engine ignored would be a silent difference between the config and what it does (the
- * reference operator's fields that Switchyard lacks arrive exactly this way). `what` names
- * the object in the message, e.g. "a FieldRename rule".
- */
-export function strictObject<Shape extends z.core.$ZodLooseShape>(what: string, shape: Shape) {
-  const known = Object.keys(shape).join(', ');
-  return z.strictObject(shape, {
-    error: (issue) =>
-      issue.code === 'unrecognized_keys' ? unknownFieldsMessage(what, issue.keys, known) : undefined,
-  });
-}
-
-const OTHER_PARAMS_KEYS = new Set<string>(Object.values(PARAMS_KEY));
-
-function unknownFieldsMessage(what: string, keys: readonly string[], known: string): string {
-  const params = keys.filter((k) => OTHER_PARAMS_KEYS.has(k));
-  const others = keys.filter((k) => !OTHER_PARAMS_KEYS.has(k));
-  const parts: string[] = [];
-  if (params.length > 0) {
-    parts.push(
-      `${what} takes exactly one params block, the one named after its strategy; remove ${params.join(', ')} (or move it into a rule of its own)`,
-    );
-  }
-  if (others.length > 0) parts.push(`${what} has no field ${others.join(', ')} (its fields: ${known})`);
-  return parts.join('; ');
-}
-
-// Bounds keep the apiserver's CEL cost estimate for the rule validations finite; they are far
-// above anything a real config needs.
-const MAX_PATH_LENGTH = 1024;
 const MAX_REASON_LENGTH = 4096;
-const MAX_ENUM_MAPPINGS = 256;
-
-export const fieldPathSchema = z
-  .string()
-  .min(1)
-  .max(MAX_PATH_LENGTH)
-  .meta({ description: 'Dotted path of a field from the object root, e.g. spec.size.' });
-
-export const sideSchema = z
-  .enum(['Hub', 'Spoke'])
-  .meta({ description: 'Which version of the pair declares the field.' });
-export type Side = z.infer<typeof sideSchema>;
-
-export const unmappedValuePolicySchema = z.enum(['Error', 'Drop']).meta({
-  description: 'What to do with a value the mapping does not list: fail the conversion, or drop it.',
-});
-export type UnmappedValuePolicy = z.infer<typeof unmappedValuePolicySchema>;
-
-export const fieldRenameParamsSchema = strictObject('fieldRename', {
-  hubPath: fieldPathSchema,
-  spokePath: fieldPathSchema,
-}).meta({ description: 'The field moved: same value and shape, a different path.' });
-export type FieldRenameParams = z.infer<typeof fieldRenameParamsSchema>;
-
-export const deleteParamsSchema = strictObject('delete', {
-  path: fieldPathSchema,
-  existsOn: sideSchema,
-}).meta({ description: 'Drop a field that only one side declares. Always lossy towards the other side.' });
-export type DeleteParams = z.infer<typeof deleteParamsSchema>;
-
-export const defaultValueParamsSchema = strictObject('defaultValue', {
-  path: fieldPathSchema,
-  existsOn: sideSchema,
-  default: jsonValue('Value written when converting into the side that declares the field.'),
-}).meta({ description: 'A field only one side declares; filled with a default when converting into it.' });
-export type DefaultValueParams = z.infer<typeof defaultValueParamsSchema>;
-
-export const constantParamsSchema = strictObject('constant', {
-  path: fieldPathSchema,
-  existsOn: sideSchema,
-  value: jsonValue('Value always written on the side that declares the field.'),
-}).meta({ description: 'Force a field to a fixed value on the side that declares it.' });
-export type ConstantParams = z.infer<typeof constantParamsSchema>;
-
-/**
- * One enumerated value: a string, an integer, a number or a boolean, matched by type and value
- * (`1` is not `"1"`). A structural schema cannot say "one of these scalar types", so the CRD
- * keeps it schemaless and the zod schema (admission) and the compiler (against the target's
- * schema) check it.
- */
-export const enumValueSchema = z.union([z.string().max(MAX_PATH_LENGTH), z.number(), z.boolean()]).meta({
-  description: 'A string, integer, number or boolean value of the field.',
-  'x-kubernetes-preserve-unknown-fields': true,
-});
-export type EnumValue = z.infer<typeof enumValueSchema>;
-
-export const enumMappingSchema = strictObject('an enumRemap mapping entry', {
-  hub: enumValueSchema,
-  spoke: enumValueSchema,
-});
-export type EnumMapping = z.infer<typeof enumMappingSchema>;
-
-export const enumRemapParamsSchema = strictObject('enumRemap', {
-  path: fieldPathSchema,
-  mapping: z.array(enumMappingSchema).min(1).max(MAX_ENUM_MAPPINGS),
-  onUnmappedHubValue: unmappedValuePolicySchema.default('Error'),
-  onUnmappedSpokeValue: unmappedValuePolicySchema.default('Error'),
-}).meta({ description: 'Map the values of an enumerated scalar field between hub and spoke.' });
-export type EnumRemapParams = z.infer<typeof enumRemapParamsSchema>;
+const MAX_RULES = 256;
+/** ForEach may wrap a ForEach (arrays of arrays); a third level is refused, as by the reference. */
+export const MAX_FOR_EACH_DEPTH = 2;
 
 export const ruleConditionSchema = strictObject('when', {
   path: fieldPathSchema,
@@ -147,50 +74,97 @@ const ruleCommon = {
   when: ruleConditionSchema.optional(),
 };
 
-export const fieldRenameRuleSchema = strictObject('a FieldRename rule', {
-  strategy: z.literal('FieldRename'),
-  fieldRename: fieldRenameParamsSchema,
-  ...ruleCommon,
-});
-export const deleteRuleSchema = strictObject('a Delete rule', {
-  strategy: z.literal('Delete'),
-  delete: deleteParamsSchema,
-  ...ruleCommon,
-});
-export const defaultValueRuleSchema = strictObject('a DefaultValue rule', {
-  strategy: z.literal('DefaultValue'),
-  defaultValue: defaultValueParamsSchema,
-  ...ruleCommon,
-});
-export const constantRuleSchema = strictObject('a Constant rule', {
-  strategy: z.literal('Constant'),
-  constant: constantParamsSchema,
-  ...ruleCommon,
-});
-export const enumRemapRuleSchema = strictObject('a EnumRemap rule', {
-  strategy: z.literal('EnumRemap'),
-  enumRemap: enumRemapParamsSchema,
-  ...ruleCommon,
-});
+type Variant<S extends Strategy, P extends z.ZodType> = z.ZodObject<
+  { strategy: z.ZodLiteral<S> } & { [K in (typeof PARAMS_KEY)[S]]: P } & typeof ruleCommon,
+  z.core.$strict
+>;
+
+function variant<S extends Strategy, P extends z.ZodType>(strategy: S, params: P): Variant<S, P> {
+  const shape = { strategy: z.literal(strategy), [PARAMS_KEY[strategy]]: params, ...ruleCommon };
+  return strictObject(`a ${strategy} rule`, shape) as unknown as Variant<S, P>;
+}
+
+/** Every strategy but ForEach, whose rules nest: it is added per level below. */
+const flatVariants = [
+  variant('FieldRename', fieldRenameParamsSchema),
+  variant('ScalarToObject', scalarToObjectParamsSchema),
+  variant('ObjectToScalar', objectToScalarParamsSchema),
+  variant('SingletonArrayToObject', singletonArrayToObjectParamsSchema),
+  variant('ObjectToSingletonArray', objectToSingletonArrayParamsSchema),
+  variant('FieldsToMap', fieldsToMapParamsSchema),
+  variant('MapToFields', mapToFieldsParamsSchema),
+  variant('ToAnnotation', toAnnotationParamsSchema),
+  variant('ToLabel', toLabelParamsSchema),
+  variant('FromAnnotation', fromAnnotationParamsSchema),
+  variant('FromLabel', fromLabelParamsSchema),
+  variant('EnumRemap', enumRemapParamsSchema),
+  variant('DefaultValue', defaultValueParamsSchema),
+  variant('Constant', constantParamsSchema),
+  variant('Delete', deleteParamsSchema),
+  variant('JSONPatch', jsonPatchParamsSchema),
+  variant('TypeCoerce', typeCoerceParamsSchema),
+  variant('ScalarToFields', scalarToFieldsParamsSchema),
+  variant('FieldsToScalar', fieldsToScalarParamsSchema),
+  variant('ArrayToMapByKey', arrayToMapByKeyParamsSchema),
+  variant('MapToArrayByKey', mapToArrayByKeyParamsSchema),
+  variant('NumericScale', numericScaleParamsSchema),
+  variant('ListJoin', listJoinParamsSchema),
+  variant('ListSplit', listSplitParamsSchema),
+  variant('Quantity', quantityParamsSchema),
+  variant('Duration', durationParamsSchema),
+  variant('MapKeyRename', mapKeyRenameParamsSchema),
+  variant('CEL', celParamsSchema),
+] as const;
+
+/**
+ * ForEach's params over a given schema of its nested rules. The CRD keeps the nested rules
+ * schemaless, as the reference does (a structural schema cannot recurse); the admission webhook
+ * checks them with the zod schema, which spells each level out rather than recursing, so the
+ * config's parser compiles ahead of time (api/json-value.ts says why that matters).
+ */
+function forEachParams<R extends z.ZodType>(nested: R) {
+  return strictObject('forEach', {
+    hubItemsPath: fieldPathSchema,
+    spokeItemsPath: fieldPathSchema,
+    rules: z.array(nested).min(1).max(MAX_RULES).meta({
+      description: 'Rules applied to each element; their paths are relative to one element.',
+      'x-kubernetes-preserve-unknown-fields': true,
+    }),
+  }).meta({
+    description: 'Nested rules applied to each element of a hub array and the spoke array at the same index.',
+  });
+}
+
+/** The variants in the order of STRATEGIES, which the CRD's enum and the messages list. */
+function unionOf<V extends readonly [z.ZodObject, ...z.ZodObject[]]>(variants: V) {
+  const position = (v: z.ZodObject) => STRATEGIES.indexOf(v.shape.strategy.value as Strategy);
+  const ordered = [...variants].sort((a, b) => position(a) - position(b)) as unknown as V;
+  return z
+    .discriminatedUnion('strategy', ordered, {
+      error: (issue) => (issue.code === 'invalid_union' ? unknownStrategyMessage(issue.input) : undefined),
+    })
+    .meta({ description: 'One conversion rule: a strategy and exactly the params block named after it.' });
+}
+
+/** A rule inside a ForEach inside a ForEach: no further ForEach. */
+const innermostRuleSchema = unionOf(flatVariants);
+const nestedRuleSchema = unionOf([
+  ...flatVariants,
+  variant('ForEach', forEachParams(innermostRuleSchema)),
+] as const);
 
 /**
  * One conversion rule. A discriminated union on `strategy`, so the params block that matches
- * the strategy is required and typed; the CRD states the same constraint as a CEL rule.
+ * the strategy is required and typed; the CRD states the same constraint as CEL rules.
  */
-export const ruleSchema = z
-  .discriminatedUnion(
-    'strategy',
-    [
-      fieldRenameRuleSchema,
-      deleteRuleSchema,
-      defaultValueRuleSchema,
-      constantRuleSchema,
-      enumRemapRuleSchema,
-    ],
-    { error: (issue) => (issue.code === 'invalid_union' ? unknownStrategyMessage(issue.input) : undefined) },
-  )
-  .meta({ description: 'One conversion rule: a strategy and exactly the params block named after it.' });
+export const ruleSchema = unionOf([
+  ...flatVariants,
+  variant('ForEach', forEachParams(nestedRuleSchema)),
+] as const);
 export type Rule = z.infer<typeof ruleSchema>;
+
+/** The rule of one strategy. */
+export type RuleOf<S extends Strategy> = Extract<Rule, { strategy: S }>;
 
 export function unknownStrategyMessage(rule: unknown): string {
   const strategy =
@@ -199,8 +173,8 @@ export function unknownStrategyMessage(rule: unknown): string {
     strategy === undefined ? 'a rule without a strategy' : `strategy ${JSON.stringify(strategy)}`;
   return `${rejected} is not supported; the supported strategies are ${STRATEGIES.join(', ')}`;
 }
-export type FieldRenameRule = z.infer<typeof fieldRenameRuleSchema>;
-export type DeleteRule = z.infer<typeof deleteRuleSchema>;
-export type DefaultValueRule = z.infer<typeof defaultValueRuleSchema>;
-export type ConstantRule = z.infer<typeof constantRuleSchema>;
-export type EnumRemapRule = z.infer<typeof enumRemapRuleSchema>;
+export type FieldRenameRule = RuleOf<'FieldRename'>;
+export type DeleteRule = RuleOf<'Delete'>;
+export type DefaultValueRule = RuleOf<'DefaultValue'>;
+export type ConstantRule = RuleOf<'Constant'>;
+export type EnumRemapRule = RuleOf<'EnumRemap'>;

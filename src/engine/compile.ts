@@ -19,7 +19,8 @@ import {
   type SpokePlan,
 } from './plan.ts';
 import { SchemaIndex, type TargetSchema } from './schema.ts';
-import { arrow, type ResolvedRule, resolveRule, type SideKey } from './strategies.ts';
+import { arrow, type ResolvedRule, type SideKey } from './strategies/common.ts';
+import { resolveRule } from './strategies/resolve.ts';
 
 /** The part of a CRDConversionConfig / XRDConversionConfig spec that compile reads. */
 export interface ConversionSpec {

@@ -19,7 +19,7 @@ import {
   sameShape,
   type TargetSchema,
 } from './schema.ts';
-import type { SideKey } from './strategies.ts';
+import type { SideKey } from './strategies/common.ts';
 
 /** A field a rule claims on one side: it writes it, so it does not pass through. */
 export interface Claim {

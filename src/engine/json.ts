@@ -3,6 +3,9 @@
 
 export type JsonObject = Record<string, unknown>;
 
+/** Copies of the input's values, or the values themselves when the input is the caller's to give away (convert.ts). */
+export type Take = (value: unknown) => unknown;
+
 export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -2,6 +2,7 @@
 // (explain/replay), and so it retains little memory once the schemas it came from are gone.
 // A plan exists only when compile found no error: there is no "partial" plan to misuse.
 import type { EnumValue, Strategy } from '../api/rules.ts';
+import type { JsonObject, Take } from './json.ts';
 import type { Segments } from './paths.ts';
 
 export type Direction = 'hubToSpoke' | 'spokeToHub';
@@ -69,7 +70,30 @@ export function remappedValue(table: EnumTable, value: unknown): EnumValue | und
   return undefined;
 }
 
-export type Op = MoveOp | WriteOp | RemapOp;
+/**
+ * A strategy's own conversion code, for what a move, a write or a remap cannot say (a scalar
+ * wrapped into an object, a list joined into a string, a CEL expression). `run` reads the
+ * pristine input and writes into the output, as the generated ops do; it copies what it takes
+ * from the input with `take` (see convert.ts) and returns why it cannot convert, if it cannot.
+ * `from` and `to` are the paths it reads and writes first, for a `when` that carries the value
+ * over unchanged where it does not hold.
+ */
+export interface RunOp extends OpBase {
+  kind: 'run';
+  from: Segments;
+  to: Segments;
+  run: OpRun;
+}
+
+export type OpRun = (input: JsonObject, output: JsonObject, take: Take) => OpFailure | undefined;
+
+/** Why an op cannot convert this object; `path` defaults to the op's `from`. */
+export interface OpFailure {
+  message: string;
+  path?: string;
+}
+
+export type Op = MoveOp | WriteOp | RemapOp | RunOp;
 
 /**
  * Keys the pass-through copy must skip: every path a rule claims, on either side. Skipping the

@@ -14,20 +14,21 @@
 // JSON string literal (JSON is a subset of JavaScript); the rest is the generator's own code, op
 // indexes and path depths. Values, enum tables and messages stay data, reached through the op's
 // index. A `__proto__` key is stored with `setOwn`, as everywhere in the engine (json.ts).
-import { deepCopy, deepEqual, isJsonObject, type JsonObject, setOwn } from './json.ts';
+import { deepCopy, deepEqual, isJsonObject, type JsonObject, setOwn, type Take } from './json.ts';
 import { joinPath } from './paths.ts';
 import {
   type Direction,
   type OmitBranch,
   type OmitTree,
   type Op,
+  type OpFailure,
   omitEntries,
+  type RunOp,
   remappedValue,
   type SpokePlan,
 } from './plan.ts';
 
-/** Copies of the input's values, or the values themselves when the input is the caller's to give away. */
-export type Take = (value: unknown) => unknown;
+export type { Take } from './json.ts';
 
 export type StepResult =
   | { ok: true; object: JsonObject }
@@ -86,6 +87,16 @@ const HELPERS = {
       ok: false,
       message: `rule ${op.ruleIndex} (${op.strategy}) cannot write here: ${joinPath(op.to.slice(0, depth))} holds a value that is not an object`,
       path: joinPath(op.to),
+      ruleIndex: op.ruleIndex,
+    };
+  },
+  /** A strategy's own code (a `run` op) could not convert the object. */
+  refused(ops: readonly Op[], index: number, failure: OpFailure): StepResult {
+    const op = ops[index] as Op;
+    return {
+      ok: false,
+      message: `rule ${op.ruleIndex} (${op.strategy}): ${failure.message}`,
+      path: failure.path ?? joinPath((op as RunOp).from),
       ruleIndex: op.ruleIndex,
     };
   },
@@ -165,6 +176,9 @@ function opBody(op: Op, index: number): string {
       return write(op.to, `deepCopy(ops[${index}].value)`, index);
     case 'move':
       return moveBody(op.from, op.to, index);
+    case 'run':
+      return `    const failed = ops[${index}].run(input, output, take);
+    if (failed !== undefined) return refused(ops, ${index}, failed);`;
     case 'remap':
       // Keys compare by type and value, so 1 never matches "1"; objects never match.
       return `${read(op.from, 'found')}

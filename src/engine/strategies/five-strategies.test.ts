@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { compile } from './compile.ts';
-import { convert } from './convert.ts';
-import type { Router } from './plan.ts';
-import type { TargetSchema } from './schema.ts';
-import { enumOf, int, obj, object, root, spec, str, versions } from './test-support.ts';
+import { compile } from '../compile.ts';
+import { convert } from '../convert.ts';
+import type { Router } from '../plan.ts';
+import type { TargetSchema } from '../schema.ts';
+import { enumOf, int, obj, object, root, spec, str, versions } from '../test-support.ts';
 
 interface Row {
   name: string;

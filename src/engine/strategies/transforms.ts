@@ -1,0 +1,20 @@
+// Which code resolves each strategy: one entry per strategy, its resolution in the file of its
+// family.
+import type { RuleOf, Strategy } from '../../api/rules.ts';
+import type { Located, TransformResult } from './common.ts';
+import { enumRemap } from './enum-remap.ts';
+import { fieldRename } from './field-rename.ts';
+import { deleteField, injectValue } from './one-sided.ts';
+import { scalarObject } from './scalar-object.ts';
+
+export type TransformOf<S extends Strategy> = (rule: RuleOf<S>, at: Located) => TransformResult;
+
+export const TRANSFORMS: { [S in Strategy]?: TransformOf<S> } = {
+  FieldRename: fieldRename,
+  Delete: deleteField,
+  DefaultValue: (rule, at) => injectValue(rule, rule.defaultValue.default, at),
+  Constant: (rule, at) => injectValue(rule, rule.constant.value, at),
+  EnumRemap: enumRemap,
+  ScalarToObject: scalarObject,
+  ObjectToScalar: scalarObject,
+};
