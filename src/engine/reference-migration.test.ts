@@ -313,11 +313,12 @@ describe('nothing the user wrote is silently dropped (reference docs/configurati
       says: ['fieldRename has no field losslessOverride'],
     },
     {
-      name: 'a strategy of the reference that Switchyard does not implement',
-      config: withRule({ strategy: 'TypeCoerce', typeCoerce: { path: 'spec.a' } }),
+      name: 'a strategy neither Switchyard nor the reference has',
+      config: withRule({ strategy: 'Rename', rename: { path: 'spec.a' } }),
       says: [
-        'strategy "TypeCoerce" is not supported',
-        'FieldRename, Delete, DefaultValue, Constant, EnumRemap',
+        'strategy "Rename" is not supported',
+        'FieldRename, ScalarToObject, ObjectToScalar',
+        'MapKeyRename, CEL',
       ],
     },
     {
@@ -369,8 +370,8 @@ describe('nothing the user wrote is silently dropped (reference docs/configurati
   it.each([
     [
       'an unknown strategy',
-      { strategy: 'TypeCoerce', typeCoerce: {} },
-      'strategy "TypeCoerce" is not supported; the supported strategies are FieldRename, Delete',
+      { strategy: 'Rename', rename: {} },
+      'strategy "Rename" is not supported; the supported strategies are FieldRename, ScalarToObject',
     ],
     ['no strategy at all', { fieldRename: rename.fieldRename }, 'a rule without a strategy is not supported'],
     [
