@@ -68,10 +68,10 @@ describe('parseFloat64 (strconv.ParseFloat)', () => {
     expect(parseFloat64(text)).toBe(expected);
   });
 
-  it('reads back every float64 JavaScript prints, and in the hex form', () => {
+  it('reads back every float64 as JavaScript and FormatFloat print it', () => {
     fc.assert(
       fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (value) => {
-        expect(parseFloat64(String(value))).toBe(value);
+        expect(parseFloat64(String(value))).toBe(value === 0 ? 0 : value); // String(-0) is "0"
         expect(parseFloat64(formatFloatFixed(value))).toBe(value);
       }),
     );

@@ -281,8 +281,8 @@ const SHORT_ESCAPES: Readonly<Record<string, string>> = {
 };
 // Control characters, the HTML-sensitive three, the JavaScript line terminators, and lone
 // surrogates (invalid UTF-8 in Go, which writes \ufffd for them).
-// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters Go escapes
 const NEEDS_ESCAPE =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters Go escapes
   /["\\\u0000-\u001f<>&\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 function quoteJson(text: string): string {
