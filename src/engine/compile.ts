@@ -19,7 +19,7 @@ import {
   type SpokePlan,
 } from './plan.ts';
 import { SchemaIndex, type TargetSchema } from './schema.ts';
-import { arrow, type ResolvedRule, type SideKey } from './strategies/common.ts';
+import { arrow, type PairContext, type ResolvedRule, type SideKey } from './strategies/common.ts';
 import { resolveRule } from './strategies/resolve.ts';
 
 /** The part of a CRDConversionConfig / XRDConversionConfig spec that compile reads. */
@@ -237,7 +237,46 @@ function spokesToCompile(spec: ConversionSpec, versions: readonly TargetVersion[
   return [...valid.map((s) => ({ ...s, implicit: false })), ...implicit];
 }
 
-// --- one spoke
+// --- one spoke, or the elements of a ForEach's arrays
+
+/**
+ * The two schemas rules resolve against, and what compiling them needs besides: a spoke's schema
+ * and the hub's, or, for the rules nested in a ForEach, the items of its hub and spoke arrays.
+ * Rules resolve with it as their context, so a ForEach compiles its nested rules (compileItems)
+ * exactly as a spoke's, under the same unmappedFieldPolicy.
+ */
+interface Scope extends PairContext {
+  unmapped: UnmappedFields;
+  omitTrees: Map<string, OmitTree>;
+  /** How many ForEach rules enclose these rules: 0 for a spoke's own. */
+  depth: number;
+  /** What the ForEach rules of this scope found in their elements without failing; set by the first. */
+  nested: NestedFindings | undefined;
+}
+
+interface NestedFindings {
+  warnings: Diagnostic[];
+  /** Directions an element drops unmapped fields in (unmappedFieldPolicy: Warn): not lossless, yet acknowledged by the policy. */
+  drops: Direction[];
+}
+
+/** A spoke's or an element's conversion in both directions: what a SpokePlan holds besides its versions. */
+interface Steps {
+  omit: Readonly<Record<Direction, OmitTree>>;
+  ops: Readonly<Record<Direction, readonly Op[]>>;
+  lossless: Readonly<Record<Direction, boolean>>;
+}
+
+interface CompiledRules {
+  /** Absent when any diagnostic is an error. */
+  steps?: Steps;
+  rules: readonly ResolvedRule[];
+  /** The rules' own diagnostics, then the fields no rule accounts for, each with the side declaring it. */
+  diagnostics: Diagnostic[];
+  coverage: { diagnostic: Diagnostic; side: SideKey }[];
+  /** The directions fields are dropped in under unmappedFieldPolicy: Warn, here or in an element. */
+  drops: readonly Direction[];
+}
 
 function compileSpoke(
   hubVersion: string,
@@ -248,11 +287,22 @@ function compileSpoke(
   unmapped: UnmappedFields,
   omitTrees: Map<string, OmitTree>,
 ): { plan?: SpokePlan; diagnostics: Diagnostic[] } {
-  const ctx = { hub, spoke, version };
+  const scope: Scope = { hub, spoke, version, unmapped, omitTrees, depth: 0, nested: undefined };
+  const { steps, diagnostics, coverage } = compileRules(scope, rules);
+  for (const c of coverage) diagnostics.push(c.diagnostic);
+  if (!steps) return { diagnostics };
+  return {
+    plan: { hubVersion, spokeVersion: version, omit: steps.omit, ops: steps.ops, lossless: steps.lossless },
+    diagnostics,
+  };
+}
+
+function compileRules(scope: Scope, rules: readonly Rule[]): CompiledRules {
+  const { hub, spoke, version, unmapped } = scope;
   const diagnostics: Diagnostic[] = [];
   const resolved: ResolvedRule[] = [];
   rules.forEach((rule, i) => {
-    const resolution = resolveRule(rule, i, ctx);
+    const resolution = resolveRule(rule, i, scope);
     if (resolution.ok) {
       resolved.push(resolution.rule);
       diagnostics.push(...resolution.warnings);
@@ -260,6 +310,7 @@ function compileSpoke(
       diagnostics.push(...resolution.diagnostics);
     }
   });
+  if (scope.nested) diagnostics.push(...scope.nested.warnings);
   const claims = claimsBySide(resolved);
   const checked = resolved.map((rule) => withPredicateStability(rule, claims));
   diagnostics.push(
@@ -271,15 +322,81 @@ function compileSpoke(
   // Coverage is only meaningful once every rule resolved: an unresolved rule would show up
   // again as the fields it meant to claim.
   const unclaimed = resolved.length === rules.length ? uncoveredFields(hub, spoke, claims, version) : [];
-  diagnostics.push(
-    ...unclaimed.map((u) => (unmapped.warn ? droppedWithWarning(u, unmapped.reason) : u.diagnostic)),
-  );
-  if (diagnostics.some(isError)) return { diagnostics };
+  const coverage = unclaimed.map((u) => ({
+    diagnostic: unmapped.warn ? droppedWithWarning(u, unmapped.reason) : u.diagnostic,
+    side: sideDeclaring(u),
+  }));
   const dropped = unmapped.warn ? unclaimed : [];
-  return {
-    plan: buildPlan(hubVersion, hub, version, spoke, checked, claims, dropped, omitTrees),
-    diagnostics,
+  const drops = DIRECTIONS.filter(
+    (d) => dropped.some((u) => u.lost.includes(d)) || scope.nested?.drops.includes(d),
+  );
+  if (diagnostics.some(isError) || coverage.some((c) => isError(c.diagnostic)))
+    return { rules: checked, diagnostics, coverage, drops };
+  const steps = buildSteps(hub, spoke, checked, claims, dropped, drops, scope.omitTrees);
+  return { steps, rules: checked, diagnostics, coverage, drops };
+}
+
+/** The side whose field an unclaimed finding is about: the hub's when both declare it. */
+function sideDeclaring(unclaimed: Unclaimed): SideKey {
+  return unclaimed.lost.length === 1 && unclaimed.lost[0] === 'spokeToHub' ? 'spoke' : 'hub';
+}
+
+/** The rules a ForEach nests, compiled against the items of its arrays, one element at a time. */
+export interface ItemsPlan {
+  omit: Readonly<Record<Direction, OmitTree>>;
+  ops: Readonly<Record<Direction, readonly Op[]>>;
+  /** The nested rules: their losses are the ForEach's. */
+  rules: readonly ResolvedRule[];
+}
+
+export type ItemsCompileResult = { ok: true; plan: ItemsPlan } | { ok: false; diagnostics: Diagnostic[] };
+
+/**
+ * Compiles a ForEach's nested rules against the items of its arrays, as a spoke's against two
+ * roots: claims, conflicts, coverage of every item field, losses. `relocate` turns a nested
+ * diagnostic into one about the ForEach (`side`: which side declares the field, when known). A
+ * plan without error hands its warnings and the directions its elements drop fields in to the
+ * enclosing rules' compile, which reports them and counts the drops against its verdict.
+ */
+export function compileItems(
+  parent: PairContext,
+  items: Readonly<Record<SideKey, SchemaIndex>>,
+  rules: readonly Rule[],
+  relocate: (diagnostic: Diagnostic, side?: SideKey) => Diagnostic,
+): ItemsCompileResult {
+  const outer = asScope(parent);
+  const scope: Scope = {
+    ...outer,
+    hub: items.hub,
+    spoke: items.spoke,
+    depth: outer.depth + 1,
+    nested: undefined,
   };
+  const compiled = compileRules(scope, rules);
+  const diagnostics = [
+    ...compiled.diagnostics.map((d) => relocate(d)),
+    ...compiled.coverage.map((c) => relocate(c.diagnostic, c.side)),
+  ];
+  if (!compiled.steps) return { ok: false, diagnostics };
+  outer.nested ??= { warnings: [], drops: [] };
+  outer.nested.warnings.push(...diagnostics);
+  outer.nested.drops.push(...compiled.drops);
+  return { ok: true, plan: { omit: compiled.steps.omit, ops: compiled.steps.ops, rules: compiled.rules } };
+}
+
+/** How many ForEach rules enclose the rules resolving in `ctx`: 0 for a spoke's own. */
+export function forEachDepth(ctx: PairContext): number {
+  return isScope(ctx) ? ctx.depth : 0;
+}
+
+function isScope(ctx: PairContext): ctx is Scope {
+  return (ctx as Partial<Scope>).omitTrees !== undefined;
+}
+
+/** A context that compile made is a Scope; any other (a test resolving one rule) gets the defaults. */
+function asScope(ctx: PairContext): Scope {
+  if (isScope(ctx)) return ctx;
+  return { ...ctx, unmapped: FAIL_ON_UNMAPPED, omitTrees: new Map(), depth: 0, nested: undefined };
 }
 
 /**
@@ -380,24 +497,20 @@ function unacknowledgedLosses(rules: readonly ResolvedRule[], version: string): 
 
 // --- the plan
 
-function buildPlan(
-  hubVersion: string,
+function buildSteps(
   hub: SchemaIndex,
-  spokeVersion: string,
   spoke: SchemaIndex,
   rules: readonly ResolvedRule[],
   claims: Record<SideKey, Claim[]>,
   dropped: readonly Unclaimed[],
+  drops: readonly Direction[],
   omitTrees: Map<string, OmitTree>,
-): SpokePlan {
+): Steps {
   const opsFor = (d: Direction) => rules.flatMap((r): Op[] => (r.ops[d] ? [r.ops[d]] : []));
-  const losslessFor = (d: Direction) =>
-    rules.every((r) => r.losses[d] === undefined) && dropped.every((u) => !u.lost.includes(d));
+  const losslessFor = (d: Direction) => rules.every((r) => r.losses[d] === undefined) && !drops.includes(d);
   // A dropped field is omitted like a claimed one: left out of the copy, written by no rule.
   const claimed = [...claims.hub, ...claims.spoke, ...dropped].map((c) => c.segments);
   return {
-    hubVersion,
-    spokeVersion,
     omit: { hubToSpoke: omitTree(claimed, spoke, omitTrees), spokeToHub: omitTree(claimed, hub, omitTrees) },
     ops: { hubToSpoke: opsFor('hubToSpoke'), spokeToHub: opsFor('spokeToHub') },
     lossless: { hubToSpoke: losslessFor('hubToSpoke'), spokeToHub: losslessFor('spokeToHub') },

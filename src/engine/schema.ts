@@ -71,13 +71,18 @@ export const NO_FIELDS: Readonly<Record<string, TargetSchema>> = {};
  * The coverage check walks the schemas itself (coverage.ts).
  */
 export class SchemaIndex {
-  /** The root's fields rules can address: all but those the engine owns. */
+  /** The root's fields rules can address: all but those the engine owns at an object's root. */
   readonly fields: Readonly<Record<string, TargetSchema>>;
 
-  constructor(root: TargetSchema) {
-    this.fields = Object.fromEntries(
-      Object.entries(root.properties ?? NO_FIELDS).filter(([name]) => !ROOT_FIELDS_OWNED_BY_ENGINE.has(name)),
-    );
+  /** `root` is a version's whole object, or the items of an array (a ForEach's element: the engine owns none of its fields). */
+  constructor(root: TargetSchema, of: 'object' | 'items' = 'object') {
+    const fields = root.properties ?? NO_FIELDS;
+    this.fields =
+      of === 'items'
+        ? fields
+        : Object.fromEntries(
+            Object.entries(fields).filter(([name]) => !ROOT_FIELDS_OWNED_BY_ENGINE.has(name)),
+          );
   }
 
   /** The node a rule's dotted path names, or undefined. */

@@ -1,7 +1,9 @@
 // One conversion step (a spoke plan, one direction) as a JavaScript function, generated from the
 // plan on its first use and kept beside it. The function does what the plan says, in this order:
 // copy the input minus every path a rule claims (the omit tree), set apiVersion, then apply each
-// rule's op, reading from the pristine input and writing into the copy.
+// rule's op, reading from the pristine input and writing into the copy. A ForEach converts each
+// element of its array with a step of its own, generated the same way but for an element, which
+// has no apiVersion.
 //
 // Why generated: walking the plan as data sends every key of every level of every target
 // through the same few property stores and Map lookups, which V8 can only treat as megamorphic.
@@ -45,11 +47,19 @@ export function stepFunction(plan: SpokePlan, direction: Direction): StepFunctio
     functions = {};
     generated.set(plan, functions);
   }
-  functions[direction] ??= generate(plan.omit[direction], plan.ops[direction]);
+  functions[direction] ??= generate(plan.omit[direction], plan.ops[direction], 'object') as StepFunction;
   return functions[direction];
 }
 
-function generate(omit: OmitTree, ops: readonly Op[]): StepFunction {
+/** Converts one element of an array (a ForEach's nested rules): a step without apiVersion. */
+export type ElementStep = (input: JsonObject, take: Take) => StepResult;
+
+/** The step of a ForEach's nested rules, for one direction; the caller keeps it. */
+export function elementStep(omit: OmitTree, ops: readonly Op[]): ElementStep {
+  return generate(omit, ops, 'element') as ElementStep;
+}
+
+function generate(omit: OmitTree, ops: readonly Op[], of: 'object' | 'element'): StepFunction | ElementStep {
   const levels = new Map<OmitTree, string>();
   const functions: string[] = [];
   const levelOf = (tree: OmitTree): string => {
@@ -61,10 +71,9 @@ function generate(omit: OmitTree, ops: readonly Op[]): StepFunction {
     }
     return name;
   };
-  const step = `function step(input, apiVersion, take) {
+  const step = `function step(${of === 'object' ? 'input, apiVersion, take' : 'input, take'}) {
   const output = ${levelOf(omit)}(input, take);
-  output.apiVersion = apiVersion;
-${ops.map(opCode).join('\n')}
+${of === 'object' ? '  output.apiVersion = apiVersion;\n' : ''}${ops.map(opCode).join('\n')}
   return { ok: true, object: output };
 }`;
   const source = `'use strict';\n${functions.join('\n')}\n${step}\nreturn step;`;

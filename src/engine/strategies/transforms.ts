@@ -4,6 +4,7 @@ import type { RuleOf, Strategy } from '../../api/rules.ts';
 import type { Located, TransformResult } from './common.ts';
 import { enumRemap } from './enum-remap.ts';
 import { fieldRename } from './field-rename.ts';
+import { forEach } from './for-each.ts';
 import { deleteField, injectValue } from './one-sided.ts';
 import { scalarObject } from './scalar-object.ts';
 
@@ -17,4 +18,5 @@ export const TRANSFORMS: { [S in Strategy]?: TransformOf<S> } = {
   EnumRemap: enumRemap,
   ScalarToObject: scalarObject,
   ObjectToScalar: scalarObject,
+  ForEach: forEach,
 };
