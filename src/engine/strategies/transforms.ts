@@ -1,12 +1,16 @@
 // Which code resolves each strategy: one entry per strategy, its resolution in the file of its
 // family.
 import type { RuleOf, Strategy } from '../../api/rules.ts';
+import { arrayMapKey } from './array-map-key.ts';
 import type { Located, TransformResult } from './common.ts';
 import { enumRemap } from './enum-remap.ts';
 import { fieldRename } from './field-rename.ts';
+import { fieldsMap } from './fields-map.ts';
 import { forEach } from './for-each.ts';
+import { mapKeyRename } from './map-key-rename.ts';
 import { deleteField, injectValue } from './one-sided.ts';
 import { scalarObject } from './scalar-object.ts';
+import { singletonArray } from './singleton-array.ts';
 
 export type TransformOf<S extends Strategy> = (rule: RuleOf<S>, at: Located) => TransformResult;
 
@@ -18,5 +22,12 @@ export const TRANSFORMS: { [S in Strategy]?: TransformOf<S> } = {
   EnumRemap: enumRemap,
   ScalarToObject: scalarObject,
   ObjectToScalar: scalarObject,
+  SingletonArrayToObject: singletonArray,
+  ObjectToSingletonArray: singletonArray,
+  FieldsToMap: fieldsMap,
+  MapToFields: fieldsMap,
+  ArrayToMapByKey: arrayMapKey,
+  MapToArrayByKey: arrayMapKey,
+  MapKeyRename: mapKeyRename,
   ForEach: forEach,
 };
