@@ -10,8 +10,12 @@ const ENGINE_OWNED_ROOTS = new Set(['apiVersion', 'kind', 'metadata']);
 
 export type ParsedPath = { ok: true; segments: Segments } | { ok: false; problem: string };
 
-/** Parses a dotted path; array indexing and empty segments are rejected, not guessed at. */
-export function parsePath(path: string): ParsedPath {
+/**
+ * Parses a dotted path; array indexing and empty segments are rejected, not guessed at. From an
+ * object's root (`fromRoot`), the fields the engine owns are rejected too; an array element (a
+ * ForEach's) has none.
+ */
+export function parsePath(path: string, fromRoot = true): ParsedPath {
   const segments = path.split('.');
   let indexes = false;
   for (const segment of segments) {
@@ -21,7 +25,7 @@ export function parsePath(path: string): ParsedPath {
   if (indexes) {
     return { ok: false, problem: `"${path}" indexes into an array; rules apply to whole arrays` };
   }
-  if (ENGINE_OWNED_ROOTS.has(segments[0] ?? '')) {
+  if (fromRoot && ENGINE_OWNED_ROOTS.has(segments[0] ?? '')) {
     return { ok: false, problem: `"${path}" is under ${segments[0]}, which the engine owns` };
   }
   return { ok: true, segments };

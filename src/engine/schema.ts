@@ -75,7 +75,11 @@ export class SchemaIndex {
   readonly fields: Readonly<Record<string, TargetSchema>>;
 
   /** `root` is a version's whole object, or the items of an array (a ForEach's element: the engine owns none of its fields). */
+  /** Whether the index is of a version's whole object or of an array's items. */
+  readonly of: 'object' | 'items';
+
   constructor(root: TargetSchema, of: 'object' | 'items' = 'object') {
+    this.of = of;
     const fields = root.properties ?? NO_FIELDS;
     this.fields =
       of === 'items'

@@ -66,7 +66,7 @@ export type TransformResult = { ok: true; transform: Transform } | { ok: false; 
 // --- shared helpers
 
 export function lookup(side: SideKey, path: string, at: Located): Lookup {
-  const parsed = parsePath(path);
+  const parsed = parsePath(path, at.ctx[side].of === 'object');
   if (!parsed.ok) {
     return {
       ok: false,
