@@ -2,9 +2,11 @@
 // keyed by each element's keyField, the key taken out of the value (`[{name: web, url: …}]` and
 // `{web: {url: …}}`). A duplicate, missing or non-string key fails the conversion rather than
 // dropping an element. The array is rebuilt sorted by key, byte-wise as Go sorts, whatever order
-// it had; the reference charges that to the direction that rebuilds it (map → array lossy,
-// array → map lossless), and so does this verdict, although it is a round trip starting from the
-// array that comes back reordered.
+// it had. A round trip starting from the array is the one that comes back reordered, so the
+// verdict charges the loss to array → map; the reference charges it to map → array, the
+// direction that does the sorting. Either way the rule is lossy in one direction and needs
+// acknowledgeLossy, so the same configs compile; only the per-direction verdict in status
+// differs (docs/migrating-from-the-reference-operator.md).
 import type { RuleOf } from '../../api/rules.ts';
 import { type Diagnostic, error } from '../diagnostics.ts';
 import { readField, writeField } from '../field-access.ts';
@@ -67,7 +69,7 @@ export function arrayMapKey(rule: Rule, at: Located): TransformResult {
       claims: { hub: [hub.node.segments], spoke: [spoke.node.segments] },
       ops,
       losses: {
-        [toArray]: `${array.path} is rebuilt from ${map.path} sorted by ${keyField}, which need not be the order its elements had.`,
+        [toMap]: `${array.path} becomes a map keyed by ${keyField}, and comes back sorted by it, which need not be the order its elements had.`,
       },
       onSkip: 'lose',
     },
