@@ -19,6 +19,8 @@ export interface TargetSchema {
   properties?: Readonly<Record<string, TargetSchema>>;
   additionalProperties?: TargetSchema | boolean;
   items?: TargetSchema;
+  /** Read by the strategies that turn an array into one object: at most one element loses nothing. */
+  maxItems?: number;
   'x-kubernetes-int-or-string'?: boolean;
   'x-kubernetes-preserve-unknown-fields'?: boolean;
   'x-kubernetes-embedded-resource'?: boolean;

@@ -28,6 +28,12 @@ export interface ExampleObject {
 const string = (extra: Partial<TargetSchema> = {}): TargetSchema => ({ type: 'string', ...extra });
 const integer: TargetSchema = { type: 'integer' };
 const object = (properties: Record<string, TargetSchema>): TargetSchema => ({ type: 'object', properties });
+const arrayOf = (items: TargetSchema, extra: Partial<TargetSchema> = {}): TargetSchema => ({
+  type: 'array',
+  items,
+  ...extra,
+});
+const mapOf = (values: TargetSchema): TargetSchema => ({ type: 'object', additionalProperties: values });
 
 export const STRATEGY_EXAMPLES: readonly StrategyExample[] = [
   {
@@ -147,5 +153,167 @@ export const STRATEGY_EXAMPLES: readonly StrategyExample[] = [
     ],
     hubObject: { spec: { region: 'eu-west' } },
     spokeObject: { spec: { region: 'us-east', legacyFlag: 'yes' } },
+  },
+  {
+    strategy: 'SingletonArrayToObject',
+    summary:
+      'An array on the hub is, on the spoke, an object: its first element. Lossless both ways when the array declares `maxItems: 1`; otherwise elements after the first are lost converting to the spoke.',
+    hub: { zones: arrayOf(object({ name: string() }), { maxItems: 1 }) },
+    spoke: { zone: object({ name: string() }) },
+    rules: [
+      {
+        strategy: 'SingletonArrayToObject',
+        singletonArrayToObject: { hubPath: 'spec.zones', spokePath: 'spec.zone' },
+      },
+    ],
+    hubObject: { spec: { zones: [{ name: 'eu-west-1a' }] } },
+    spokeObject: { spec: { zone: { name: 'us-east-1b' } } },
+  },
+  {
+    strategy: 'ObjectToSingletonArray',
+    summary: 'The mirror of SingletonArrayToObject: an object on the hub, a one-element array on the spoke.',
+    hub: { owner: object({ team: string() }) },
+    spoke: { owners: arrayOf(object({ team: string() }), { maxItems: 1 }) },
+    rules: [
+      {
+        strategy: 'ObjectToSingletonArray',
+        objectToSingletonArray: { hubPath: 'spec.owner', spokePath: 'spec.owners' },
+      },
+    ],
+    hubObject: { spec: { owner: { team: 'payments' } } },
+    spokeObject: { spec: { owners: [{ team: 'search' }] } },
+  },
+  {
+    strategy: 'FieldsToMap',
+    summary:
+      "Several hub fields become one spoke map, keyed by `keyNames` (or each path's last segment). A spoke key no hub field takes fails the conversion (`onUnknownSpokeKey: Error`, the default) or is dropped (`Drop`, lossy).",
+    hub: { cpuLimit: string(), memoryLimit: string() },
+    spoke: { limits: mapOf(string()) },
+    rules: [
+      {
+        strategy: 'FieldsToMap',
+        fieldsToMap: {
+          hubPaths: ['spec.cpuLimit', 'spec.memoryLimit'],
+          spokeMapPath: 'spec.limits',
+          keyNames: { 'spec.cpuLimit': 'cpu', 'spec.memoryLimit': 'memory' },
+        },
+      },
+    ],
+    hubObject: { spec: { cpuLimit: '500m', memoryLimit: '1Gi' } },
+    spokeObject: { spec: { limits: { cpu: '2', memory: '4Gi' } } },
+  },
+  {
+    strategy: 'MapToFields',
+    summary: 'The mirror of FieldsToMap: one hub map becomes several spoke fields.',
+    hub: { tags: mapOf(string()) },
+    spoke: { team: string(), costCenter: string() },
+    rules: [
+      {
+        strategy: 'MapToFields',
+        mapToFields: {
+          hubMapPath: 'spec.tags',
+          spokePaths: ['spec.team', 'spec.costCenter'],
+          keyNames: { 'spec.costCenter': 'cost-center' },
+        },
+      },
+    ],
+    hubObject: { spec: { tags: { team: 'payments', 'cost-center': 'cc-42' } } },
+    spokeObject: { spec: { team: 'search', costCenter: 'cc-7' } },
+  },
+  {
+    strategy: 'ArrayToMapByKey',
+    summary:
+      "An array of objects on the hub is, on the spoke, a map keyed by each element's `keyField` (taken out of the value). A duplicate, missing or non-string key fails the conversion. The array comes back sorted by key, so the rule is lossy hub → spoke (its order).",
+    hub: { endpoints: arrayOf(object({ name: string(), url: string() })) },
+    spoke: { endpoints: mapOf(object({ url: string() })) },
+    rules: [
+      {
+        strategy: 'ArrayToMapByKey',
+        arrayToMapByKey: { hubPath: 'spec.endpoints', spokePath: 'spec.endpoints', keyField: 'name' },
+        acknowledgeLossy: true,
+        reason: 'endpoint order carries no meaning',
+      },
+    ],
+    hubObject: {
+      spec: {
+        endpoints: [
+          { name: 'web', url: 'https://web' },
+          { name: 'api', url: 'https://api' },
+        ],
+      },
+    },
+    spokeObject: { spec: { endpoints: { web: { url: 'https://web' }, api: { url: 'https://api' } } } },
+  },
+  {
+    strategy: 'MapToArrayByKey',
+    summary:
+      'The mirror of ArrayToMapByKey: a map on the hub, an array of objects on the spoke, each key stored in `keyField`.',
+    hub: { limitsByTier: mapOf(object({ limit: integer })) },
+    spoke: { tierLimits: arrayOf(object({ tier: string(), limit: integer })) },
+    rules: [
+      {
+        strategy: 'MapToArrayByKey',
+        mapToArrayByKey: { hubPath: 'spec.limitsByTier', spokePath: 'spec.tierLimits', keyField: 'tier' },
+        acknowledgeLossy: true,
+        reason: 'tier order carries no meaning',
+      },
+    ],
+    hubObject: { spec: { limitsByTier: { gold: { limit: 100 }, basic: { limit: 10 } } } },
+    spokeObject: {
+      spec: {
+        tierLimits: [
+          { tier: 'gold', limit: 100 },
+          { tier: 'basic', limit: 10 },
+        ],
+      },
+    },
+  },
+  {
+    strategy: 'MapKeyRename',
+    summary:
+      'Known keys of a free-form map are renamed (hub key → spoke key, one to one); other keys keep their names.',
+    hub: { extraLabels: mapOf(string()) },
+    spoke: { extraLabels: mapOf(string()) },
+    rules: [
+      {
+        strategy: 'MapKeyRename',
+        mapKeyRename: {
+          hubPath: 'spec.extraLabels',
+          spokePath: 'spec.extraLabels',
+          renames: { app: 'application' },
+        },
+      },
+    ],
+    hubObject: { spec: { extraLabels: { app: 'shop', tier: 'web' } } },
+    spokeObject: { spec: { extraLabels: { application: 'search', tier: 'api' } } },
+  },
+  {
+    strategy: 'ForEach',
+    summary:
+      'Nested rules, with paths relative to one element, applied to each element of a hub array and the spoke array at the same index. If both arrays are on the input, their lengths must match. A ForEach may hold one more level of ForEach (arrays of arrays).',
+    hub: { volumes: arrayOf(object({ sizeGB: integer, label: string() })) },
+    spoke: { volumes: arrayOf(object({ size: integer, name: string() })) },
+    rules: [
+      {
+        strategy: 'ForEach',
+        forEach: {
+          hubItemsPath: 'spec.volumes',
+          spokeItemsPath: 'spec.volumes',
+          rules: [
+            { strategy: 'FieldRename', fieldRename: { hubPath: 'sizeGB', spokePath: 'size' } },
+            { strategy: 'FieldRename', fieldRename: { hubPath: 'label', spokePath: 'name' } },
+          ],
+        },
+      },
+    ],
+    hubObject: {
+      spec: {
+        volumes: [
+          { sizeGB: 10, label: 'data' },
+          { sizeGB: 1, label: 'logs' },
+        ],
+      },
+    },
+    spokeObject: { spec: { volumes: [{ size: 20, name: 'cache' }] } },
   },
 ];
