@@ -20,6 +20,7 @@ import {
   DiscoveryV1Api,
   PatchStrategy,
   setHeaderOptions,
+  type V1CustomResourceDefinition,
   Watch,
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
@@ -36,6 +37,14 @@ import { readCertificate } from '../src/core/instances/certificate-facts.ts';
 import { leafValidity, servingDnsNames } from '../src/core/instances/serving-cert.ts';
 import { desiredConversion } from '../src/core/target-conversion.ts';
 import { waitFor } from '../src/local-cluster/wait.ts';
+import {
+  SHOWCASE_HUB_SPEC,
+  SHOWCASE_KIND,
+  SHOWCASE_PLURAL,
+  SHOWCASE_SPOKE_SPEC,
+  showcaseConfigSpec,
+  showcaseCrd,
+} from '../src/scenario/showcase.ts';
 import { x509Issuer } from '../src/tls/x509-issuer.ts';
 import { type OwnBus, startOwnBus } from './support/bus.ts';
 import { committedCrds, ensureCrd, gizmoCrd, renameConfigSpec } from './support/crds.ts';
@@ -67,6 +76,8 @@ const SERVICE = webhookServiceName(INSTANCE);
 const TARGET = `gizmos.cv${run}.dataplane.switchyard.dev`;
 const UNHELD = `gizmos.cvu${run}.dataplane.switchyard.dev`;
 const CONFIG = `cv-${run}`;
+const SHOWCASE = `${SHOWCASE_PLURAL}.cvs${run}.dataplane.switchyard.dev`;
+const SHOWCASE_CONFIG = `cvs-${run}`;
 const stoppers: Array<() => Promise<unknown>> = [];
 let bus: OwnBus;
 let namespace = '';
@@ -205,6 +216,7 @@ beforeAll(async () => {
   namespace = await createNamespace(admin, 'conversion');
   await optInInstanceNamespace(admin, namespace);
   for (const target of [TARGET, UNHELD]) await ensureCrd(admin, gizmoCrd(target));
+  await ensureCrd(admin, showcaseCrd(SHOWCASE) as V1CustomResourceDefinition);
   stoppers.push(await startRecordingAndRouting(bus, { kubeConfig: admin, log, partitions: PARTITIONS }));
   stoppers.push(
     await startInstancesHandler(cluster.info, admin, bus, {
@@ -214,13 +226,15 @@ beforeAll(async () => {
     }),
   );
   await createConversionConfig(admin, CONFIG, renameConfigSpec(TARGET, { pin: INSTANCE }));
+  await createConversionConfig(admin, SHOWCASE_CONFIG, showcaseConfigSpec(SHOWCASE, INSTANCE));
   await createWebhookServer(admin, INSTANCE, { namespace, replicas: 2 });
 }, 120_000);
 
 afterAll(async () => {
-  for (const target of [TARGET, UNHELD])
+  for (const target of [TARGET, UNHELD, SHOWCASE])
     await crdApi.deleteCustomResourceDefinition({ name: target }).catch(notFound);
   await deleteConversionConfig(admin, CONFIG);
+  await deleteConversionConfig(admin, SHOWCASE_CONFIG);
   await deleteWebhookServer(admin, INSTANCE);
   await waitFor(
     'the instance to be gone',
@@ -273,6 +287,33 @@ describe('conversions through the kube-apiserver, served by an instance of two r
     const b = await getGizmo(TARGET, 'v2', 'b');
     expect(b.apiVersion).toBe(`${gizmos(TARGET, 'v2').group}/v2`);
     expect(b.spec).toEqual({ size: 4 });
+  });
+
+  it('converts a target whose versions differ in six ways, one reference strategy each', {
+    timeout: 60_000,
+  }, async () => {
+    await pointAtInstance(SHOWCASE);
+    const group = SHOWCASE.split('.').slice(1).join('.');
+    const at = (version: string) => ({ group, version, namespace, plural: SHOWCASE_PLURAL });
+    const body = {
+      apiVersion: `${group}/v2`,
+      kind: SHOWCASE_KIND,
+      metadata: { name: 's' },
+      spec: SHOWCASE_SPOKE_SPEC,
+    };
+    await waitFor(
+      'a create at v2 to be converted to storage',
+      async () =>
+        custom
+          .createNamespacedCustomObject({ ...at('v2'), body })
+          .then(() => true)
+          .catch(() => undefined),
+      { timeoutMs: 30_000 },
+    );
+    const stored = (await custom.getNamespacedCustomObject({ ...at('v1'), name: 's' })) as { spec: unknown };
+    expect(stored.spec).toEqual(SHOWCASE_HUB_SPEC);
+    const served = (await custom.getNamespacedCustomObject({ ...at('v2'), name: 's' })) as { spec: unknown };
+    expect(served.spec).toEqual(SHOWCASE_SPOKE_SPEC);
   });
 
   it('lists and patches at the non-storage version', { timeout: 30_000 }, async () => {

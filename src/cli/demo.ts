@@ -42,9 +42,16 @@ import {
   SERVED_FIELD,
   servingInstances,
 } from '../scenario/fleet.ts';
+import {
+  convertShowcaseObject,
+  createShowcase,
+  SHOWCASE_PLURAL,
+  SHOWCASE_RULES,
+} from '../scenario/showcase.ts';
 
 const GROUP = 'demo.switchyard.dev';
 const NAMESPACE = 'demo';
+const SHOWCASE_TARGET = `${SHOWCASE_PLURAL}.${GROUP}`;
 const POOL = ['alpha', 'bravo', 'charlie'] as const;
 const NEWCOMER = 'delta';
 const INSTANCES = [...POOL, NEWCOMER];
@@ -151,6 +158,7 @@ class Demo {
     await this.createTargets(admin);
     const before = await this.whereServed(admin);
     await this.startLoad(admin);
+    await this.showcase(admin);
     this.printTryThis();
     const moved = await this.addNewcomer(admin, before);
     const summary = await this.finish(admin, moved);
@@ -279,6 +287,19 @@ class Demo {
     await Promise.all(this.loads.map((l) => l.start()));
     await systemClock.sleep(3_000);
     say(`  ${this.loadLine()}`);
+  }
+
+  private async showcase(admin: KubeConfig): Promise<void> {
+    const strategies = [...new Set(SHOWCASE_RULES.map((r) => r.strategy))].join(', ');
+    this.heading(
+      `Converting a target whose versions differ in six ways, each a strategy of the reference operator (${strategies}): an object is written at v2 and stored at v1, converted by the instance that serves it`,
+    );
+    const t = performance.now();
+    await createShowcase(admin, SHOWCASE_TARGET, SHOWCASE_PLURAL);
+    const { written, stored } = await convertShowcaseObject(admin, SHOWCASE_TARGET, NAMESPACE);
+    say(`  written at v2: ${JSON.stringify(written)}`);
+    say(`  stored at v1:  ${JSON.stringify(stored)}`);
+    done(t, `kubectl get ${SHOWCASE_TARGET.split('.')[0]} -o yaml reads it at either version`);
   }
 
   private printTryThis(): void {
