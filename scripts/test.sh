@@ -5,10 +5,12 @@
 # the local node agent and NATS JetStream).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/bootstrap.sh"
 bootstrap
-# KEDA only runs in the autoscaling test, Crossplane in the XRD tests: the plain demo does without
-# them (scripts/demo.sh builds Crossplane for --crossplane only).
+# KEDA only runs in the autoscaling test, Crossplane in the XRD tests, the reference engine's
+# harness in the differential tests (test/reference-engine): the plain demo does without them
+# (scripts/demo.sh builds Crossplane for --crossplane only).
 ensure_keda
 ensure_crossplane
+ensure_reference
 cd "$SWITCHYARD_ROOT"
 echo "[test] typecheck"
 npx tsc -p tsconfig.json

@@ -14,7 +14,11 @@
 #     metrics adapter built from Go modules (tools/keda), with its CRDs and RBAC;
 #   * for the tests only (`ensure_crossplane`, called by scripts/test.sh): Crossplane core built
 #     from a pinned source snapshot (SWITCHYARD_CROSSPLANE_SRC, or a clone of the pinned
-#     commit), with its CRDs.
+#     commit), with its CRDs;
+#   * for the tests only (`ensure_reference`, called by scripts/test.sh): the differential
+#     harness (test/reference-engine/harness) built against the reference conversion operator's
+#     engine from a pinned source snapshot (SWITCHYARD_REFERENCE_SRC, or a clone of the pinned
+#     commit), with that snapshot's source tree unpacked beside it.
 # The cache lives outside the work tree so that clones on the same machine share it.
 set -euo pipefail
 
@@ -106,6 +110,15 @@ ensure_crossplane() {
   source "$SWITCHYARD_ROOT/scripts/lib/build-crossplane.sh"
   SWITCHYARD_CROSSPLANE_DIR="$(build_crossplane)"
   export SWITCHYARD_CROSSPLANE_DIR
+}
+
+ensure_reference() {
+  # shellcheck source=build-reference.sh
+  source "$SWITCHYARD_ROOT/scripts/lib/build-reference.sh"
+  SWITCHYARD_REFERENCE_HARNESS="$(build_reference)"
+  # build_reference ran in a subshell: its export of the source directory stays there.
+  SWITCHYARD_REFERENCE_SOURCE_DIR="$(reference_source_dir)"
+  export SWITCHYARD_REFERENCE_HARNESS SWITCHYARD_REFERENCE_SOURCE_DIR
 }
 
 bootstrap() {
