@@ -74,7 +74,17 @@ function flatten(root: TargetSchema): { nodes: Map<string, ModelNode>; leaves: M
   const visit = (schema: TargetSchema, segments: Segments) => {
     const node = { segments, schema };
     nodes.set(joinPath(segments), node);
-    const opaque = !named(schema) || COMBINATORS.some((c) => schema[c] !== undefined);
+    const combined = COMBINATORS.some((c) => schema[c] !== undefined);
+    // An object declared without fields, map values or preserved fields holds nothing to lose.
+    const fieldless =
+      (schema.type === 'object' || schema.properties !== undefined) &&
+      !named(schema) &&
+      (schema.additionalProperties === undefined || schema.additionalProperties === false) &&
+      !schema['x-kubernetes-preserve-unknown-fields'] &&
+      !schema['x-kubernetes-embedded-resource'] &&
+      !combined;
+    const opaque = !named(schema) || combined;
+    if (fieldless) return;
     if (opaque) leaves.push(node);
     else
       for (const k of Object.keys(schema.properties ?? {}).sort())
@@ -272,6 +282,16 @@ describe('coverage walk', () => {
     const hub = rootOf(obj({ a: obj({ b: obj({ c: str(), d: int() }) }) }), obj({}));
     const spoke = rootOf(obj({ a: obj({ b: obj({ c: str(), d: str() }) }) }), obj({}));
     expect(walked(hub, spoke, { hub: [], spoke: [] }).map((f) => f.path)).toEqual(['spec.a.b.d']);
+  });
+
+  it('walks an object declared without fields as a branch with none: the rules claiming the other side account for it', () => {
+    const hub = obj({ spec: obj({ description: str() }) });
+    const spoke = obj({ spec: { type: 'object', properties: {} } });
+    const claimed = { hub: [{ segments: ['spec', 'description'], ruleIndex: 0 }], spoke: [] };
+    expect(walked(hub, spoke, claimed)).toEqual([]);
+    expect(walked(hub, spoke, { hub: [], spoke: [] }).map((f) => [f.path, f.why])).toEqual([
+      ['spec.description', 'the other side lacks it'],
+    ]);
   });
 
   it('does not let an identical subtree pass whole when the other side writes into it', () => {

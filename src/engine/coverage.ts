@@ -13,6 +13,7 @@ import {
   branchFields,
   describeShape,
   differingKeywords,
+  isFieldlessObject,
   isOpaque,
   NO_FIELDS,
   type SchemaIndex,
@@ -68,7 +69,7 @@ export function uncoveredFields(
         for (const c of otherBelow) if (c.segments.length === depth + 1) cover = firstClaim(cover, c);
         const schema = ownFields[name] as TargetSchema;
         const counterpart = Object.hasOwn(otherFields, name) ? otherFields[name] : undefined;
-        if (!isOpaque(schema)) {
+        if (!isOpaque(schema) || isFieldlessObject(schema)) {
           // A subtree declared alike on both sides, into which the other side writes nothing, passes through whole.
           if (!cover && otherBelow.length === 0 && counterpart && sameShape(schema, counterpart)) continue;
           walk(

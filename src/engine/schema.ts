@@ -180,6 +180,24 @@ export function isOpaque(schema: TargetSchema): boolean {
   return !hasNamedProperties(schema) || combinatorsOf(schema).length > 0;
 }
 
+/**
+ * An object declared without fields (`type: object`, maybe `properties: {}`), no map values, no
+ * preserved unknown fields: the apiserver prunes whatever it holds, so it has no value to lose.
+ * Coverage walks it as a branch with no fields rather than as a leaf that must match the other
+ * side, as the reference does: a side that declares `spec: {}` while the other declares fields
+ * of it is accounted for by the rules claiming those fields.
+ */
+export function isFieldlessObject(schema: TargetSchema): boolean {
+  return (
+    (schema.type === 'object' || schema.properties !== undefined) &&
+    !hasNamedProperties(schema) &&
+    (schema.additionalProperties === undefined || schema.additionalProperties === false) &&
+    !schema['x-kubernetes-preserve-unknown-fields'] &&
+    !schema['x-kubernetes-embedded-resource'] &&
+    combinatorsOf(schema).length === 0
+  );
+}
+
 /** The fields under a node that rules can address: none under a leaf. */
 export function branchFields(schema: TargetSchema): Readonly<Record<string, TargetSchema>> {
   return isOpaque(schema) ? NO_FIELDS : (schema.properties ?? NO_FIELDS);
