@@ -3,7 +3,10 @@
 // as the ServiceAccount of deploy/rbac/config-status.yaml) writes each config's phase and
 // Validated condition: Pending without a target, Validated once its rules compile against it,
 // Invalid (with the engine's diagnostic) when they stop compiling, Applied once the target's
-// conversion names one of our instances.
+// conversion names one of our instances; and, in the same apply, the compile's verdicts
+// (schemaHash, overallLossless, spokeStatuses with ruleResults), which the apiserver's schema for
+// the status accepts. Under driftPolicy FailClosed a target's schema change that breaks the
+// config reads SchemaDrifted, saying its conversions are refused.
 import {
   ApiextensionsV1Api,
   CustomObjectsApi,
@@ -173,12 +176,33 @@ describe('config status', () => {
     });
     const s = await phaseBecomes('Pending');
     expect(validated(s)).toMatchObject({ status: 'Unknown', reason: 'TargetNotFound' });
+    expect(s, 'nothing compiled, no verdicts').not.toHaveProperty('spokeStatuses');
+    expect(s).not.toHaveProperty('schemaHash');
   });
 
   it('turns Validated once the target appears and the rules compile against it', async () => {
     await crds.createCustomResourceDefinition({ body: target() });
     const s = await phaseBecomes('Validated');
     expect(validated(s)).toMatchObject({ status: 'True', reason: 'Compiled' });
+    expect(s).toMatchObject({
+      overallLossless: true,
+      schemaHash: expect.stringMatching(/^sha256:/),
+      spokeStatuses: [
+        {
+          version: 'v1',
+          lossless: { hubToSpoke: true, spokeToHub: true },
+          ruleResults: [
+            {
+              index: 0,
+              strategy: 'FieldRename',
+              hubPaths: ['spec.size'],
+              spokePaths: ['spec.replicas'],
+              lossless: { hubToSpoke: true, spokeToHub: true },
+            },
+          ],
+        },
+      ],
+    });
   });
 
   it('turns Invalid, with the engine’s diagnostic, when the rules stop claiming a difference', async () => {
@@ -195,6 +219,20 @@ describe('config status', () => {
     const s = await phaseBecomes('Invalid');
     expect(validated(s)).toMatchObject({ status: 'False', reason: 'CompileFailed' });
     expect(validated(s)?.message).toMatch(/spec\.(size|replicas)/);
+    // The same compile's verdicts, in the same write: what is true of a config that does not compile.
+    expect(s).toMatchObject({
+      overallLossless: false,
+      spokeStatuses: [
+        {
+          version: 'v1',
+          lossless: { hubToSpoke: false, spokeToHub: false },
+          fieldsUncoveredHub: ['spec.size'],
+          fieldsUncoveredSpoke: ['spec.replicas'],
+          errors: [expect.stringContaining('UnclaimedField'), expect.stringContaining('UnclaimedField')],
+        },
+      ],
+    });
+    expect(s?.spokeStatuses?.[0]).not.toHaveProperty('ruleResults');
   });
 
   it('turns Applied once the rules compile again and the target’s conversion names one of our instances', async () => {
@@ -246,6 +284,59 @@ describe('config status', () => {
     );
     const s = await phaseBecomes('Applied');
     expect(validated(s)).toMatchObject({ status: 'True', reason: 'Compiled' });
+  });
+
+  it('under driftPolicy FailClosed, calls a schema change that breaks the config SchemaDrifted and says its conversions are refused', async () => {
+    await custom.patchClusterCustomObject(
+      {
+        group: GROUP,
+        version: VERSION,
+        plural: 'crdconversionconfigs',
+        name: CONFIG,
+        body: { spec: { driftPolicy: 'FailClosed' } },
+      },
+      mergePatch,
+    );
+    const applied = await waitFor('Validated at the new generation', async () => {
+      const c = (await custom.getClusterCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: 'crdconversionconfigs',
+        name: CONFIG,
+      })) as { metadata: { generation: number }; status?: ConfigStatus };
+      const v = validated(c.status);
+      return v?.status === 'True' && v.observedGeneration === c.metadata.generation ? c.status : undefined;
+    });
+    // The target's v1 field is renamed: the config's rule no longer resolves.
+    const crd = await crds.readCustomResourceDefinition({ name: TARGET });
+    const versions = target().spec.versions.map((v) =>
+      v.name === 'v1'
+        ? {
+            ...v,
+            schema: {
+              openAPIV3Schema: {
+                type: 'object',
+                properties: { spec: { type: 'object', properties: { count: { type: 'integer' } } } },
+              },
+            },
+          }
+        : v,
+    );
+    await crds.replaceCustomResourceDefinition({
+      name: TARGET,
+      body: { ...crd, spec: { ...crd.spec, versions } },
+    });
+    const s = await phaseBecomes('Invalid');
+    expect(validated(s)).toMatchObject({ status: 'False', reason: 'SchemaDrifted' });
+    expect(validated(s)?.message.split('\n')[0]).toMatch(
+      /schema changed .*driftPolicy FailClosed: the webhook-server replicas refuse this target's conversions/,
+    );
+    expect(s?.schemaHash).not.toBe(applied?.schemaHash);
+    expect(s?.spokeStatuses?.[0]?.ruleResults?.[0]).toMatchObject({
+      index: 0,
+      lossless: { hubToSpoke: false, spokeToHub: false },
+      errors: [expect.stringContaining('UnknownPath spec.replicas')],
+    });
   });
 
   it('its identity cannot write a config’s spec', async () => {

@@ -5,8 +5,11 @@
 // nothing here hands it a plan. Asserted: /readyz only after the sync; a ConversionReview for
 // the target it holds comes back converted, one for a target it does not hold fails closed
 // with the reason; its Lease reports exactly what it serves and follows configs that come and
-// go; a rotated certificate is served without a restart; on SIGTERM the
-// Lease is withdrawn (an empty set) before the process exits.
+// go; a rotated certificate is served without a restart; when a target's schema drifts so its
+// config no longer compiles, a FailClosed config's plan is dropped (reviews refused, naming the
+// config and the policy; the Lease no longer reports it) while a KeepServingStale one keeps
+// serving its last good plan; on SIGTERM the Lease is withdrawn (an empty set) before the
+// process exits.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,6 +50,7 @@ const suffix = Math.random().toString(36).slice(2, 7);
 const INSTANCE = `ws-${suffix}`;
 const TARGET = `gizmos.ws${suffix}.bench.switchyard.dev`;
 const OTHER = `gizmos.wso${suffix}.bench.switchyard.dev`;
+const FAIL_CLOSED = `gizmos.wsf${suffix}.bench.switchyard.dev`;
 const GROUP_OF_TARGET = TARGET.split('.').slice(1).join('.');
 const DRAIN_SECONDS = 3;
 /** No Node of this name exists: the local node agent leaves the Pod object alone. */
@@ -133,9 +137,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(processes.map((p) => p.stop(5_000)));
   await bus?.stop();
-  for (const name of [`ws-${suffix}`, `wso-${suffix}`]) await deleteConversionConfig(admin, name);
+  for (const name of [`ws-${suffix}`, `wso-${suffix}`, `wsf-${suffix}`])
+    await deleteConversionConfig(admin, name);
   await deleteWebhookServer(admin, INSTANCE);
-  for (const t of [TARGET, OTHER])
+  for (const t of [TARGET, OTHER, FAIL_CLOSED])
     await crdApi.deleteCustomResourceDefinition({ name: t }).catch(() => undefined);
   if (namespace) {
     await core
@@ -301,6 +306,51 @@ describe('a webhook-server replica as a process', () => {
     );
     expect(after).not.toBe(before);
     expect(server.pid).toBeDefined();
+  });
+
+  it('drops a FailClosed config’s plan when its target’s schema drifts, refusing its reviews by name, and keeps a KeepServingStale one serving', {
+    timeout: 90_000,
+  }, async () => {
+    await crdApi.createCustomResourceDefinition({ body: gizmoCrd(FAIL_CLOSED) });
+    await createConversionConfig(admin, `wsf-${suffix}`, {
+      ...pinnedConfig(FAIL_CLOSED),
+      driftPolicy: 'FailClosed',
+    });
+    expect(
+      await waitFor('both plans reported', async () => {
+        const served = await servedByLease();
+        return served?.length === 2 ? served : undefined;
+      }),
+    ).toEqual([OTHER, FAIL_CLOSED].sort());
+    const before = JSON.parse((await call(`/convert/${FAIL_CLOSED}`, review(FAIL_CLOSED, 'u-6'))).text);
+    expect(before.response.result.status).toBe('Success');
+    // Both targets' v1 field is renamed: the configs' FieldRename of spec.replicas no longer resolves.
+    for (const name of [FAIL_CLOSED, OTHER]) {
+      const crd = await crdApi.readCustomResourceDefinition({ name });
+      const drifted = gizmoCrd(name, { v1Field: 'count' });
+      await crdApi.replaceCustomResourceDefinition({
+        name,
+        body: { ...crd, spec: { ...crd.spec, versions: drifted.spec.versions } },
+      });
+    }
+    expect(
+      await waitFor('the FailClosed plan dropped from the Lease', async () => {
+        const served = await servedByLease();
+        return served?.length === 1 ? served : undefined;
+      }),
+    ).toEqual([OTHER]);
+    const refused = JSON.parse((await call(`/convert/${FAIL_CLOSED}`, review(FAIL_CLOSED, 'u-7'))).text);
+    expect(refused.response.result.status).toBe('Failure');
+    expect(refused.response.result.message).toContain(`CRDConversionConfig wsf-${suffix}`);
+    expect(refused.response.result.message).toContain('driftPolicy is FailClosed');
+    expect(refused.response.result.message).toContain('spec.replicas');
+    const stale = JSON.parse((await call(`/convert/${OTHER}`, review(OTHER, 'u-8'))).text);
+    expect(stale.response, 'KeepServingStale: the last good plan serves').toMatchObject({
+      result: { status: 'Success' },
+      convertedObjects: [{ spec: { size: 4 } }],
+    });
+    const debug = JSON.parse((await call('/debug/plans')).text) as { failures: Record<string, string[]> };
+    expect(Object.keys(debug.failures).sort()).toEqual([OTHER, FAIL_CLOSED].sort());
   });
 
   it('withdraws its report on SIGTERM before it exits', { timeout: 60_000 }, async () => {

@@ -29,6 +29,14 @@ export const PHASES = ['Pending', 'Validated', 'Invalid', 'Applied'] as const;
 export const phaseSchema = z.enum(PHASES);
 export type Phase = z.infer<typeof phaseSchema>;
 
+export const DRIFT_POLICIES = ['KeepServingStale', 'FailClosed'] as const;
+export type DriftPolicy = (typeof DRIFT_POLICIES)[number];
+
+/** The policy a config's spec states, or the default. */
+export function driftPolicyOf(spec: { driftPolicy?: DriftPolicy | undefined }): DriftPolicy {
+  return spec.driftPolicy ?? 'KeepServingStale';
+}
+
 const targetRef = (what: string) =>
   z.object({ name: targetNameSchema }).meta({ description: `The ${what} to convert.` });
 
@@ -56,17 +64,20 @@ const commonSpec = {
   unmappedFieldReason: z.string().max(MAX_REASON_LENGTH).optional().meta({
     description: 'Why fields are deliberately left unclaimed; required with unmappedFieldPolicy: Warn.',
   }),
-  // The reference operator's FailClosed (stop serving when the target's schema drifts) is not
-  // offered: a failed recompile keeps the last good plan, always, because dropping a working
-  // conversion turns a schema mistake into an outage of every read. Accepting only the value
-  // Switchyard implements lets a reference config that spells the default out load unchanged.
+  // What a held plan does when its config stops compiling (the target's schema drifted, or the
+  // config changed past admission): KeepServingStale keeps serving it, FailClosed drops it so
+  // the target's conversions are refused (webhook/plans.ts). A misspelt value is refused with
+  // the two it may be, never read as the default.
   driftPolicy: z
-    .enum(['KeepServingStale'], {
+    .enum(DRIFT_POLICIES, {
       error: (issue) =>
-        `driftPolicy ${JSON.stringify(issue.input)} is not supported: Switchyard always keeps serving the last plan that compiled (KeepServingStale) and reports the drift in status; remove driftPolicy or set KeepServingStale`,
+        `driftPolicy ${JSON.stringify(issue.input)} is not supported: set KeepServingStale (the default: a config that stops compiling keeps serving its last good plan) or FailClosed (its conversions are refused until it compiles again)`,
     })
     .optional()
-    .meta({ description: 'Only KeepServingStale: a config that stops compiling keeps its last good plan.' }),
+    .meta({
+      description:
+        "When the config stops compiling against its target (the schema drifted, or the config changed): KeepServingStale (when absent) keeps serving the last plan that compiled; FailClosed drops it, and the target's conversions are refused, naming the config, until it compiles again.",
+    }),
 };
 
 const REASON_REQUIRED = {
@@ -153,6 +164,94 @@ export const handoverProgressSchema = z
   .meta({ description: 'The state of a move that waits for its destination (the HandoverReady gate).' });
 export type HandoverProgress = z.infer<typeof handoverProgressSchema>;
 
+/**
+ * How much of the compile's verdicts a config's status carries (core/spoke-statuses.ts bounds
+ * them). A config may have 32 spokes of 256 rules; listing every rule with its paths and
+ * diagnostics would make a status of megabytes, rewritten on every change, recorded on the bus
+ * and held by every handler. So the lists are bounded, the cut is counted (`omitted`), and the
+ * whole of `spokeStatuses` stays under `bytes` as JSON.
+ */
+export const VERDICT_LIMITS = {
+  /** All of spokeStatuses, as JSON. */
+  bytes: 64 * 1024,
+  /** A message longer than this is cut, ending in "…". */
+  messageChars: 512,
+  /** Likewise a path. */
+  pathChars: 256,
+  /** Paths per rule result and side. */
+  rulePaths: 8,
+  /** Errors, and warnings, per rule result. */
+  ruleMessages: 4,
+} as const;
+
+const losslessVerdictSchema = z
+  .object({
+    hubToSpoke: z.boolean(),
+    spokeToHub: z.boolean(),
+  })
+  .meta({
+    description:
+      'Whether converting each way is proven to lose nothing: false for a rule that did not resolve, and for a spoke with an error.',
+  });
+
+const messagesSchema = (what: string) => z.array(z.string()).optional().meta({ description: what });
+
+export const ruleResultSchema = z
+  .object({
+    index: z.int().min(0).meta({ description: "The rule's index in its spoke's rules." }),
+    strategy: z.string().max(64),
+    hubPaths: z
+      .array(z.string())
+      .max(VERDICT_LIMITS.rulePaths)
+      .optional()
+      .meta({ description: 'The hub fields the rule claims; absent when it did not resolve.' }),
+    spokePaths: z
+      .array(z.string())
+      .max(VERDICT_LIMITS.rulePaths)
+      .optional()
+      .meta({ description: 'The spoke fields the rule claims; absent when it did not resolve.' }),
+    lossless: losslessVerdictSchema,
+    errors: messagesSchema("The compile's errors about this rule."),
+    warnings: messagesSchema("The compile's warnings about this rule."),
+  })
+  .meta({ description: "One rule's verdict (the reference operator's RuleResult)." });
+export type RuleResult = z.infer<typeof ruleResultSchema>;
+
+const count = (what: string) => z.int().min(1).optional().meta({ description: what });
+
+export const spokeStatusSchema = z
+  .object({
+    version: versionNameSchema,
+    lossless: losslessVerdictSchema,
+    ruleResults: z.array(ruleResultSchema).max(256).optional(),
+    fieldsUncoveredHub: messagesSchema(
+      'Fields no rule accounts for whose hub value does not reach the spoke (hub-only, or declared differently).',
+    ),
+    fieldsUncoveredSpoke: messagesSchema(
+      'Fields no rule accounts for whose spoke value does not reach the hub (spoke-only, or declared differently).',
+    ),
+    errors: messagesSchema(
+      "The compile's errors about the spoke as a whole, or about the hub (a rule's are in its ruleResults entry).",
+    ),
+    warnings: messagesSchema("The compile's warnings about the spoke as a whole."),
+    omitted: z
+      .object({
+        ruleResults: count('Rule results left out: those without errors, losses or warnings go first.'),
+        fieldsUncoveredHub: count('Uncovered hub fields left out.'),
+        fieldsUncoveredSpoke: count('Uncovered spoke fields left out.'),
+        errors: count('Spoke errors left out.'),
+        warnings: count('Spoke warnings left out.'),
+        ruleEntries: count('Paths and messages left out of the rule results listed.'),
+      })
+      .optional()
+      .meta({
+        description:
+          'What the bounded lists leave out (absent when nothing is); the Validated condition lists every diagnostic, up to its own bound.',
+      }),
+  })
+  .meta({ description: "One spoke's verdict (the reference operator's SpokeConversionStatus)." });
+export type SpokeStatus = z.infer<typeof spokeStatusSchema>;
+
 export const configStatusSchema = z.object({
   observedGeneration: z.int().min(0).optional(),
   phase: phaseSchema.optional(),
@@ -174,6 +273,17 @@ export const configStatusSchema = z.object({
         'a True HandoverReady is only ever about the instance assignedWebhookServer names.',
     }),
   conditions: conditionsSchema.optional(),
+  schemaHash: z.string().max(128).optional().meta({
+    description:
+      "The target's versions the verdicts were compiled against, as sha256:<base64url> of their names, served and storage/referenceable flags and openAPIV3Schemas. Absent while the target does not exist.",
+  }),
+  overallLossless: z.boolean().optional().meta({
+    description: 'Whether the config compiles and every spoke converts both ways losslessly.',
+  }),
+  spokeStatuses: z.array(spokeStatusSchema).max(32).optional().meta({
+    description:
+      "Per spoke listed, the compile's verdicts, written with phase and Validated from the same compile; bounded (omitted says what is left out).",
+  }),
 });
 export type ConfigStatus = z.infer<typeof configStatusSchema>;
 

@@ -69,6 +69,7 @@ const configColumns = (kind: typeof CRD_CONFIG_KIND | typeof XRD_CONFIG_KIND): P
   { name: 'Hub', type: 'string', jsonPath: '.spec.hubVersion' },
   { name: 'Server', type: 'string', jsonPath: '.status.assignedWebhookServer' },
   { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+  { name: 'Lossless', type: 'boolean', jsonPath: '.status.overallLossless' },
   {
     name: 'Handover',
     type: 'string',

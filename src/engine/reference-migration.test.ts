@@ -342,9 +342,9 @@ describe('nothing the user wrote is silently dropped (reference docs/configurati
       says: ['unmappedFieldReason is required when unmappedFieldPolicy is Warn'],
     },
     {
-      name: 'driftPolicy: FailClosed',
-      config: withSpec({ driftPolicy: 'FailClosed' }),
-      says: ['driftPolicy "FailClosed" is not supported', 'KeepServingStale'],
+      name: 'a misspelt driftPolicy (never read as the default)',
+      config: withSpec({ driftPolicy: 'Failclosed' }),
+      says: ['driftPolicy "Failclosed" is not supported', 'KeepServingStale', 'FailClosed'],
     },
   ];
 
@@ -361,7 +361,8 @@ describe('nothing the user wrote is silently dropped (reference docs/configurati
       'unmappedFieldPolicy: Warn with a reason',
       { unmappedFieldPolicy: 'Warn', unmappedFieldReason: 'legacy' },
     ],
-    ['driftPolicy: KeepServingStale (what Switchyard always does)', { driftPolicy: 'KeepServingStale' }],
+    ['driftPolicy: KeepServingStale (the default)', { driftPolicy: 'KeepServingStale' }],
+    ['driftPolicy: FailClosed', { driftPolicy: 'FailClosed' }],
   ])('the API accepts %s', (_, extra) => {
     expect(conversionConfigSchema.safeParse(withSpec(extra)).success).toBe(true);
   });

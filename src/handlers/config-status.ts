@@ -1,12 +1,18 @@
 // The config-status handler: per config, the engine's verdict against the live target and the
-// phase, written into the config's status (`Validated` condition, `phase`) only when they
+// phase, written into the config's status (`Validated` condition, `phase`, and the compile's
+// verdicts: `schemaHash`, `overallLossless`, `spokeStatuses`, in the same apply) only when they
 // change. Nothing here touches a target: the handover handler does that, and only for a config
 // whose rules compile (the same verdict, core/config-validation.ts).
 //
 // Woken by the router for a config's own records and for its target's (config-status-
 // triggers.ts). A config's own status writes (this handler's, assign's, handover's) wake it
 // too; it then finds nothing changed and writes nothing, so the loop ends there.
-import { type ConversionConfig, conversionConfigSchema, targetNameOf } from '../api/conversion-config.ts';
+import {
+  type ConversionConfig,
+  conversionConfigSchema,
+  driftPolicyOf,
+  targetNameOf,
+} from '../api/conversion-config.ts';
 import { ownKind, TARGET_OF_CONFIG, TARGET_VIEW_KINDS } from '../api/resources.ts';
 import type { WorkItem } from '../bus/messages.ts';
 import { done, type Handler, PermanentError } from '../bus/runtime/index.ts';
@@ -31,7 +37,7 @@ export interface ConfigStatusDeps {
 }
 
 export function configStatusHandler(deps: ConfigStatusDeps): Handler<WorkItem> {
-  const verdicts = new ConfigVerdicts();
+  const verdicts = new ConfigVerdicts({ verdicts: true });
   return async (item, ctx) => {
     const key = parseWorkKey(item.key);
     if (!key || !(CONFIG_KINDS as readonly string[]).includes(key.kind)) {
@@ -58,6 +64,7 @@ export function configStatusHandler(deps: ConfigStatusDeps): Handler<WorkItem> {
       current: config.status,
       generation: config.metadata.generation,
       validation,
+      driftPolicy: driftPolicyOf(config.spec),
       servingInstance: instanceServing(
         readRoutedService(deps.view, TARGET_OF_CONFIG[config.kind].viewKind, liveTarget(deps.view, config)),
         deps.view.list(INSTANCE_KIND).map((i) => i.metadata.name),
@@ -74,7 +81,12 @@ export function configStatusHandler(deps: ConfigStatusDeps): Handler<WorkItem> {
       { signal: ctx.signal, resourceVersion: config.metadata.resourceVersion },
     );
     ctx.log.info(
-      { config: item.key, phase: write.phase, validated: write.conditions[0]?.reason },
+      {
+        config: item.key,
+        phase: write.phase,
+        validated: write.conditions[0]?.reason,
+        overallLossless: write.overallLossless,
+      },
       'status written',
     );
     return done;

@@ -16,6 +16,12 @@ export type VerdictView = Pick<ObjectView, 'record'> & WholeReader;
 export class ConfigVerdicts {
   /** Per target name: the revisions the verdict was compiled from, and the verdict. */
   private readonly byTarget = new Map<string, { revision: string; verdict: ConfigValidation }>();
+  private readonly withVerdicts: boolean;
+
+  /** `verdicts`: also derive the per-spoke and per-rule verdicts (what the config-status handler writes). */
+  constructor(opts: { verdicts?: boolean } = {}) {
+    this.withVerdicts = opts.verdicts ?? false;
+  }
 
   /**
    * The verdict on `config` (as the view holds it) against its target as the view holds it;
@@ -56,7 +62,11 @@ export class ConfigVerdicts {
     target: Target,
     whole: RecordedObject,
   ): ConfigValidation {
-    const verdict = validateConfig(config.spec, { kind: target.kind, name: target.key.name, live: whole });
+    const verdict = validateConfig(
+      config.spec,
+      { kind: target.kind, name: target.key.name, live: whole },
+      { verdicts: this.withVerdicts },
+    );
     this.byTarget.set(target.key.name, { revision, verdict });
     return verdict;
   }

@@ -138,6 +138,32 @@ describe('the config projections', () => {
     expect(REPLICA_VIEW_PROJECTIONS.crdconfig?.(config).status).toEqual({ phase: 'Applied' });
     expect(HANDLER_VIEW_PROJECTIONS.crdconfig?.(config).status).toEqual(config.status);
   });
+
+  it("keeps of the status's spokeStatuses only each spoke's version and lossless verdict for a handler", () => {
+    const lossless = { hubToSpoke: true, spokeToHub: false };
+    const before = config.status as Record<string, unknown>;
+    const status = {
+      ...before,
+      schemaHash: 'sha256:x',
+      overallLossless: false,
+      spokeStatuses: [
+        {
+          version: 'v1',
+          lossless,
+          ruleResults: [{ index: 0, strategy: 'FieldRename', lossless, hubPaths: ['spec.size'] }],
+          fieldsUncoveredHub: ['spec.a'],
+          errors: ['e'],
+          omitted: { ruleResults: 3 },
+        },
+      ],
+    };
+    expect(HANDLER_VIEW_PROJECTIONS.crdconfig?.({ ...config, status }).status).toEqual({
+      ...before,
+      schemaHash: 'sha256:x',
+      overallLossless: false,
+      spokeStatuses: [{ version: 'v1', lossless }],
+    });
+  });
 });
 
 describe('the replicas’ target projection', () => {

@@ -5,7 +5,7 @@
 // record streams stay whole; a reader that needs the rest of an object reads it again from the
 // bus (ObjectView.whole).
 import { HANDOVER_VERDICT_ANNOTATION } from '../api/constants.ts';
-import { conversionConfigSchema } from '../api/conversion-config.ts';
+import { configStatusSchema, conversionConfigSchema } from '../api/conversion-config.ts';
 import type { RecordedObject } from '../bus/messages.ts';
 import { parsedForm } from './parse-cache.ts';
 
@@ -155,11 +155,20 @@ export const TARGET_FIELDS: readonly FieldPath[] = [
   ['status', 'conditions', EACH, 'status'],
 ];
 
+/** A config's status fields a handler's view keeps whole: every one but spokeStatuses. */
+const CONFIG_STATUS_FIELDS = Object.keys(configStatusSchema.shape).filter(
+  (field) => field !== 'spokeStatuses',
+);
+
 /**
  * What the handlers read of a config (CRDConversionConfig, XRDConversionConfig): all of it but
  * its spokes' rules, the bulk of a config, which only a compile reads (views/config-verdicts.ts
- * reads the whole record for it). The projection still parses as a config, with every spoke's
- * rules empty: a reader that compiles must never take them from a projected view.
+ * reads the whole record for it), and but the detail of its status's spokeStatuses (rule
+ * results, uncovered fields, diagnostics: up to 64 KiB a config), which nothing reads: of each
+ * spoke's, its version and lossless verdict, which with schemaHash tell config-status whether
+ * what it would write is written (core/config-status.ts). The projection still parses as a
+ * config, with every spoke's rules empty: a reader that compiles must never take them from a
+ * projected view.
  */
 export const CONFIG_FIELDS: readonly FieldPath[] = [
   ['metadata', 'generation'],
@@ -173,7 +182,9 @@ export const CONFIG_FIELDS: readonly FieldPath[] = [
   ['spec', 'unmappedFieldPolicy'],
   ['spec', 'unmappedFieldReason'],
   ['spec', 'driftPolicy'],
-  ['status'],
+  ...CONFIG_STATUS_FIELDS.map((field) => ['status', field]),
+  ['status', 'spokeStatuses', EACH, 'version'],
+  ['status', 'spokeStatuses', EACH, 'lossless'],
 ];
 
 /** The Service a target's conversion names: the same for every target of an instance. */

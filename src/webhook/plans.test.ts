@@ -28,7 +28,13 @@ function gizmos(name = TARGET, service?: string, v1Field = 'replicas') {
 
 function config(
   name: string,
-  opts: { target?: string; pin?: string; spokePath?: string; generation?: number } = {},
+  opts: {
+    target?: string;
+    pin?: string;
+    spokePath?: string;
+    generation?: number;
+    driftPolicy?: 'KeepServingStale' | 'FailClosed';
+  } = {},
 ): ConversionConfig {
   return conversionConfigSchema.parse(renameConfig(name, opts.target ?? TARGET, opts));
 }
@@ -171,6 +177,103 @@ describe('the plans a replica holds', () => {
     expect(result).toEqual({ added: [], removed: [], failed: [TARGET], draining: [] });
     const lookup = plans.lookup(TARGET, 0, fromWorld);
     expect(lookup.kind === 'none' && lookup.why).toMatch(/^its config does not compile: /);
+  });
+
+  describe('driftPolicy FailClosed', () => {
+    const failClosed = (opts: { spokePath?: string; generation?: number } = {}) =>
+      config('w', { pin: 'a', driftPolicy: 'FailClosed', ...opts });
+    /** The target after its v1 field was renamed to spec.count: the config's rule no longer resolves. */
+    const drifted = () => gizmos(TARGET, undefined, 'count');
+    const refusal =
+      /^its config CRDConversionConfig w does not compile and its driftPolicy is FailClosed, so its conversions are refused until it compiles again: .*spec\.replicas/;
+
+    it('drops the held plan when the target’s schema drifts under it, refuses its reviews naming the config and the policy, and stops reporting it', () => {
+      const plans = new HeldPlans('a', NO_DRAIN);
+      syncAll(plans, world([failClosed()], [gizmos()]), at(0));
+      expect([...plans.servable()]).toEqual([TARGET]);
+      const { removed } = plans.sync(world([failClosed()], [drifted()]), at(1));
+      expect(removed, 'a sync decides, it does not compile').toEqual([]);
+      expect(plans.compilePending(fromWorld)).toEqual({ added: [], failed: [TARGET], dropped: [TARGET] });
+      expect([...plans.held()]).toEqual([]);
+      expect([...plans.servable()]).toEqual([]);
+      const lookup = plans.lookup(TARGET, 2, fromWorld);
+      expect(lookup.kind === 'none' && lookup.why).toMatch(refusal);
+      expect(
+        plans.sync(world([failClosed()], [drifted()]), at(3)).pending,
+        'remembered, not compiled again',
+      ).toBe(0);
+    });
+
+    it('keeps the last good plan under KeepServingStale (the default) for the same drift', () => {
+      const plans = new HeldPlans('a', NO_DRAIN);
+      const stale = config('w', { pin: 'a', driftPolicy: 'KeepServingStale' });
+      syncAll(plans, world([stale], [gizmos()]), at(0));
+      const before = plans.lookup(TARGET, 0, fromWorld);
+      expect(syncAll(plans, world([stale], [drifted()]), at(1))).toMatchObject({
+        failed: [TARGET],
+        removed: [],
+      });
+      expect(plans.lookup(TARGET, 1, fromWorld)).toEqual(before);
+      expect([...plans.servable()]).toEqual([TARGET]);
+    });
+
+    it('refuses the first review after the view shows the drift: it compiles the pending revision before answering', () => {
+      const plans = new HeldPlans('a', NO_DRAIN);
+      syncAll(plans, world([failClosed()], [gizmos()]), at(0));
+      plans.sync(world([failClosed()], [drifted()]), at(1));
+      expect(plans.wantOf(TARGET), 'the review reads what the pending compile needs').toBeDefined();
+      expect(plans.holds(TARGET)).toBe(true);
+      const lookup = plans.lookup(TARGET, 2, fromWorld);
+      expect(lookup.kind === 'none' && lookup.why).toMatch(refusal);
+      expect(plans.holds(TARGET)).toBe(false);
+      expect(plans.pendingCount()).toBe(0);
+    });
+
+    it('drops the plan when the config’s own spec stops compiling, as the reference reverts on any failed re-validation', () => {
+      const plans = new HeldPlans('a', NO_DRAIN);
+      syncAll(plans, world([failClosed()], [gizmos()]), at(0));
+      const edited = syncAll(
+        plans,
+        world([failClosed({ spokePath: 'spec.nowhere', generation: 2 })], [gizmos()]),
+        at(1),
+      );
+      expect(edited).toMatchObject({ failed: [TARGET] });
+      const lookup = plans.lookup(TARGET, 2, fromWorld);
+      expect(lookup.kind === 'none' && lookup.why).toContain('spec.nowhere');
+      expect(lookup.kind === 'none' && lookup.why).toContain('driftPolicy is FailClosed');
+    });
+
+    it('serves again once the config compiles against the target again', () => {
+      const plans = new HeldPlans('a', NO_DRAIN);
+      syncAll(plans, world([failClosed()], [gizmos()]), at(0));
+      syncAll(plans, world([failClosed()], [drifted()]), at(1));
+      const fixed = syncAll(
+        plans,
+        world([failClosed({ spokePath: 'spec.count', generation: 2 })], [drifted()]),
+        at(2),
+      );
+      expect(fixed).toMatchObject({ added: [TARGET], failed: [] });
+      expect(plans.lookup(TARGET, 3, fromWorld).kind).toBe('plan');
+    });
+
+    it('drops nothing for what is not a failure to compile: sources that could not be read', () => {
+      const plans = new HeldPlans('a', NO_DRAIN);
+      syncAll(plans, world([failClosed()], [gizmos()]), at(0));
+      plans.sync(world([failClosed()], [drifted()]), at(1));
+      const unreadable: SourceOf = () => ({ kind: 'unreadable', why: 'the bus did not answer' });
+      expect(plans.compilePending(unreadable)).toEqual({ added: [], failed: [TARGET], dropped: [] });
+      expect([...plans.servable()], 'no evidence of drift: the plan held serves').toEqual([TARGET]);
+    });
+
+    it('has no plan to drop for a config that never compiled, and refuses naming the policy all the same', () => {
+      const plans = new HeldPlans('a', NO_DRAIN);
+      expect(syncAll(plans, world([failClosed()], [drifted()]), at(0))).toMatchObject({
+        added: [],
+        failed: [TARGET],
+      });
+      const lookup = plans.lookup(TARGET, 1, fromWorld);
+      expect(lookup.kind === 'none' && lookup.why).toMatch(refusal);
+    });
   });
 
   it('compiles again only when the rules or the target’s versions change, never for a status write', () => {
@@ -367,7 +470,7 @@ describe('compiling after the decision: a sync decides, compiles run by and by o
     plans.sync(bad, at(0));
     const lookup = plans.lookup(TARGET, 0, fromWorld);
     expect(lookup.kind === 'none' && lookup.why).toMatch(/^its config does not compile: .*spec\.nowhere/);
-    expect(plans.compilePending(fromWorld)).toEqual({ added: ['other.x.io'], failed: [] });
+    expect(plans.compilePending(fromWorld)).toEqual({ added: ['other.x.io'], failed: [], dropped: [] });
     expect([...plans.servable()]).toEqual(['other.x.io']);
     expect(plans.failures().get(TARGET)?.join(' ')).toContain('spec.nowhere');
     expect(plans.sync(bad, at(1)).pending, 'a failure is remembered, not compiled again').toBe(0);
@@ -380,14 +483,14 @@ describe('compiling after the decision: a sync decides, compiles run by and by o
       why: 'the record of CRDConversionConfig w could not be read again from the bus',
     });
     plans.sync(world([config('w', { pin: 'a' })], [gizmos()]), at(0));
-    expect(plans.compilePending(unreadable)).toEqual({ added: [], failed: [TARGET] });
+    expect(plans.compilePending(unreadable)).toEqual({ added: [], failed: [TARGET], dropped: [] });
     expect(plans.lookup(TARGET, 0, unreadable)).toEqual({
       kind: 'none',
       why: 'its config does not compile: the record of CRDConversionConfig w could not be read again from the bus',
     });
     expect(plans.sync(world([config('w', { pin: 'a' })], [gizmos()]), at(1)).pending).toBe(0);
     expect(plans.sync(world([config('w', { pin: 'a', generation: 2 })], [gizmos()]), at(2)).pending).toBe(1);
-    expect(plans.compilePending(fromWorld)).toEqual({ added: [TARGET], failed: [] });
+    expect(plans.compilePending(fromWorld)).toEqual({ added: [TARGET], failed: [], dropped: [] });
   });
 
   it('compiles nothing until its sources are read, and serves the plan held when a review’s cannot be', () => {
@@ -403,7 +506,7 @@ describe('compiling after the decision: a sync decides, compiles run by and by o
       ),
       at(1),
     );
-    expect(plans.compilePending(notRead)).toEqual({ added: [], failed: [] });
+    expect(plans.compilePending(notRead)).toEqual({ added: [], failed: [], dropped: [] });
     expect(plans.pendingTargets()).toEqual([TARGET]);
     expect(plans.lookup(TARGET, 1, notRead), 'the last good plan serves').toEqual(held);
     expect(plans.lookup(TARGET, 2, fromWorld)).not.toEqual(held);

@@ -40,13 +40,22 @@
 // schemas (views/projection.ts). A compile reads both whole, which the caller fetches from the bus
 // and hands in (`SourceOf`); nothing here holds a schema once its plan is compiled.
 //
-// One bad config never takes a working plan away: a config that stops compiling keeps serving
-// its last good plan, and the failure is reported (`failures`) until a fix compiles. A plan is
-// compiled again only when what it is compiled from changes (the config's spec, the target's
-// versions), never for a status write: a new revision of the target whose versions are the same
-// (a repoint of spec.conversion) is read and compared, not compiled.
+// One bad config never takes a working plan away, unless it asks to: a config that stops
+// compiling keeps serving its last good plan (driftPolicy KeepServingStale, the default), and
+// the failure is reported (`failures`) until a fix compiles. Under driftPolicy FailClosed the
+// held plan is dropped the moment a recompile fails, whatever changed: the target's versions
+// (schema drift) or the config's own spec (past admission, which refuses it when it can), as the
+// reference operator reverts an Applied config on any failed re-validation; the target's
+// reviews are then refused with a message naming the config and the policy, and the Lease no
+// longer reports it. What is not a failure to compile drops nothing under either policy: sources
+// that could not be read from the bus, a target gone from the view (its drain), a config that
+// never compiled (it has no plan to drop). A review of a FailClosed target whose recompile is
+// pending compiles it first, so no review is converted with a plan its view has seen drift. A
+// plan is compiled again only when what it is compiled from changes (the config's spec, the
+// target's versions), never for a status write: a new revision of the target whose versions are
+// the same (a repoint of spec.conversion) is read and compared, not compiled.
 import { createHash } from 'node:crypto';
-import { type ConversionConfig, targetNameOf } from '../api/conversion-config.ts';
+import { type ConversionConfig, driftPolicyOf, targetNameOf } from '../api/conversion-config.ts';
 import { assignSubjects, fleetOf, type InstanceLike, subjectOf } from '../core/assignment.ts';
 import { shouldHoldPlan } from '../core/handover.ts';
 import { compile } from '../engine/compile.ts';
@@ -124,6 +133,8 @@ export interface PlanCompile {
   added: string[];
   /** Targets whose config does not compile now, with the diagnostics (a held one keeps its last good plan). */
   failed: string[];
+  /** Of those, the targets whose held plan was dropped because their config's driftPolicy is FailClosed. */
+  dropped: string[];
 }
 
 /** A target the view calls for here (or a review asks for), and its config and target as the view keeps them. */
@@ -145,7 +156,7 @@ export interface HeldPlansOptions {
 export class HeldPlans {
   private readonly instance: string;
   private readonly plans = new Map<string, Held>();
-  private readonly failing = new Map<string, Revisions & { errors: string[] }>();
+  private readonly failing = new Map<string, Failure>();
   private readonly notHeld = new Map<string, string>();
   /** Wanted targets whose plan is not compiled from what the last sync saw, in the order they are compiled. */
   private pending = new Map<string, Wanted>();
@@ -190,17 +201,20 @@ export class HeldPlans {
   compilePending(sourceOf: SourceOf, more: (compiled: number) => boolean = () => true): PlanCompile {
     const added: string[] = [];
     const failed: string[] = [];
+    const dropped: string[] = [];
     let compiled = 0;
     for (const [target, want] of this.pending) {
       if (compiled > 0 && !more(compiled)) break;
       const sources = sourceOf(target, want);
       if (sources === undefined) break;
       const had = this.plans.has(target);
-      if (!this.compileQueued(target, sources)) failed.push(target);
-      else if (!had) added.push(target);
+      if (!this.compileQueued(target, sources)) {
+        failed.push(target);
+        if (had && !this.plans.has(target)) dropped.push(target);
+      } else if (!had) added.push(target);
       compiled++;
     }
-    return { added: added.sort(), failed: failed.sort() };
+    return { added: added.sort(), failed: failed.sort(), dropped: dropped.sort() };
   }
 
   /** The pending targets' wants, in the order they will be compiled: what the caller reads the sources of. */
@@ -215,8 +229,16 @@ export class HeldPlans {
    * serve it.
    */
   wantOf(target: string): Wanted | undefined {
-    if (this.plans.has(target)) return undefined;
-    return this.pending.get(target) ?? this.onDemandWant(target);
+    const pending = this.pending.get(target);
+    // A FailClosed config's held plan serves only while no newer revision waits: the review
+    // compiles it first, and is refused if it no longer compiles.
+    if (this.plans.has(target)) return pending && failsClosed(pending.config) ? pending : undefined;
+    return pending ?? this.onDemandWant(target);
+  }
+
+  /** Whether a plan for `target` is held (reported or draining). */
+  holds(target: string): boolean {
+    return this.plans.has(target);
   }
 
   /** How many plans the view calls for here are not compiled yet from what it holds. */
@@ -295,6 +317,11 @@ export class HeldPlans {
       return { kind: 'plan', router: held.router, group: held.group };
     }
     const failure = this.failing.get(target);
+    if (failure?.failClosed)
+      return {
+        kind: 'none',
+        why: `its config ${failure.failClosed} does not compile and its driftPolicy is FailClosed, so its conversions are refused until it compiles again: ${failure.errors.join('; ')}`,
+      };
     if (failure) return { kind: 'none', why: `its config does not compile: ${failure.errors.join('; ')}` };
     return { kind: 'none', why: this.notHeld.get(target) ?? 'no config converts it' };
   }
@@ -416,10 +443,14 @@ export class HeldPlans {
     }
     const result = compile(sources.config.spec, targetVersions(sources.target));
     if (!result.ok) {
+      const failClosed = failsClosed(sources.config);
       this.failing.set(target, {
         ...revisions,
         errors: result.diagnostics.filter(isError).map(formatDiagnostic),
+        ...(failClosed && { failClosed: `${sources.config.kind} ${sources.config.metadata.name}` }),
       });
+      // FailClosed: the plan compiled before no longer stands for the config and target it serves.
+      if (failClosed) this.plans.delete(target);
       return false;
     }
     this.failing.delete(target);
@@ -436,6 +467,17 @@ export class HeldPlans {
 
 /** What the view holds a wanted target's sources at: the config's and the target's revisions. */
 type Revisions = Pick<Source, 'config' | 'target'>;
+
+/** A target whose config does not compile at these revisions, and why. */
+interface Failure extends Revisions {
+  errors: string[];
+  /** Set when the config's driftPolicy is FailClosed: `<Kind> <name>`, for the refusal. */
+  failClosed?: string;
+}
+
+function failsClosed(config: ConversionConfig): boolean {
+  return driftPolicyOf(config.spec) === 'FailClosed';
+}
 
 /** Whether sources read for `a` may compile `b`: the same revisions of the config and the target. */
 export function sameRevisions(a: Wanted, b: Wanted): boolean {

@@ -197,9 +197,16 @@ export class Replica {
         );
         return undefined;
       }));
+    const held = this.plans.holds(target);
     const found = this.plans.lookup(target, this.clock.monotonic(), (t, w) =>
       t === target && want !== undefined && sameRevisions(w, want) ? sources : undefined,
     );
+    // The review compiled a FailClosed config's new revision and it failed: the plan is gone,
+    // and the Lease must stop reporting it now, not at the next sync.
+    if (held && !this.plans.holds(target)) {
+      this.logFailClosed([target]);
+      this.report();
+    }
     // Say the bus, not "no config": the config is there, its rules could not be read to compile.
     if (found.kind === 'none' && unread !== undefined)
       return {
@@ -207,6 +214,18 @@ export class Replica {
         why: `its config and target could not be read from the bus to compile: ${unread}`,
       };
     return found;
+  }
+
+  private logFailClosed(targets: readonly string[]): void {
+    const failures = this.plans.failures();
+    this.log.warn(
+      {
+        instance: this.instance,
+        targets,
+        errors: Object.fromEntries(targets.map((t) => [t, failures.get(t)])),
+      },
+      'plans dropped: their configs no longer compile and their driftPolicy is FailClosed; their conversions are refused',
+    );
   }
 
   /** What the replica holds and why not, and how current its view is, for the debug view. */
@@ -320,7 +339,7 @@ export class Replica {
     const end = this.clock.monotonic() + COMPILE_SLICE_MS;
     // Sources stand for the revisions they were read for: a sync meanwhile may have queued newer
     // ones (read next time), and re-queues the same ones under new objects at every change.
-    const { added, failed } = this.plans.compilePending(
+    const { added, failed, dropped } = this.plans.compilePending(
       (target, want) => {
         const r = read.get(target);
         return r && sameRevisions(r.want, want) ? r.sources : undefined;
@@ -328,6 +347,7 @@ export class Replica {
       () => this.clock.monotonic() < end,
     );
     this.compileScheduled = false;
+    if (dropped.length > 0) this.logFailClosed(dropped);
     const run = this.compiling;
     if (run) {
       run.added += added.length;

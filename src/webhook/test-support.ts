@@ -46,7 +46,13 @@ export const fromWorld: SourceOf = (_target, want) => ({
 export function renameConfig(
   name: string,
   target: string,
-  opts: { pin?: string; spokePath?: string; status?: object; generation?: number } = {},
+  opts: {
+    pin?: string;
+    spokePath?: string;
+    status?: object;
+    generation?: number;
+    driftPolicy?: 'KeepServingStale' | 'FailClosed';
+  } = {},
 ) {
   return {
     apiVersion: API_VERSION,

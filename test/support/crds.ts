@@ -99,7 +99,11 @@ export function gizmoCrd(name: string, opts: { v1Field?: string } = {}): V1Custo
 /** The spec of a CRDConversionConfig of a gizmo target: v1's `spokePath` renamed to v2's spec.size. */
 export function renameConfigSpec(
   target: string,
-  opts: { pin?: string | undefined; spokePath?: string } = {},
+  opts: {
+    pin?: string | undefined;
+    spokePath?: string;
+    driftPolicy?: 'KeepServingStale' | 'FailClosed';
+  } = {},
 ) {
   return {
     targetCRD: { name: target },
@@ -116,5 +120,6 @@ export function renameConfigSpec(
       },
     ],
     ...(opts.pin && { webhookServerRef: { name: opts.pin } }),
+    ...(opts.driftPolicy && { driftPolicy: opts.driftPolicy }),
   };
 }
