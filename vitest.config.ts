@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
-// Two projects: fast pure-logic tests that sit beside the code (`*.test.ts`), and
-// tests against the real local stack (`*.itest.ts` in src/ and test/, which share one local
+// Three projects: fast pure-logic tests that sit beside the code (`*.test.ts`), the differential
+// suite against the reference operator's engine (test/reference-engine), and tests against the
+// real local stack (`*.itest.ts` in src/ and test/, which share one local
 // cluster, and test/e2e's `*.e2e.ts` and test/chaos's `*.chaos.ts`, which each start a cluster
 // of their own and install Switchyard from deploy/). Files run one at a time: the machine has two cores, and the control
 // plane needs them.
@@ -28,9 +29,21 @@ export default defineConfig({
             'test/chaos/**/*.chaos.ts',
           ],
           environment: 'node',
+          exclude: ['test/reference-engine/**'],
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        // The reference conversion operator's engine, built from its pinned source
+        // (scripts/lib/build-reference.sh), side by side with Switchyard's: no cluster needed.
+        test: {
+          name: 'reference',
+          include: ['test/reference-engine/**/*.itest.ts'],
+          environment: 'node',
+          testTimeout: 120_000,
           fileParallelism: false,
         },
       },

@@ -46,3 +46,27 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   if (aKeys.length !== Object.keys(bObject).length) return false;
   return aKeys.every((key) => Object.hasOwn(bObject, key) && deepEqual((a as JsonObject)[key], bObject[key]));
 }
+
+/**
+ * Whether two JSON values are equal once every empty object or list held by an object field is
+ * taken for an absent field: the engine's (and the reference's) notion of "the same object" for
+ * a lossless verdict. Neither engine writes an empty container no value fills (a map with no
+ * keys converts to no fields at all), and Kubernetes clients treat the two alike (omitempty).
+ */
+export function equalUpToEmptyContainers(a: unknown, b: unknown): boolean {
+  return deepEqual(withoutEmptyContainers(a), withoutEmptyContainers(b));
+}
+
+function withoutEmptyContainers(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutEmptyContainers);
+  if (!isJsonObject(value)) return value;
+  const out: JsonObject = {};
+  for (const key of Object.keys(value)) {
+    const child = withoutEmptyContainers(value[key]);
+    const empty = Array.isArray(child)
+      ? child.length === 0
+      : isJsonObject(child) && Object.keys(child).length === 0;
+    if (!empty) setOwn(out, key, child);
+  }
+  return out;
+}

@@ -55,6 +55,8 @@ interface Finding {
   object?: string;
   reference: string;
   switchyard: string;
+  /** For conversions and round trips: the two values compared (reference or expected first). */
+  values?: [unknown, unknown];
   explainedBy?: DeliberateDifference;
 }
 
@@ -163,7 +165,8 @@ function explain(finding: Finding): DeliberateDifference | undefined {
       d.kind === finding.kind &&
       (typeof d.case === 'string' ? d.case === finding.case : d.case.test(finding.case)) &&
       (d.from === undefined || d.from === finding.from) &&
-      (d.to === undefined || d.to === finding.to),
+      (d.to === undefined || d.to === finding.to) &&
+      (d.applies === undefined || (finding.values !== undefined && d.applies(...finding.values))),
   );
 }
 
@@ -291,6 +294,7 @@ async function compareConversion(
       kind: 'convert',
       cause: 'convert: different output',
       ...at,
+      values: [ref.object, sy.object],
       reference: diff.join('\n'),
       switchyard: '(see the paths)',
     });
@@ -334,6 +338,7 @@ function roundTrips(
         to: via,
         object: item.source,
         reference: '(Switchyard only)',
+        ...('ok' in back && back.ok ? { values: [expected, back.object] as [unknown, unknown] } : {}),
         switchyard:
           'ok' in back && back.ok ? differences(expected, back.object).join('\n') : describeSyConvert(back),
       });
