@@ -7,8 +7,11 @@ import { enumRemap } from './enum-remap.ts';
 import { fieldRename } from './field-rename.ts';
 import { fieldsMap } from './fields-map.ts';
 import { forEach } from './for-each.ts';
+import { listJoinSplit } from './list-join-split.ts';
 import { mapKeyRename } from './map-key-rename.ts';
 import { deleteField, injectValue } from './one-sided.ts';
+import { quantityDuration } from './quantity-duration.ts';
+import { scalarFields } from './scalar-fields.ts';
 import { scalarObject } from './scalar-object.ts';
 import { singletonArray } from './singleton-array.ts';
 
@@ -30,4 +33,10 @@ export const TRANSFORMS: { [S in Strategy]?: TransformOf<S> } = {
   MapToArrayByKey: arrayMapKey,
   MapKeyRename: mapKeyRename,
   ForEach: forEach,
+  ScalarToFields: scalarFields,
+  FieldsToScalar: scalarFields,
+  ListJoin: listJoinSplit,
+  ListSplit: listJoinSplit,
+  Quantity: quantityDuration,
+  Duration: quantityDuration,
 };
