@@ -19,7 +19,13 @@ import {
   type SpokePlan,
 } from './plan.ts';
 import { SchemaIndex, type TargetSchema } from './schema.ts';
-import { arrow, type PairContext, type ResolvedRule, type SideKey } from './strategies/common.ts';
+import {
+  arrow,
+  type ItemsCompileResult,
+  type PairContext,
+  type ResolvedRule,
+  type SideKey,
+} from './strategies/common.ts';
 import { resolveRule } from './strategies/resolve.ts';
 
 /** The part of a CRDConversionConfig / XRDConversionConfig spec that compile reads. */
@@ -287,7 +293,7 @@ function compileSpoke(
   unmapped: UnmappedFields,
   omitTrees: Map<string, OmitTree>,
 ): { plan?: SpokePlan; diagnostics: Diagnostic[] } {
-  const scope: Scope = { hub, spoke, version, unmapped, omitTrees, depth: 0, nested: undefined };
+  const scope = scopeOf({ hub, spoke, version, unmapped, omitTrees, depth: 0 });
   const { steps, diagnostics, coverage } = compileRules(scope, rules);
   for (const c of coverage) diagnostics.push(c.diagnostic);
   if (!steps) return { diagnostics };
@@ -341,16 +347,6 @@ function sideDeclaring(unclaimed: Unclaimed): SideKey {
   return unclaimed.lost.length === 1 && unclaimed.lost[0] === 'spokeToHub' ? 'spoke' : 'hub';
 }
 
-/** The rules a ForEach nests, compiled against the items of its arrays, one element at a time. */
-export interface ItemsPlan {
-  omit: Readonly<Record<Direction, OmitTree>>;
-  ops: Readonly<Record<Direction, readonly Op[]>>;
-  /** The nested rules: their losses are the ForEach's. */
-  rules: readonly ResolvedRule[];
-}
-
-export type ItemsCompileResult = { ok: true; plan: ItemsPlan } | { ok: false; diagnostics: Diagnostic[] };
-
 /**
  * Compiles a ForEach's nested rules against the items of its arrays, as a spoke's against two
  * roots: claims, conflicts, coverage of every item field, losses. `relocate` turns a nested
@@ -358,20 +354,21 @@ export type ItemsCompileResult = { ok: true; plan: ItemsPlan } | { ok: false; di
  * plan without error hands its warnings and the directions its elements drop fields in to the
  * enclosing rules' compile, which reports them and counts the drops against its verdict.
  */
-export function compileItems(
+function compileItems(
   parent: PairContext,
   items: Readonly<Record<SideKey, SchemaIndex>>,
   rules: readonly Rule[],
   relocate: (diagnostic: Diagnostic, side?: SideKey) => Diagnostic,
 ): ItemsCompileResult {
   const outer = asScope(parent);
-  const scope: Scope = {
-    ...outer,
+  const scope = scopeOf({
+    version: outer.version,
+    unmapped: outer.unmapped,
+    omitTrees: outer.omitTrees,
     hub: items.hub,
     spoke: items.spoke,
     depth: outer.depth + 1,
-    nested: undefined,
-  };
+  });
   const compiled = compileRules(scope, rules);
   const diagnostics = [
     ...compiled.diagnostics.map((d) => relocate(d)),
@@ -384,11 +381,6 @@ export function compileItems(
   return { ok: true, plan: { omit: compiled.steps.omit, ops: compiled.steps.ops, rules: compiled.rules } };
 }
 
-/** How many ForEach rules enclose the rules resolving in `ctx`: 0 for a spoke's own. */
-export function forEachDepth(ctx: PairContext): number {
-  return isScope(ctx) ? ctx.depth : 0;
-}
-
 function isScope(ctx: PairContext): ctx is Scope {
   return (ctx as Partial<Scope>).omitTrees !== undefined;
 }
@@ -396,7 +388,17 @@ function isScope(ctx: PairContext): ctx is Scope {
 /** A context that compile made is a Scope; any other (a test resolving one rule) gets the defaults. */
 function asScope(ctx: PairContext): Scope {
   if (isScope(ctx)) return ctx;
-  return { ...ctx, unmapped: FAIL_ON_UNMAPPED, omitTrees: new Map(), depth: 0, nested: undefined };
+  return scopeOf({ ...ctx, unmapped: FAIL_ON_UNMAPPED, omitTrees: new Map(), depth: 0 });
+}
+
+/** A scope whose ForEach rules compile their nested rules in it (PairContext.nest). */
+function scopeOf(fields: Omit<Scope, 'nest' | 'nested'>): Scope {
+  const scope: Scope = { ...fields, nested: undefined };
+  scope.nest = {
+    depth: fields.depth,
+    compileItems: (items, rules, relocate) => compileItems(scope, items, rules, relocate),
+  };
+  return scope;
 }
 
 /**

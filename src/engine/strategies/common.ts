@@ -4,10 +4,10 @@
 //
 // "Lossy in a direction" means: an object converted that way and back may not come back equal.
 // That is the property the round-trip tests check and the one `acknowledgeLossy` acknowledges.
-import type { RuleCondition, Side, Strategy } from '../../api/rules.ts';
+import type { Rule, RuleCondition, Side, Strategy } from '../../api/rules.ts';
 import { type Diagnostic, error } from '../diagnostics.ts';
 import { parsePath, type Segments } from '../paths.ts';
-import type { Direction, Op } from '../plan.ts';
+import type { Direction, OmitTree, Op } from '../plan.ts';
 import { describeShape, differingKeywords, type SchemaIndex, type SchemaNode } from '../schema.ts';
 
 export type SideKey = 'hub' | 'spoke';
@@ -16,7 +16,38 @@ export interface PairContext {
   hub: SchemaIndex;
   spoke: SchemaIndex;
   version: string;
+  /**
+   * Compiles a ForEach's nested rules, given by compile (whose scope this is), so that a strategy
+   * never imports compile: absent where a rule resolves outside compile, and ForEach then refuses.
+   */
+  nest?: NestedCompile;
 }
+
+/** What compile lends a ForEach: its own depth, and the compile of rules against two item schemas. */
+export interface NestedCompile {
+  /** How many ForEach rules enclose the rules resolving here: 0 for a spoke's own. */
+  depth: number;
+  /**
+   * Compiles rules against the items of a ForEach's arrays, as a spoke's against two roots.
+   * `relocate` turns a nested diagnostic into one about the ForEach (`side`: which side declares
+   * the field, when known).
+   */
+  compileItems(
+    items: Readonly<Record<SideKey, SchemaIndex>>,
+    rules: readonly Rule[],
+    relocate: (diagnostic: Diagnostic, side?: SideKey) => Diagnostic,
+  ): ItemsCompileResult;
+}
+
+/** The rules a ForEach nests, compiled against the items of its arrays, one element at a time. */
+export interface ItemsPlan {
+  omit: Readonly<Record<Direction, OmitTree>>;
+  ops: Readonly<Record<Direction, readonly Op[]>>;
+  /** The nested rules: their losses are the ForEach's. */
+  rules: readonly ResolvedRule[];
+}
+
+export type ItemsCompileResult = { ok: true; plan: ItemsPlan } | { ok: false; diagnostics: Diagnostic[] };
 
 export interface ResolvedRule {
   ruleIndex: number;

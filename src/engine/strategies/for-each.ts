@@ -11,7 +11,6 @@
 // array of objects, rather than guess. Two levels at most: a ForEach in a ForEach whose rules
 // hold none (the API's schema says the same; this holds for rules that never went through it).
 import { MAX_FOR_EACH_DEPTH, type Rule, type RuleOf } from '../../api/rules.ts';
-import { compileItems, forEachDepth, type ItemsPlan } from '../compile.ts';
 import { type Diagnostic, error, warning } from '../diagnostics.ts';
 import { readField, writeField } from '../field-access.ts';
 import { isJsonObject } from '../json.ts';
@@ -26,13 +25,24 @@ import {
   type TargetSchema,
 } from '../schema.ts';
 import { type ElementStep, elementStep, type StepResult } from '../step-function.ts';
-import { arrow, failed, type Located, locate, lookup, type SideKey, type TransformResult } from './common.ts';
+import {
+  arrow,
+  failed,
+  type ItemsPlan,
+  type Located,
+  locate,
+  lookup,
+  type SideKey,
+  type TransformResult,
+} from './common.ts';
 
 type ForEachRule = RuleOf<'ForEach'>;
 
 export function forEach(rule: ForEachRule, at: Located): TransformResult {
   const { hubItemsPath, spokeItemsPath } = rule.forEach;
-  const depth = forEachDepth(at.ctx);
+  const nest = at.ctx.nest;
+  if (!nest) return { ok: false, diagnostics: [outsideCompile(hubItemsPath, at)] };
+  const depth = nest.depth;
   if (depth >= MAX_FOR_EACH_DEPTH) return { ok: false, diagnostics: [tooDeep(hubItemsPath, depth, at)] };
   const hub = lookup('hub', hubItemsPath, at);
   const spoke = lookup('spoke', spokeItemsPath, at);
@@ -46,7 +56,7 @@ export function forEach(rule: ForEachRule, at: Located): TransformResult {
     spoke: new SchemaIndex(itemsOf(spoke.node), 'items'),
   };
   const rules: readonly Rule[] = rule.forEach.rules;
-  const nested = compileItems(at.ctx, items, rules, (d, side) =>
+  const nested = nest.compileItems(items, rules, (d, side) =>
     aboutTheForEach(d, side ?? sideNaming(d.path, items), rule, at),
   );
   if (!nested.ok) return { ok: false, diagnostics: nested.diagnostics };
@@ -69,6 +79,15 @@ export function forEach(rule: ForEachRule, at: Located): TransformResult {
 }
 
 // --- compile
+
+function outsideCompile(path: string, at: Located): Diagnostic {
+  return error(
+    'InvalidRule',
+    locate(at, path),
+    'A ForEach resolves only inside compile, which compiles its nested rules.',
+    'Compile the whole config (engine/compile.ts).',
+  );
+}
 
 function tooDeep(path: string, depth: number, at: Located): Diagnostic {
   return error(
