@@ -21,6 +21,7 @@ export const DIAGNOSTIC_CODES = [
   'UnmappedEnumValue',
   'ConflictingRules',
   'UnacknowledgedLossy',
+  'InvalidExpression',
   // coverage
   'UnclaimedField',
   // warnings

@@ -87,19 +87,7 @@ function malformedRule(rule: Rule, at: Located): Diagnostic | undefined {
 }
 
 function transformOf(rule: Rule, at: Located): TransformResult {
-  const transform = TRANSFORMS[rule.strategy] as TransformOf<Strategy> | undefined;
-  if (transform) return transform(rule, at);
-  return {
-    ok: false,
-    diagnostics: [
-      error(
-        'InvalidRule',
-        { version: at.ctx.version, ruleIndex: at.ruleIndex },
-        `strategy ${rule.strategy} is not implemented yet.`,
-        'Use another strategy.',
-      ),
-    ],
-  };
+  return (TRANSFORMS[rule.strategy] as TransformOf<Strategy>)(rule, at);
 }
 
 // --- `when`: the rule applies only to objects whose field equals a value.

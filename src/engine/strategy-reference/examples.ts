@@ -316,4 +316,27 @@ export const STRATEGY_EXAMPLES: readonly StrategyExample[] = [
     },
     spokeObject: { spec: { volumes: [{ size: 20, name: 'cache' }] } },
   },
+  {
+    strategy: 'CEL',
+    summary:
+      'Two CEL expressions, one per direction, over `object` (the input; every number a double), each returning a map from destination path to value; only the declared destinations are written. Always lossy (the engine cannot prove the two inverse). Evaluated under a cost limit (1e6, as the reference) and a 250 ms deadline.',
+    hub: { packed: integer },
+    spoke: { bitHigh: integer, bitLow: integer },
+    rules: [
+      {
+        strategy: 'CEL',
+        cel: {
+          hubPaths: ['spec.packed'],
+          spokePaths: ['spec.bitHigh', 'spec.bitLow'],
+          hubToSpoke:
+            '{"spec.bitHigh": int(object.spec.packed) / 256, "spec.bitLow": int(object.spec.packed) % 256}',
+          spokeToHub: '{"spec.packed": int(object.spec.bitHigh) * 256 + int(object.spec.bitLow)}',
+        },
+        acknowledgeLossy: true,
+        reason: 'integer packing the engine cannot prove lossless',
+      },
+    ],
+    hubObject: { spec: { packed: 1025 } },
+    spokeObject: { spec: { bitHigh: 4, bitLow: 1 } },
+  },
 ];
