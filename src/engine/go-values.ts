@@ -315,6 +315,61 @@ function codePointRank(unit: number): number {
   return unit >= 0xd800 && unit <= 0xdfff ? unit + 0x2000 : unit >= 0xe000 ? unit - 0x800 : unit;
 }
 
+export type Unmarshaled = { ok: true; value: unknown } | { ok: false; message: string };
+
+// Go's decoder refuses nesting deeper than this (encoding/json's maxNestingDepth).
+const MAX_NESTING_DEPTH = 10000;
+// An escape that JSON.parse turns into a surrogate, which may be a lone one.
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/**
+ * encoding/json.Unmarshal into an `any`: JSON.parse, and what Go refuses beyond it (a number out
+ * of float64's range, nesting deeper than 10000) or decodes differently (a lone surrogate escape
+ * becomes U+FFFD).
+ */
+export function unmarshalJson(text: string): Unmarshaled {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (thrown) {
+    return { ok: false, message: (thrown as Error).message };
+  }
+  const problem = undecodableByGo(value);
+  if (problem) return { ok: false, message: problem };
+  return { ok: true, value: SURROGATE_ESCAPE.test(text) ? wellFormed(value) : value };
+}
+
+/** Why Go's decoder would refuse a value JSON.parse accepted; walked without recursion. */
+function undecodableByGo(value: unknown): string | undefined {
+  const pending: [unknown, number][] = [[value, 0]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [item, depth] = next;
+    if (typeof item === 'number' && !Number.isFinite(item)) {
+      return 'json: cannot unmarshal number into Go value of type float64 (out of range)';
+    }
+    if (typeof item !== 'object' || item === null) continue;
+    if (depth >= MAX_NESTING_DEPTH) return `exceeded max depth of ${MAX_NESTING_DEPTH}`;
+    for (const child of Object.values(item)) pending.push([child, depth + 1]);
+  }
+  return undefined;
+}
+
+function wellFormed(value: unknown): unknown {
+  if (typeof value === 'string') return value.toWellFormed();
+  if (Array.isArray(value)) return value.map(wellFormed);
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    Object.defineProperty(out, key.toWellFormed(), {
+      value: wellFormed((value as Record<string, unknown>)[key]),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
+}
+
 // --- Go's words for values, for messages
 
 /** Go's %T of a value encoding/json decoded. */
