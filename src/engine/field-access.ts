@@ -20,12 +20,12 @@ export function readField(object: unknown, segments: Segments): unknown {
   return value;
 }
 
-/** Writes `value` at `segments`, creating missing parents; a parent that is not an object fails. */
+/** Writes `value` at `segments`, creating missing (or null) parents; a parent that is another value fails. */
 export function writeField(output: JsonObject, segments: Segments, value: unknown): OpFailure | undefined {
   let parent = output;
   for (let i = 0; i < segments.length - 1; i++) {
     const key = segments[i] as string;
-    if (!Object.hasOwn(parent, key) || parent[key] === undefined) setOwn(parent, key, {});
+    if (!Object.hasOwn(parent, key) || parent[key] === undefined || parent[key] === null) setOwn(parent, key, {});
     const next = parent[key];
     if (!isJsonObject(next)) {
       return {

@@ -80,7 +80,8 @@ function modelWrite(output: JsonObject, to: Segments, value: unknown, op: Op): P
   let current = output;
   for (let i = 0; i < to.length - 1; i++) {
     const segment = to[i] as string;
-    if (!Object.hasOwn(current, segment)) setOwn(current, segment, {});
+    // A null parent counts as absent.
+    if (!Object.hasOwn(current, segment) || current[segment] === null) setOwn(current, segment, {});
     const next = current[segment];
     if (!isJsonObject(next))
       return {

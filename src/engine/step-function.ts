@@ -221,12 +221,15 @@ function read(segments: readonly string[], name: string): string {
   return `    let ${name} = input;\n    ${steps.join('\n    ')}`;
 }
 
-/** Writes into the output, creating missing parents; a parent that is not an object fails the step. */
+/** Writes into the output, creating missing (or null) parents; a parent that is another value fails the step. */
 function write(segments: readonly string[], value: string, index: number): string {
   const lines = ['        let parent = output;'];
   segments.slice(0, -1).forEach((segment, i) => {
     const key = literal(segment);
-    const absent = inherited(segment) ? `!hasOwn(parent, ${key})` : `parent[${key}] === undefined`;
+    // A null parent is as good as an absent one (the apiserver prunes a null it was not told to keep).
+    const absent = inherited(segment)
+      ? `(!hasOwn(parent, ${key}) || parent[${key}] === null)`
+      : `(parent[${key}] === undefined || parent[${key}] === null)`;
     lines.push(
       `        if (${absent}) ${store('parent', segment, '{}')}`,
       `        if (!isJsonObject(parent[${key}])) return blocked(ops, ${index}, ${i + 1});`,

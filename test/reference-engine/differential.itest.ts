@@ -166,7 +166,9 @@ function explain(finding: Finding): DeliberateDifference | undefined {
       (typeof d.case === 'string' ? d.case === finding.case : d.case.test(finding.case)) &&
       (d.from === undefined || d.from === finding.from) &&
       (d.to === undefined || d.to === finding.to) &&
-      (d.applies === undefined || (finding.values !== undefined && d.applies(...finding.values))),
+      (d.applies === undefined ||
+        (finding.values !== undefined &&
+          d.applies({ ok: true, object: finding.values[0] }, { ok: true, object: finding.values[1] }))),
   );
 }
 
