@@ -74,6 +74,19 @@ export const DELIBERATE_DIFFERENCES: readonly DeliberateDifference[] = [
       reference.ok && !switchyard.ok && blockedByValueOfAnotherType(switchyard.error, input),
   },
   {
+    case: /^generated: List(Join|Split)$/,
+    strategy: 'ListJoin, ListSplit',
+    kind: 'convert',
+    what: 'A list whose round trip would not give it back (an item holding the separator, the list [""]) or a string part that would not join back as written ("07" for an integer item): Switchyard refuses the conversion, the reference converts it and the value changes on the way back.',
+    why: 'docs/migrating-from-the-reference-operator.md, "ListJoin and ListSplit": both engines call these rules lossless, which here is a promise the engine keeps by refusing what it cannot restore.',
+    applies: (reference, switchyard) =>
+      reference.ok &&
+      !switchyard.ok &&
+      /list(Join|Split): (the list \[""\]|element \d+ \(.*\) (holds the separator|reads as))/.test(
+        switchyard.error,
+      ),
+  },
+  {
     case: /^generated: CEL/,
     strategy: 'CEL',
     kind: 'convert',

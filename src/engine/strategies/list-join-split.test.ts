@@ -83,9 +83,15 @@ describe('ListJoin and ListSplit', () => {
       n: '1000000000000000000000,1.5,0,0.0000001',
       b: 'true,false',
     });
-    expect(specOf(convert(typed, object('v1', { n: ' 1,1e3,+5', b: 'T,0' }), 'v1', 'v2'))).toEqual({
+    expect(specOf(convert(typed, object('v1', { n: '1,1000,5', b: 'true,false' }), 'v1', 'v2'))).toEqual({
       n: [1, 1000, 5],
       b: [true, false],
+    });
+    // Spellings the reference reads but that would not join back as written are refused here.
+    const respelled = convert(typed, object('v1', { n: ' 1,1e3,+5', b: 'T,0' }), 'v1', 'v2');
+    expect(respelled).toMatchObject({
+      ok: false,
+      error: { message: expect.stringMatching(/reads as 1, which joins back as "1"/) },
     });
   });
 
@@ -190,14 +196,23 @@ describe('ListJoin and ListSplit', () => {
       );
     });
 
-    it('change what the reference also changes: [""] comes back as [], "07" as "7"', () => {
-      const down = convert(lists, object('v2', { names: [''], ports: [7] }), 'v2', 'v1');
-      expect(specOf(down)).toEqual({ names: '', ports: '7' });
-      expect(specOf(convert(lists, (down as { object: unknown }).object, 'v1', 'v2'))).toEqual({
-        names: [],
-        ports: [7],
+    it('refuse what the reference converts and changes on the way back: [""], an item holding the separator, "07"', () => {
+      const empty = convert(lists, object('v2', { names: [''], ports: [7] }), 'v2', 'v1');
+      expect(empty).toMatchObject({
+        ok: false,
+        error: { message: expect.stringMatching(/the list \[""\] joins to ""/) },
       });
-      expect(specOf(convert(lists, object('v1', { ports: '07' }), 'v1', 'v2'))).toEqual({ ports: [7] });
+      const holding = convert(lists, object('v2', { names: ['a,b'] }), 'v2', 'v1');
+      expect(holding).toMatchObject({
+        ok: false,
+        error: { message: expect.stringMatching(/element 0 \("a,b"\) holds the separator ","/) },
+      });
+      const respelled = convert(lists, object('v1', { ports: '07' }), 'v1', 'v2');
+      expect(respelled).toMatchObject({
+        ok: false,
+        error: { message: expect.stringMatching(/element 0 \("07"\) reads as 7/) },
+      });
+      expect(specOf(convert(lists, object('v1', { ports: '7;8' }), 'v1', 'v2'))).toEqual({ ports: [7, 8] });
     });
 
     it('never throw, whatever the fields hold', () => {

@@ -4,11 +4,13 @@
 // cuts the string at every separator, coerces each part to the items' declared type, and reads
 // the empty string as the empty array. ListJoin has the array on the hub, ListSplit on the spoke.
 //
-// Verdicts: lossless both ways, as the reference counts them. A round trip does change the
-// value where an item contains the separator, where the array is [""] (it joins to "", which
-// splits to []), and where a part's spelling is not the one its coerced value prints as
-// (" 7" or "07" for an integer item); the reference treats these as problems of the data, not
-// of the rule, and so does this engine.
+// Verdicts: lossless both ways, as the reference counts them, and true here: a value whose round
+// trip would not give it back is refused instead of converted. Joining refuses an item that holds
+// the separator and the list [""] (it joins to "", which splits to []); splitting refuses a part
+// whose item does not print back as the part (" 7" or "07" for an integer item). The reference
+// converts these and changes the value on the way back; refusing is the deliberate difference
+// (docs/migrating-from-the-reference-operator.md), so a lossless verdict always means the round
+// trip restores the object.
 import type { RuleOf } from '../../api/rules.ts';
 import { type Diagnostic, error } from '../diagnostics.ts';
 import { readField, writeField } from '../field-access.ts';
@@ -115,11 +117,20 @@ function joinList(array: SchemaNode, text: SchemaNode, separator: string): OpRun
     if (value === undefined) return undefined;
     if (!Array.isArray(value))
       return { message: `listJoin: value at ${JSON.stringify(path)} is not an array`, path };
+    if (value.length === 1 && value[0] === '')
+      return { message: 'listJoin: the list [""] joins to "", which splits back to an empty list', path };
     let joined = '';
     for (let i = 0; i < value.length; i++) {
       const item = coerceScalar(value[i], 'string');
       if (!item.ok) return { message: `listJoin: element ${i}: ${item.message}`, path };
-      joined = i === 0 ? (item.value as string) : `${joined}${separator}${item.value as string}`;
+      const text = item.value as string;
+      if (text.includes(separator)) {
+        return {
+          message: `listJoin: element ${i} (${JSON.stringify(text)}) holds the separator ${JSON.stringify(separator)}, so the string would not split back into the same list`,
+          path,
+        };
+      }
+      joined = i === 0 ? text : `${joined}${separator}${text}`;
     }
     return writeField(output, to, joined);
   };
@@ -137,8 +148,16 @@ function splitList(text: SchemaNode, array: SchemaNode, separator: string, itemK
     const parts = value === '' ? [] : value.split(separator);
     const items = new Array<unknown>(parts.length);
     for (let i = 0; i < parts.length; i++) {
-      const item = coerceScalar(parts[i], itemKind);
+      const part = parts[i] as string;
+      const item = coerceScalar(part, itemKind);
       if (!item.ok) return { message: `listSplit: element ${i}: ${item.message}`, path };
+      const back = itemKind === 'string' ? undefined : coerceScalar(item.value, 'string');
+      if (back !== undefined && (!back.ok || back.value !== part)) {
+        return {
+          message: `listSplit: element ${i} (${JSON.stringify(part)}) reads as ${JSON.stringify(item.value)}, which joins back as ${back.ok ? JSON.stringify(back.value) : 'something else'}`,
+          path,
+        };
+      }
       items[i] = item.value;
     }
     return writeField(output, to, items);

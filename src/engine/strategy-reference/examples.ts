@@ -339,4 +339,110 @@ export const STRATEGY_EXAMPLES: readonly StrategyExample[] = [
     hubObject: { spec: { packed: 1025 } },
     spokeObject: { spec: { bitHigh: 4, bitLow: 1 } },
   },
+  {
+    strategy: 'ListJoin',
+    summary:
+      'A hub list of scalars is one spoke string, the items joined by `separator` (and split back, each item coerced to the hub item type; an empty string is an empty list). Lossless, as in the reference, for items that do not hold the separator (one that does comes back as two).',
+    hub: { dnsServers: arrayOf(string()) },
+    spoke: { dnsServersCSV: string() },
+    rules: [
+      {
+        strategy: 'ListJoin',
+        listJoin: { hubPath: 'spec.dnsServers', spokePath: 'spec.dnsServersCSV', separator: ',' },
+      },
+    ],
+    hubObject: { spec: { dnsServers: ['10.0.0.2', '10.0.0.3'] } },
+    spokeObject: { spec: { dnsServersCSV: '1.1.1.1,8.8.8.8' } },
+  },
+  {
+    strategy: 'ListSplit',
+    summary: 'The mirror of ListJoin: a hub string is a spoke list, split on `separator`.',
+    hub: { allowedCIDRsCSV: string() },
+    spoke: { allowedCIDRs: arrayOf(string()) },
+    rules: [
+      {
+        strategy: 'ListSplit',
+        listSplit: { hubPath: 'spec.allowedCIDRsCSV', spokePath: 'spec.allowedCIDRs', separator: ',' },
+      },
+    ],
+    hubObject: { spec: { allowedCIDRsCSV: '10.0.0.0/8,192.168.0.0/16' } },
+    spokeObject: { spec: { allowedCIDRs: ['172.16.0.0/12'] } },
+  },
+  {
+    strategy: 'Quantity',
+    summary:
+      'A Kubernetes quantity string on one side (`500m`, `1Gi`), its integer millivalue on the other; which side is the string is read from the schemas. The string comes back in canonical form (`0.5` becomes `500m`), so both directions are lossy.',
+    hub: { cpuRequest: string() },
+    spoke: { cpuMillis: integer },
+    rules: [
+      {
+        strategy: 'Quantity',
+        quantity: { hubPath: 'spec.cpuRequest', spokePath: 'spec.cpuMillis' },
+        acknowledgeLossy: true,
+        reason: 'millivalues re-format as the canonical quantity string',
+      },
+    ],
+    hubObject: { spec: { cpuRequest: '1500m' } },
+    spokeObject: { spec: { cpuMillis: 250 } },
+  },
+  {
+    strategy: 'Duration',
+    summary:
+      "A Go duration string on one side (`1h30m`), whole seconds on the other. The string comes back in Go's canonical form (`5m` becomes `5m0s`), so both directions are lossy.",
+    hub: { timeout: string() },
+    spoke: { timeoutSeconds: integer },
+    rules: [
+      {
+        strategy: 'Duration',
+        duration: { hubPath: 'spec.timeout', spokePath: 'spec.timeoutSeconds' },
+        acknowledgeLossy: true,
+        reason: 'seconds re-format as the canonical duration string',
+      },
+    ],
+    hubObject: { spec: { timeout: '1h30m' } },
+    spokeObject: { spec: { timeoutSeconds: 300 } },
+  },
+  {
+    strategy: 'ScalarToFields',
+    summary:
+      'A hub string split by a Go regular expression (RE2 syntax) whose named groups fill spoke fields, each coerced to its declared type; `joinTemplate` (Go text/template: `{{.name}}` and literal text) joins them back. Lossy unless `losslessOverride`, since the engine cannot prove the pattern and the template inverse.',
+    hub: { diskSize: string() },
+    spoke: { diskSizeValue: integer, diskSizeUnit: string() },
+    rules: [
+      {
+        strategy: 'ScalarToFields',
+        scalarToFields: {
+          hubPath: 'spec.diskSize',
+          pattern: '^(?P<value>\\d+)(?P<unit>[A-Za-z]+)$',
+          spokeFields: { value: 'spec.diskSizeValue', unit: 'spec.diskSizeUnit' },
+          joinTemplate: '{{.value}}{{.unit}}',
+        },
+        acknowledgeLossy: true,
+        reason: 'values from one million up print in exponent form',
+      },
+    ],
+    hubObject: { spec: { diskSize: '100Gi' } },
+    spokeObject: { spec: { diskSizeValue: 20, diskSizeUnit: 'Ti' } },
+  },
+  {
+    strategy: 'FieldsToScalar',
+    summary:
+      'The mirror of ScalarToFields: hub fields joined into one spoke string, split back by the pattern.',
+    hub: { contactName: string(), contactEmail: string() },
+    spoke: { contact: string() },
+    rules: [
+      {
+        strategy: 'FieldsToScalar',
+        fieldsToScalar: {
+          hubFields: { name: 'spec.contactName', email: 'spec.contactEmail' },
+          pattern: '^(?P<name>[^<]+) <(?P<email>[^>]+)>$',
+          spokePath: 'spec.contact',
+          joinTemplate: '{{.name}} <{{.email}}>',
+          losslessOverride: true,
+        },
+      },
+    ],
+    hubObject: { spec: { contactName: 'Ada', contactEmail: 'ada@example.org' } },
+    spokeObject: { spec: { contact: 'Grace <grace@example.org>' } },
+  },
 ];
