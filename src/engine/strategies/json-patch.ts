@@ -13,7 +13,9 @@
 // So a patch inside a map or array, or on a branch's untouched leaves, or on an undeclared field
 // the input has, comes out as the input had it. The op does the same afterwards (the "overlay"),
 // and compile refuses what the reference's coverage refuses: a leaf under a claimed branch that
-// the hub and spoke declare differently.
+// the hub and spoke declare differently. Paths under kind and metadata are written but never
+// claimed (the reference copies both whatever a rule claims); a patch whose `path` names the whole
+// object fails every conversion, as the reference's write of it does.
 //
 // The engine cannot tell what a patch does, so both directions are lossy unless the author
 // vouches otherwise (losslessOverride). Every `path` and `from` of either direction is claimed on

@@ -59,7 +59,7 @@ export function typeCoerce(rule: RuleOf<'TypeCoerce'>, at: Located): TransformRe
  * The scalar kind a schema declares, as the reference classifies it: by `type`, and a subtree
  * that preserves unknown fields is an object whatever its type says.
  */
-export function scalarKindOf(schema: TargetSchema): ScalarKind | undefined {
+function scalarKindOf(schema: TargetSchema): ScalarKind | undefined {
   if (schema['x-kubernetes-preserve-unknown-fields'] === true) return undefined;
   return isScalarKind(schema.type) ? schema.type : undefined;
 }
