@@ -114,6 +114,8 @@ export interface ReferenceEngineOptions {
   harness?: string;
   /** How long one request may take before it fails with HarnessTimeout (default 60 s). */
   timeoutMs?: number;
+  /** Extra environment for the harness process (e.g. GOMAXPROCS for a benchmark). */
+  env?: Record<string, string>;
 }
 
 /** The path of the harness scripts/lib/build-reference.sh built, or a clear error. */
@@ -157,7 +159,10 @@ export class ReferenceEngine {
   /** Starts the harness. */
   static start(options: ReferenceEngineOptions = {}): ReferenceEngine {
     const harness = options.harness ?? referenceHarnessPath();
-    const child = spawn(harness, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(harness, [], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
+    });
     return new ReferenceEngine(child, options.timeoutMs ?? 60_000);
   }
 
