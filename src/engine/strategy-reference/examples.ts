@@ -445,4 +445,113 @@ export const STRATEGY_EXAMPLES: readonly StrategyExample[] = [
     hubObject: { spec: { contactName: 'Ada', contactEmail: 'ada@example.org' } },
     spokeObject: { spec: { contact: 'Grace <grace@example.org>' } },
   },
+  {
+    strategy: 'ToAnnotation',
+    summary:
+      'A field only the hub declares is kept, converting to the spoke, in an annotation (as JSON, or as the string itself with `serialization: String`), and restored from it converting back when `restoreOnReverse` is set (the annotation is then removed). Without `restoreOnReverse`, lossy both ways.',
+    hub: { description: string() },
+    spoke: {},
+    rules: [
+      {
+        strategy: 'ToAnnotation',
+        toAnnotation: { hubPath: 'spec.description', key: 'example.org/description', restoreOnReverse: true },
+      },
+    ],
+    hubObject: { spec: { description: 'created at v2' } },
+    spokeObject: { spec: {}, annotations: { 'example.org/description': '"written at v1"' } },
+  },
+  {
+    strategy: 'ToLabel',
+    summary:
+      'As ToAnnotation, in a label: the key must be a valid label key and the value a valid label value, else the conversion fails.',
+    hub: { tier: string() },
+    spoke: {},
+    rules: [
+      {
+        strategy: 'ToLabel',
+        toLabel: { hubPath: 'spec.tier', key: 'tier', serialization: 'String', restoreOnReverse: true },
+      },
+    ],
+    hubObject: { spec: { tier: 'gold' } },
+    spokeObject: { spec: {}, labels: { tier: 'silver' } },
+  },
+  {
+    strategy: 'FromAnnotation',
+    summary:
+      'The mirror of ToAnnotation: a field only the spoke declares is restored from a hub annotation converting to the spoke, and stashed there converting to the hub when `stashOnReverse` is set.',
+    hub: {},
+    spoke: { operatorNote: string() },
+    rules: [
+      {
+        strategy: 'FromAnnotation',
+        fromAnnotation: {
+          spokePath: 'spec.operatorNote',
+          key: 'example.org/operator-note',
+          stashOnReverse: true,
+        },
+      },
+    ],
+    hubObject: { spec: {}, annotations: { 'example.org/operator-note': '"check quota"' } },
+    spokeObject: { spec: { operatorNote: 'rotated keys' } },
+  },
+  {
+    strategy: 'FromLabel',
+    summary: 'The mirror of ToLabel: a spoke-only field kept in a hub label (strings only).',
+    hub: {},
+    spoke: { operatorTier: string() },
+    rules: [
+      {
+        strategy: 'FromLabel',
+        fromLabel: { spokePath: 'spec.operatorTier', key: 'operator-tier', stashOnReverse: true },
+      },
+    ],
+    hubObject: { spec: {}, labels: { 'operator-tier': 'gold' } },
+    spokeObject: { spec: { operatorTier: 'bronze' } },
+  },
+  {
+    strategy: 'JSONPatch',
+    summary:
+      'RFC 6902 JSON Patch documents per direction, applied to the input; the paths they name are claimed. Lossy both ways unless `losslessOverride`, since the engine cannot prove the two patches inverse.',
+    hub: { legacyFlag: string() },
+    spoke: { legacyFlagV2: string() },
+    rules: [
+      {
+        strategy: 'JSONPatch',
+        jsonPatch: {
+          hubToSpoke: [{ op: 'move', from: '/spec/legacyFlag', path: '/spec/legacyFlagV2' }],
+          spokeToHub: [{ op: 'move', from: '/spec/legacyFlagV2', path: '/spec/legacyFlag' }],
+          losslessOverride: true,
+        },
+      },
+    ],
+    hubObject: { spec: { legacyFlag: 'on' } },
+    spokeObject: { spec: { legacyFlagV2: 'off' } },
+  },
+  {
+    strategy: 'TypeCoerce',
+    summary:
+      'A scalar whose JSON type differs between the versions (string, integer, number or boolean), converted as Go\'s strconv reads and prints it. A fraction written into an integer fails (`onFractionalInteger: Error`, the default) or is truncated or rounded (lossy). Lossless as the reference counts it: a string spelled otherwise than its value prints (`"007"`) comes back as the value prints (`"7"`).',
+    hub: { priority: integer },
+    spoke: { priority: string() },
+    rules: [{ strategy: 'TypeCoerce', typeCoerce: { path: 'spec.priority' } }],
+    hubObject: { spec: { priority: 5 } },
+    spokeObject: { spec: { priority: '10' } },
+  },
+  {
+    strategy: 'NumericScale',
+    summary:
+      'A number scaled by a fixed factor (hub = spoke × factor). Lossless towards a `number` field, as the reference counts it (a factor that is not a power of two can leave a rounding error in the last digit); lossy towards an `integer` field, which is rounded half away from zero.',
+    hub: { memoryMB: integer },
+    spoke: { memoryGB: integer },
+    rules: [
+      {
+        strategy: 'NumericScale',
+        numericScale: { hubPath: 'spec.memoryMB', spokePath: 'spec.memoryGB', factor: 1024 },
+        acknowledgeLossy: true,
+        reason: 'GB are whole, so MB that are not a multiple of 1024 round',
+      },
+    ],
+    hubObject: { spec: { memoryMB: 4096 } },
+    spokeObject: { spec: { memoryGB: 8 } },
+  },
 ];
