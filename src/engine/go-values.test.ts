@@ -4,6 +4,7 @@ import {
   coerceScalar,
   compareUtf8,
   formatFloatFixed,
+  formatGoFloat,
   formatNumber,
   marshalJson,
   parseBool,
@@ -102,6 +103,46 @@ describe('formatNumber (the reference) and formatFloatFixed (FormatFloat f -1)',
 
   it('keeps the sign of -0 where FormatFloat does', () => {
     expect(formatFloatFixed(-0)).toBe('-0');
+  });
+});
+
+describe('formatGoFloat (%v, fmt.Sprint of a float64)', () => {
+  it.each([
+    [0, '0'],
+    [-0, '-0'],
+    [1, '1'],
+    [123456, '123456'],
+    [1234567, '1.234567e+06'],
+    [1e6, '1e+06'],
+    [0.0001, '0.0001'],
+    [0.00001, '1e-05'],
+    [-2.5e-7, '-2.5e-07'],
+    [1.7976931348623157e308, '1.7976931348623157e+308'],
+    [5e-324, '5e-324'],
+    [100000, '100000'],
+    [999999, '999999'],
+    [1e20, '1e+20'],
+    [-1234567.5, '-1.2345675e+06'],
+    [Number.NEGATIVE_INFINITY, '-Inf'],
+    [Number.NaN, 'NaN'],
+  ])('%d prints as %s', (value, text) => {
+    expect(formatGoFloat(value)).toBe(text);
+  });
+
+  it("is how the reference's coercion messages print a number", () => {
+    expect(coerceScalar(1234567.5, 'integer')).toEqual({
+      ok: false,
+      message:
+        'cannot coerce 1.2345675e+06 to integer: fractional part is not allowed (onFractionalInteger=Error)',
+    });
+  });
+
+  it('reads back as the same number', () => {
+    fc.assert(
+      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (value) => {
+        expect(Object.is(Number(formatGoFloat(value)), value)).toBe(true);
+      }),
+    );
   });
 });
 

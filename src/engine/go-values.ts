@@ -130,17 +130,18 @@ export function formatFloatFixed(value: number): string {
   return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
 }
 
-/** Go's %v of a float64 (strconv 'g' with the shortest digits), for messages. */
+/**
+ * Go's %v of a float64 (fmt.Sprint, the reference's messages, text/template's printing): strconv's
+ * 'g' with the shortest digits, which takes the exponent form when the exponent is below -4 or at
+ * least 6 (1e+06, 1.5e-07: two exponent digits at least), positional otherwise (100000, 0.0001).
+ */
 export function formatGoFloat(value: number): string {
-  if (Number.isNaN(value)) return 'NaN';
-  if (!Number.isFinite(value)) return value > 0 ? '+Inf' : '-Inf';
-  const [mantissa = '0', exponentText = '0'] = value.toExponential().split('e');
+  if (!Number.isFinite(value)) return formatFloatFixed(value);
+  const [mantissa = '0', exponentText = '0'] = Math.abs(value).toExponential().split('e');
   const exponent = Number(exponentText);
-  if (exponent < -4 || exponent >= 21) {
-    const magnitude = Math.abs(exponent);
-    return `${mantissa}e${exponent < 0 ? '-' : '+'}${magnitude < 10 ? '0' : ''}${magnitude}`;
-  }
-  return formatFloatFixed(value);
+  if (exponent >= -4 && exponent < 6) return formatFloatFixed(value);
+  const magnitude = Math.abs(exponent);
+  return `${value < 0 ? '-' : ''}${mantissa}e${exponent < 0 ? '-' : '+'}${magnitude < 10 ? '0' : ''}${magnitude}`;
 }
 
 // --- text as values

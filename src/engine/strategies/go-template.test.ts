@@ -1,8 +1,7 @@
 // Join templates: the expected texts, missing keys and refusals are what Go 1.26's text/template
 // gives (Option("missingkey=error"), executed over the map of the fields present).
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatFloatV, parseJoinTemplate } from './go-template.ts';
+import { parseJoinTemplate } from './go-template.ts';
 
 // [template, fields present, the text (or the key Go reports missing; 'error': Go refuses to parse it)]
 const GO_CASES: [string, Record<string, unknown>, string | { missing: string } | 'error'][] = [
@@ -75,31 +74,5 @@ describe('parseJoinTemplate', () => {
     const parsed = parseJoinTemplate(source);
     expect(parsed.ok).toBe(false);
     if (!parsed.ok) expect(parsed.problem).toMatch(construct);
-  });
-});
-
-describe('formatFloatV (fmt.Sprint of a float64)', () => {
-  it.each([
-    [0, '0'],
-    [-0, '-0'],
-    [1, '1'],
-    [123456, '123456'],
-    [1234567, '1.234567e+06'],
-    [1e6, '1e+06'],
-    [0.0001, '0.0001'],
-    [0.00001, '1e-05'],
-    [-2.5e-7, '-2.5e-07'],
-    [1.7976931348623157e308, '1.7976931348623157e+308'],
-    [5e-324, '5e-324'],
-  ])('%d prints as %s', (value, text) => {
-    expect(formatFloatV(value)).toBe(text);
-  });
-
-  it('reads back as the same number', () => {
-    fc.assert(
-      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (value) => {
-        expect(Object.is(Number(formatFloatV(value)), value)).toBe(true);
-      }),
-    );
   });
 });

@@ -8,7 +8,7 @@
 // present): a reference to a field absent from the object fails the conversion, and a value
 // prints as Go's fmt.Sprint prints it: numbers in %v form (1e+06, not 1000000), null as
 // "<no value>", objects and arrays as map[k:v …] and [a b …] with keys sorted byte-wise.
-import { compareUtf8 } from '../go-values.ts';
+import { compareUtf8, formatGoFloat } from '../go-values.ts';
 
 export interface JoinTemplate {
   /** The field names the template references, each once, in order of first use. */
@@ -160,32 +160,10 @@ export function goPrint(value: unknown): string {
 function goSprint(value: unknown): string {
   if (value === null || value === undefined) return '<nil>';
   if (typeof value === 'string') return value;
-  if (typeof value === 'number') return formatFloatV(value);
+  if (typeof value === 'number') return formatGoFloat(value);
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   if (Array.isArray(value)) return `[${value.map(goSprint).join(' ')}]`;
   const object = value as Record<string, unknown>;
   const keys = Object.keys(object).sort(compareUtf8);
   return `map[${keys.map((key) => `${key}:${goSprint(object[key])}`).join(' ')}]`;
-}
-
-/**
- * fmt's %v of a float64: strconv's 'g' with the shortest digits, an exponent when it is below -4
- * or at least 6 (1e+06, 1.5e+07, 100000), written with at least two digits.
- */
-export function formatFloatV(value: number): string {
-  if (Number.isNaN(value)) return 'NaN';
-  if (!Number.isFinite(value)) return value > 0 ? '+Inf' : '-Inf';
-  const sign = value < 0 || Object.is(value, -0) ? '-' : '';
-  const [mantissa = '0', exponentText = '0'] = Math.abs(value).toExponential().split('e');
-  const digits = mantissa.replace('.', '');
-  const exponent = Number(exponentText);
-  if (exponent < -4 || exponent >= 6) {
-    const magnitude = Math.abs(exponent);
-    return `${sign}${mantissa}e${exponent < 0 ? '-' : '+'}${magnitude < 10 ? '0' : ''}${magnitude}`;
-  }
-  if (exponent < 0) return `${sign}0.${'0'.repeat(-exponent - 1)}${digits}`;
-  const point = exponent + 1;
-  return point >= digits.length
-    ? `${sign}${digits}${'0'.repeat(point - digits.length)}`
-    : `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
 }

@@ -121,6 +121,38 @@ describe('ScalarToFields and FieldsToScalar', () => {
     });
   });
 
+  describe("match as Go's regexp does, in time linear in the value", () => {
+    const sizes = (pattern: string) =>
+      compiled([toFields({ pattern })], { diskSize: str() }, { diskSizeValue: int(), diskSizeUnit: str() });
+
+    it('a group inside a repetition keeps its last capture', () => {
+      const r = sizes('^(?:(?P<value>\\d)|x)+(?P<unit>[A-Za-z]+)$');
+      expect(specOf(convert(r, object('v2', { diskSize: '12Gi' }), 'v2', 'v1'))).toEqual({
+        diskSizeValue: 2,
+        diskSizeUnit: 'Gi',
+      });
+    });
+
+    it('a name on two groups reads the last, even where it took no part, as the reference does', () => {
+      const r = sizes('^(?:(?P<value>\\d+)(?P<unit>Gi)|(?P<value>\\d+)(?P<unit>Mi))$');
+      expect(specOf(convert(r, object('v2', { diskSize: '5Mi' }), 'v2', 'v1'))).toEqual({
+        diskSizeValue: 5,
+        diskSizeUnit: 'Mi',
+      });
+      expect(specOf(convert(r, object('v2', { diskSize: '5Gi' }), 'v2', 'v1'))).toMatch(
+        /splitField: group "value": cannot coerce "" to a number: invalid syntax/,
+      );
+    });
+
+    it('a pattern that backtracks exponentially in JavaScript refuses 200 values at once', () => {
+      const r = sizes('^(?P<value>(\\d+)+)(?P<unit>[A-Za-z]+)$');
+      const hostile = object('v2', { diskSize: `${'1'.repeat(30)}!` });
+      for (let i = 0; i < 200; i++) {
+        expect(specOf(convert(r, hostile, 'v2', 'v1'))).toMatch(/does not match pattern/);
+      }
+    });
+  });
+
   describe('fail the conversion as the reference does', () => {
     it.each([
       [
@@ -157,9 +189,9 @@ describe('ScalarToFields and FieldsToScalar', () => {
         /pattern: error parsing regexp: missing closing \)/,
       ],
       [
-        'a pattern JavaScript would match differently',
-        { pattern: '^(?P<value>\\d*?)*(?P<unit>.*)$' },
-        /the pattern repeats/,
+        'a Unicode class Go does not know',
+        { pattern: '^(?P<value>\\d+)(?P<unit>\\p{Alphabetic}+)$' },
+        /pattern: error parsing regexp: invalid character class range: `\\p\{Alphabetic\}`/,
       ],
       ['a template Go refuses', { joinTemplate: '{{.value' }, /joinTemplate: unclosed action/],
       ['a template construct not implemented', { joinTemplate: '{{.value | printf "%d"}}' }, /a pipeline/],

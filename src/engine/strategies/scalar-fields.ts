@@ -1,8 +1,10 @@
 // ScalarToFields and FieldsToScalar: one string on one side is several fields on the other
-// ("50Gi" and {value: 50, unit: "Gi"}). Splitting matches the string against `pattern` (Go
-// regexp syntax, go-regexp.ts) and writes each named group's text to its field, coerced to the
-// field's declared type as Go's coerceScalarValue would; joining renders `joinTemplate` (a Go
-// text/template subset, go-template.ts) over the fields present.
+// ("50Gi" and {value: 50, unit: "Gi"}). Splitting matches the string against `pattern` (Go's
+// regexp, compiled once with the rule, matched in linear time: go-regexp.ts) and writes each
+// named group's text to its field (the last group of that name, as the reference reads them by
+// name), coerced to the field's declared type as Go's coerceScalarValue would; joining renders
+// `joinTemplate` (a Go text/template subset, go-template.ts) over the fields present. A pattern is
+// refused where Go refuses it, and a field whose name no group has, as the reference does.
 //
 // Verdicts: lossy both ways unless `losslessOverride`. Nothing proves the pattern and the
 // template invert each other (and coercion can change a value's spelling: "007" comes back as
@@ -29,7 +31,7 @@ interface Field {
   name: string;
   node: SchemaNode;
   kind: ScalarKind;
-  /** Index of the last group with this name in the regexp's captures (Go's last one wins). */
+  /** The number of the last group with this name (the reference keeps the last one by name). */
   group: number;
 }
 
@@ -60,7 +62,7 @@ export function scalarFields(rule: Rule, at: Located): TransformResult {
     if (!found.ok) continue;
     const kind = declaredScalarKind(found.node.schema);
     if (!kind) diagnostics.push(notScalar(found.node, fieldsSide, at));
-    const group = regexp.ok ? regexp.regexp.names.lastIndexOf(name) : 0;
+    const group = regexp.ok ? regexp.regexp.subexpNames.lastIndexOf(name) : 0;
     if (group < 0) diagnostics.push(noGroup(name, found.node.path, at));
     if (kind) fields.push({ name, node: found.node, kind, group });
   }
@@ -73,7 +75,7 @@ export function scalarFields(rule: Rule, at: Located): TransformResult {
     ...base,
     from: scalar.node.segments,
     to: fieldSegments[0] ?? scalar.node.segments,
-    run: split(scalar.node, regexp.regexp, params.pattern, fields),
+    run: split(scalar.node, regexp.regexp, fields),
   };
   const joining: Op = {
     ...base,
@@ -191,9 +193,10 @@ function unknownReferences(
 // --- conversion
 
 /** The string at `source` matched against the pattern; each group's text coerced into its field. */
-function split(source: SchemaNode, regexp: GoRegexp, pattern: string, fields: readonly Field[]): OpRun {
+function split(source: SchemaNode, regexp: GoRegexp, fields: readonly Field[]): OpRun {
   const from = source.segments;
   const sourcePath = source.path;
+  const pattern = JSON.stringify(regexp.pattern);
   return (input, output) => {
     const value = readField(input, from);
     if (value === undefined) return undefined;
@@ -205,7 +208,7 @@ function split(source: SchemaNode, regexp: GoRegexp, pattern: string, fields: re
     const captured = regexp.exec(value);
     if (!captured) {
       return {
-        message: `splitField: value ${JSON.stringify(value)} at ${JSON.stringify(sourcePath)} does not match pattern ${JSON.stringify(pattern)}`,
+        message: `splitField: value ${JSON.stringify(value)} at ${JSON.stringify(sourcePath)} does not match pattern ${pattern}`,
         path: sourcePath,
       };
     }
