@@ -74,6 +74,15 @@ export const DELIBERATE_DIFFERENCES: readonly DeliberateDifference[] = [
       reference.ok && !switchyard.ok && blockedByValueOfAnotherType(switchyard.error, input),
   },
   {
+    case: 'docs/strategies/metadata-stash.md:49 (Example: `toAnnotation`)',
+    strategy: 'ToAnnotation with restoreOnReverse',
+    kind: 'convert',
+    from: 'v2',
+    to: 'v3',
+    what: "The doc's spoke object has no metadata but the stash annotation (no name). Restoring the field removes the stash, which leaves metadata empty: the reference's engine prunes it, and its webhook then puts back the request's metadata, stash included; Switchyard returns the object without the stash (`metadata: {}`).",
+    why: 'docs/migrating-from-the-reference-operator.md, "Deliberate differences", metadata stash: the stash is removed once restored, whatever else metadata holds. A real object always has a name, so its metadata never empties and both engines remove the stash.',
+  },
+  {
     case: /^generated: List(Join|Split)$/,
     strategy: 'ListJoin, ListSplit',
     kind: 'convert',
