@@ -41,7 +41,7 @@ export function validateConfig(
   const versions = targetVersions(target.live);
   const result = compile(spec, versions);
   const verdicts = opts.verdicts
-    ? { verdicts: { schemaHash: schemaHash(versions), config: deriveVerdicts(spec, versions, result) } }
+    ? { verdicts: { schemaHash: schemaHash(versions), config: deriveVerdicts(result) } }
     : {};
   if (result.ok) return { verdict: 'Compiled', warnings: result.warnings.map(formatDiagnostic), ...verdicts };
   return {

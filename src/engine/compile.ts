@@ -1,4 +1,6 @@
-// Compile: a config plus the target's versions in, a Router or diagnostics out, never both.
+// Compile: a config plus the target's versions in, a Router or diagnostics out, never both;
+// and either way a report per listed spoke of what compile found there (the rules as resolved,
+// the fields no rule accounts for), which a config's status verdicts are derived from.
 //
 // Fail closed by construction. Every field the hub or a spoke declares must be accounted for:
 // claimed by a rule, or declared identically on both sides (then it passes through). Every
@@ -57,9 +59,58 @@ export interface TargetVersion {
   schema: TargetSchema | undefined;
 }
 
+/**
+ * A Router, or why not; and either way what compile found in each listed spoke (`spokeReports`),
+ * beside the Router rather than in it: a replica holds thousands of Routers, and only a config's
+ * status reads the reports (verdicts.ts).
+ */
 export type CompileResult =
-  | { ok: true; router: Router; warnings: Diagnostic[] }
-  | { ok: false; diagnostics: Diagnostic[] };
+  | { ok: true; router: Router; warnings: Diagnostic[]; spokeReports: SpokeReport[] }
+  | { ok: false; diagnostics: Diagnostic[]; spokeReports: SpokeReport[] };
+
+/**
+ * What compile found in one spoke the config lists, on success and on failure alike. One per
+ * distinct version listed in `spokes`, in the config's order; a spoke compile never got to (the
+ * hub, or its own schema, is missing; it is the hub) has no rules and no unclaimed fields.
+ */
+export type SpokeReport = {
+  version: string;
+  /** One per rule the spoke lists, in order; none when the spoke was not compiled against. */
+  rules: readonly RuleReport[];
+  /**
+   * The fields no rule accounts for, hub's first, in the order compile reports them, with the
+   * directions their value is not carried in; those in a ForEach's elements (dropped under
+   * unmappedFieldPolicy: Warn) after them, qualified with the items path. None unless every
+   * rule resolved: before that, an unresolved rule's fields would show up as unclaimed.
+   */
+  unclaimed: readonly UnclaimedField[];
+} & (
+  | {
+      /** The spoke's rules and coverage made a plan (the config may still fail on another spoke, or on its listing). */
+      compiled: true;
+      /** The plan's verdict per direction. */
+      lossless: Readonly<Record<Direction, boolean>>;
+    }
+  | { compiled: false }
+);
+
+export type RuleReport =
+  | {
+      /** The rule's index in its spoke's `rules`. */
+      index: number;
+      strategy: string;
+      resolved: true;
+      /** The fields the rule claims on each side (writes, or reads in place of a pass-through). */
+      claims: Readonly<Record<SideKey, readonly Segments[]>>;
+      /** What the rule loses per direction, after compile's check of a `when` predicate's stability. */
+      losses: Readonly<Partial<Record<Direction, string>>>;
+    }
+  | { index: number; strategy: string; resolved: false };
+
+export interface UnclaimedField {
+  path: string;
+  lost: readonly Direction[];
+}
 
 /** Every plan without unlisted versions shares it: even an empty Set has a backing store. */
 const NO_VERSIONS: ReadonlySet<string> = new Set();
@@ -68,18 +119,26 @@ export function compile(spec: ConversionSpec, versions: readonly TargetVersion[]
   const byName = new Map(versions.map((v) => [v.name, v]));
   const hubProblems = checkHub(spec.hubVersion, byName);
   const spokeProblems = checkSpokes(spec, byName);
+  // Keyed in the config's order, each listed version once; replaced as each spoke compiles.
+  const reports = new Map<string, SpokeReport>();
+  for (const { version } of spec.spokes)
+    if (!reports.has(version)) reports.set(version, notCompiled(version));
   const hubSchema = byName.get(spec.hubVersion)?.schema;
   if (hubProblems.length > 0 || !hubSchema)
-    return { ok: false, diagnostics: [...hubProblems, ...spokeProblems] };
+    return {
+      ok: false,
+      diagnostics: [...hubProblems, ...spokeProblems],
+      spokeReports: [...reports.values()],
+    };
 
   const hub = new SchemaIndex(hubSchema);
   const diagnostics: Diagnostic[] = [...spokeProblems];
   const spokes = new Map<string, SpokePlan>();
   const unlisted = new Set<string>();
   const omitTrees = new Map<string, OmitTree>();
+  const listed = new Set<string>();
   for (const spoke of spokesToCompile(spec, versions)) {
     const schema = byName.get(spoke.version)?.schema;
-    if (spokes.has(spoke.version)) continue; // listed twice: checkSpokes reports it
     if (spoke.implicit) {
       const identity =
         schema &&
@@ -99,6 +158,8 @@ export function compile(spec: ConversionSpec, versions: readonly TargetVersion[]
       }
       continue;
     }
+    if (listed.has(spoke.version)) continue; // listed twice: checkSpokes reports it
+    listed.add(spoke.version);
     if (!schema) continue; // checkSpokes reports it
     const compiled = compileSpoke(
       spec.hubVersion,
@@ -111,12 +172,15 @@ export function compile(spec: ConversionSpec, versions: readonly TargetVersion[]
     );
     diagnostics.push(...compiled.diagnostics);
     if (compiled.plan) spokes.set(spoke.version, compiled.plan);
+    reports.set(spoke.version, spokeReport(spoke.version, spoke.rules, compiled));
   }
-  if (diagnostics.some(isError)) return { ok: false, diagnostics };
+  const spokeReports = [...reports.values()];
+  if (diagnostics.some(isError)) return { ok: false, diagnostics, spokeReports };
   return {
     ok: true,
     router: { hubVersion: spec.hubVersion, spokes, unlisted: unlisted.size > 0 ? unlisted : NO_VERSIONS },
     warnings: diagnostics,
+    spokeReports,
   };
 }
 
@@ -264,6 +328,14 @@ interface NestedFindings {
   warnings: Diagnostic[];
   /** Directions an element drops unmapped fields in (unmappedFieldPolicy: Warn): not lossless, yet acknowledged by the policy. */
   drops: Direction[];
+  /** The fields dropped, each as its warning about the ForEach (the path qualified with the items path). */
+  dropped: Uncovered[];
+}
+
+/** A field no rule accounts for, as compile reports it, and the directions its value is not carried in. */
+interface Uncovered {
+  diagnostic: Diagnostic;
+  lost: readonly Direction[];
 }
 
 /** A spoke's or an element's conversion in both directions: what a SpokePlan holds besides its versions. */
@@ -279,9 +351,18 @@ interface CompiledRules {
   rules: readonly ResolvedRule[];
   /** The rules' own diagnostics, then the fields no rule accounts for, each with the side declaring it. */
   diagnostics: Diagnostic[];
-  coverage: { diagnostic: Diagnostic; side: SideKey }[];
+  coverage: (Uncovered & { side: SideKey })[];
   /** The directions fields are dropped in under unmappedFieldPolicy: Warn, here or in an element. */
   drops: readonly Direction[];
+}
+
+/** A spoke's plan, or not; its diagnostics; and what its report is made of (spokeReport). */
+interface CompiledSpoke {
+  plan?: SpokePlan;
+  diagnostics: Diagnostic[];
+  compiled: CompiledRules;
+  /** What its ForEach rules found in their elements. */
+  nested: NestedFindings | undefined;
 }
 
 function compileSpoke(
@@ -292,15 +373,47 @@ function compileSpoke(
   rules: readonly Rule[],
   unmapped: UnmappedFields,
   omitTrees: Map<string, OmitTree>,
-): { plan?: SpokePlan; diagnostics: Diagnostic[] } {
+): CompiledSpoke {
   const scope = scopeOf({ hub, spoke, version, unmapped, omitTrees, depth: 0 });
-  const { steps, diagnostics, coverage } = compileRules(scope, rules);
+  const compiled = compileRules(scope, rules);
+  const { steps, diagnostics, coverage } = compiled;
   for (const c of coverage) diagnostics.push(c.diagnostic);
-  if (!steps) return { diagnostics };
+  if (!steps) return { diagnostics, compiled, nested: scope.nested };
   return {
     plan: { hubVersion, spokeVersion: version, omit: steps.omit, ops: steps.ops, lossless: steps.lossless },
     diagnostics,
+    compiled,
+    nested: scope.nested,
   };
+}
+
+const NO_RULE_REPORTS: readonly RuleReport[] = [];
+const NO_UNCLAIMED: readonly UnclaimedField[] = [];
+
+function notCompiled(version: string): SpokeReport {
+  return { version, compiled: false, rules: NO_RULE_REPORTS, unclaimed: NO_UNCLAIMED };
+}
+
+/** A listed spoke's report: made of what its compile keeps anyway, so an implicit spoke pays nothing for it. */
+function spokeReport(version: string, rules: readonly Rule[], spoke: CompiledSpoke): SpokeReport {
+  const checked = spoke.compiled.rules;
+  let next = 0;
+  const ruleReports = rules.map((rule, index): RuleReport => {
+    const resolved = checked[next];
+    if (resolved?.ruleIndex !== index) return { index, strategy: String(rule.strategy), resolved: false };
+    next++;
+    const { strategy, claims, losses } = resolved;
+    return { index, strategy, resolved: true, claims, losses };
+  });
+  const unclaimed =
+    checked.length === rules.length
+      ? [...spoke.compiled.coverage, ...(spoke.nested?.dropped ?? [])].map(
+          (u): UnclaimedField => ({ path: u.diagnostic.path ?? '', lost: u.lost }),
+        )
+      : NO_UNCLAIMED;
+  return spoke.plan
+    ? { version, compiled: true, lossless: spoke.plan.lossless, rules: ruleReports, unclaimed }
+    : { version, compiled: false, rules: ruleReports, unclaimed };
 }
 
 function compileRules(scope: Scope, rules: readonly Rule[]): CompiledRules {
@@ -331,6 +444,7 @@ function compileRules(scope: Scope, rules: readonly Rule[]): CompiledRules {
   const coverage = unclaimed.map((u) => ({
     diagnostic: unmapped.warn ? droppedWithWarning(u, unmapped.reason) : u.diagnostic,
     side: sideDeclaring(u),
+    lost: u.lost,
   }));
   const dropped = unmapped.warn ? unclaimed : [];
   const drops = DIRECTIONS.filter(
@@ -370,14 +484,20 @@ function compileItems(
     depth: outer.depth + 1,
   });
   const compiled = compileRules(scope, rules);
-  const diagnostics = [
-    ...compiled.diagnostics.map((d) => relocate(d)),
-    ...compiled.coverage.map((c) => relocate(c.diagnostic, c.side)),
-  ];
+  const coverage = compiled.coverage.map((c) => ({
+    diagnostic: relocate(c.diagnostic, c.side),
+    lost: c.lost,
+  }));
+  const diagnostics = [...compiled.diagnostics.map((d) => relocate(d)), ...coverage.map((c) => c.diagnostic)];
   if (!compiled.steps) return { ok: false, diagnostics };
-  outer.nested ??= { warnings: [], drops: [] };
+  outer.nested ??= { warnings: [], drops: [], dropped: [] };
   outer.nested.warnings.push(...diagnostics);
   outer.nested.drops.push(...compiled.drops);
+  // Without an error, what coverage found is dropped (Warn); so is what the ForEach rules among
+  // the nested ones found, relocated as their warnings are (in compiled.diagnostics).
+  outer.nested.dropped.push(...coverage);
+  for (const d of scope.nested?.dropped ?? [])
+    outer.nested.dropped.push({ diagnostic: relocate(d.diagnostic), lost: d.lost });
   return { ok: true, plan: { omit: compiled.steps.omit, ops: compiled.steps.ops, rules: compiled.rules } };
 }
 

@@ -12,12 +12,17 @@ const del = (path: string, existsOn: 'Hub' | 'Spoke') => ({
   delete: { path, existsOn },
   acknowledgeLossy: true,
 });
+const forEach = (items: string, rules: unknown[]) => ({
+  strategy: 'ForEach',
+  forEach: { hubItemsPath: items, spokeItemsPath: items, rules },
+});
 const BOTH = { hubToSpoke: true, spokeToHub: true };
 const NEITHER = { hubToSpoke: false, spokeToHub: false };
+const WARN = { unmappedFieldPolicy: 'Warn', unmappedFieldReason: 'retired' } as const;
 
 function verdicts(config: ConversionSpec, target: TargetVersion[]) {
   const result = compile(config, target);
-  return { result, verdict: deriveVerdicts(config, target, result) };
+  return { result, verdict: deriveVerdicts(result) };
 }
 
 describe('deriveVerdicts of a config that compiles', () => {
@@ -142,6 +147,35 @@ describe('deriveVerdicts of a config that does not compile', () => {
     ]);
   });
 
+  it('reports a spoke listed twice once, from its first listing, with the duplicate as its error', () => {
+    const target = versions({ v2: root({ size: int() }), v1: root({ replicas: int() }) });
+    const config: ConversionSpec = {
+      hubVersion: 'v2',
+      spokes: [
+        ...spec('v2', { v1: [rename('spec.size', 'spec.nobody')] }).spokes,
+        ...spec('v2', { v1: [rename('spec.nothing', 'spec.replicas')] }).spokes,
+      ],
+    };
+    const { result, verdict } = verdicts(config, target);
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(
+      result.diagnostics.map((d) => [d.code, d.ruleIndex]),
+      'the second listing is not compiled',
+    ).toEqual([
+      ['DuplicateSpoke', undefined],
+      ['UnknownPath', 0],
+    ]);
+    expect(verdict.spokes).toEqual([
+      expect.objectContaining({
+        version: 'v1',
+        lossless: NEITHER,
+        ruleResults: [expect.objectContaining({ resolved: false, errors: [expect.anything()] })],
+        errors: [expect.objectContaining({ code: 'DuplicateSpoke' })],
+      }),
+    ]);
+  });
+
   it('reports a listed version the target does not have as that spoke’s error', () => {
     const target = versions({ v2: root({ size: int() }), v1: root({ size: int() }) });
     const { verdict } = verdicts(spec('v2', { v1: [], v9: [] }), target);
@@ -185,18 +219,7 @@ describe('deriveVerdicts agrees with compile', () => {
     ],
     [
       'a ForEach renaming a field of every element',
-      spec('v2', {
-        v1: [
-          {
-            strategy: 'ForEach',
-            forEach: {
-              hubItemsPath: 'spec.pools',
-              spokeItemsPath: 'spec.pools',
-              rules: [{ strategy: 'FieldRename', fieldRename: { hubPath: 'size', spokePath: 'count' } }],
-            },
-          },
-        ],
-      }),
+      spec('v2', { v1: [forEach('spec.pools', [rename('size', 'count')])] }),
       versions({
         v2: root({ pools: arrayOf(obj({ size: int() })) }),
         v1: root({ pools: arrayOf(obj({ count: int() })) }),
@@ -204,67 +227,173 @@ describe('deriveVerdicts agrees with compile', () => {
     ],
     [
       'unmappedFieldPolicy: Warn dropping a hub-only field',
-      { ...spec('v2', { v1: [] }), unmappedFieldPolicy: 'Warn', unmappedFieldReason: 'retired' },
+      { ...spec('v2', { v1: [] }), ...WARN },
       versions({ v2: root({ size: int(), old: str() }), v1: root({ size: int() }) }),
     ],
+    [
+      'unmappedFieldPolicy: Warn dropping a field of every element of a ForEach',
+      { ...spec('v2', { v1: [forEach('spec.pools', [rename('size', 'count')])] }), ...WARN },
+      versions({
+        v2: root({ pools: arrayOf(obj({ size: int(), extra: str() })) }),
+        v1: root({ pools: arrayOf(obj({ count: int() })) }),
+      }),
+    ],
+    [
+      'unmappedFieldPolicy: Warn dropping a field of the elements of a ForEach in a ForEach',
+      {
+        ...spec('v2', { v1: [forEach('spec.pools', [forEach('disks', [rename('size', 'count')])])] }),
+        ...WARN,
+      },
+      versions({
+        v2: root({ pools: arrayOf(obj({ disks: arrayOf(obj({ size: int(), extra: str() })) })) }),
+        v1: root({ pools: arrayOf(obj({ disks: arrayOf(obj({ count: int() })) })) }),
+      }),
+    ],
   ];
+  const named = (name: string) => {
+    const found = cases.find(([title]) => title.startsWith(name));
+    if (!found) throw new Error(`no case ${name}`);
+    return { config: found[1], target: found[2] };
+  };
 
   it.each(cases)('%s: the verdict derived without a plan is the plan’s', (_, config, target) => {
     const result = compile(config, target);
     expect(result.ok).toBe(true);
     if (!result.ok) return;
-    // The same diagnostics, but no Router: the verdicts must then come from the rules alone.
-    const withoutPlan: CompileResult = { ok: false, diagnostics: result.warnings };
-    const derived = deriveVerdicts(config, target, withoutPlan);
+    // The same diagnostics and reports, but no Router: the verdicts come from the reports alone.
+    const withoutPlan: CompileResult = {
+      ok: false,
+      diagnostics: result.warnings,
+      spokeReports: result.spokeReports,
+    };
+    const derived = deriveVerdicts(withoutPlan);
     expect(derived.spokes.map((s) => s.lossless)).toEqual(
-      deriveVerdicts(config, target, result).spokes.map((s) => s.lossless),
+      deriveVerdicts(result).spokes.map((s) => s.lossless),
     );
     for (const spoke of derived.spokes)
       expect(spoke.lossless, spoke.version).toEqual(result.router.spokes.get(spoke.version)?.lossless);
   });
 
-  it('reads a rule the second resolution cannot resolve, though compile did, as lossless in neither direction; the spoke keeps its plan’s verdict', () => {
-    // A ForEach's elements are compiled under the config's unmappedFieldPolicy, which a rule
-    // resolved on its own (resolveRule with two schemas) does not know: compile would have to say.
-    const pool = (fields: Record<string, ReturnType<typeof str>>) => root({ pools: arrayOf(obj(fields)) });
-    const target = versions({ v2: pool({ size: int(), extra: str() }), v1: pool({ count: int() }) });
-    const config: ConversionSpec = {
-      ...spec('v2', {
-        v1: [
-          {
-            strategy: 'ForEach',
-            forEach: {
-              hubItemsPath: 'spec.pools',
-              spokeItemsPath: 'spec.pools',
-              rules: [{ strategy: 'FieldRename', fieldRename: { hubPath: 'size', spokePath: 'count' } }],
-            },
-          },
-        ],
-      }),
-      unmappedFieldPolicy: 'Warn',
-      unmappedFieldReason: 'extra is retired',
-    };
+  it.each(
+    cases,
+  )('%s: the rules and the uncovered fields account for the plan’s verdict', (_, config, target) => {
     const result = compile(config, target);
-    expect(result.ok).toBe(true);
-    const [spoke] = deriveVerdicts(config, target, result).spokes;
-    expect(spoke?.lossless).toEqual({ hubToSpoke: false, spokeToHub: true });
-    expect(spoke?.ruleResults[0]).toMatchObject({
-      strategy: 'ForEach',
-      resolved: false,
-      lossless: NEITHER,
-      errors: [],
-    });
+    if (!result.ok) throw new Error('expected the config to compile');
+    for (const spoke of deriveVerdicts(result).spokes) {
+      const plan = result.router.spokes.get(spoke.version)?.lossless;
+      const uncovered = { hubToSpoke: spoke.fieldsUncoveredHub, spokeToHub: spoke.fieldsUncoveredSpoke };
+      for (const d of ['hubToSpoke', 'spokeToHub'] as const)
+        expect(plan?.[d], `${spoke.version} ${d}`).toBe(
+          spoke.ruleResults.every((r) => r.lossless[d]) && uncovered[d].length === 0,
+        );
+    }
   });
 
   it('lists a dropped field under Warn, with the warning on the spoke', () => {
-    const [, config, target] = cases[4] as (typeof cases)[number];
-    const [spoke] = deriveVerdicts(config, target, compile(config, target)).spokes;
+    const { config, target } = named('unmappedFieldPolicy: Warn dropping a hub-only field');
+    const [spoke] = deriveVerdicts(compile(config, target)).spokes;
     expect(spoke).toMatchObject({
       lossless: { hubToSpoke: false, spokeToHub: true },
       fieldsUncoveredHub: ['spec.old'],
       errors: [],
       warnings: [expect.objectContaining({ code: 'UnclaimedField', path: 'spec.old' })],
     });
+  });
+
+  it('gives a ForEach whose elements drop fields under Warn its claims and lossless verdict, the warning, and the spoke the dropped field', () => {
+    const { config, target } = named('unmappedFieldPolicy: Warn dropping a field of every element');
+    const result = compile(config, target);
+    expect(result.ok).toBe(true);
+    const [spoke] = deriveVerdicts(result).spokes;
+    expect(spoke).toEqual({
+      version: 'v1',
+      lossless: { hubToSpoke: false, spokeToHub: true },
+      ruleResults: [
+        {
+          index: 0,
+          strategy: 'ForEach',
+          hubPaths: ['spec.pools'],
+          spokePaths: ['spec.pools'],
+          lossless: BOTH,
+          resolved: true,
+          errors: [],
+          warnings: [
+            expect.objectContaining({
+              code: 'UnclaimedField',
+              severity: 'warning',
+              ruleIndex: 0,
+              path: 'spec.pools.extra',
+            }),
+          ],
+        },
+      ],
+      fieldsUncoveredHub: ['spec.pools.extra'],
+      fieldsUncoveredSpoke: [],
+      errors: [],
+      warnings: [],
+    });
+  });
+
+  it('qualifies a field dropped in the elements of a ForEach in a ForEach with both items paths', () => {
+    const { config, target } = named(
+      'unmappedFieldPolicy: Warn dropping a field of the elements of a ForEach in',
+    );
+    const [spoke] = deriveVerdicts(compile(config, target)).spokes;
+    expect(spoke?.fieldsUncoveredHub).toEqual(['spec.pools.disks.extra']);
+    expect(spoke?.ruleResults[0]?.warnings.map((d) => [d.code, d.path])).toEqual([
+      ['UnclaimedField', 'spec.pools.disks.extra'],
+    ]);
+    expect(spoke?.lossless).toEqual({ hubToSpoke: false, spokeToHub: true });
+  });
+});
+
+describe('deriveVerdicts of a ForEach whose nested rule does not resolve', () => {
+  const target = versions({
+    v2: root({ pools: arrayOf(obj({ size: int() })), owner: str() }),
+    v1: root({ pools: arrayOf(obj({ count: int() })), holder: str() }),
+  });
+  const { result, verdict } = verdicts(
+    spec('v2', {
+      v1: [forEach('spec.pools', [rename('size', 'nobody')]), rename('spec.owner', 'spec.holder')],
+    }),
+    target,
+  );
+  const [spoke] = verdict.spokes;
+
+  it('reads the ForEach as unresolved, with the nested error located at it', () => {
+    expect(result.ok).toBe(false);
+    expect(spoke?.ruleResults[0]).toEqual({
+      index: 0,
+      strategy: 'ForEach',
+      hubPaths: [],
+      spokePaths: [],
+      lossless: NEITHER,
+      resolved: false,
+      errors: [
+        expect.objectContaining({
+          code: 'UnknownPath',
+          ruleIndex: 0,
+          path: 'spec.pools.nobody',
+          message: expect.stringContaining('forEach.rules[0] (FieldRename)'),
+        }),
+      ],
+      warnings: [],
+    });
+  });
+
+  it('keeps the verdicts of the other rules, and proves nothing about the spoke', () => {
+    expect(spoke?.ruleResults[1]).toMatchObject({
+      index: 1,
+      resolved: true,
+      hubPaths: ['spec.owner'],
+      spokePaths: ['spec.holder'],
+      lossless: BOTH,
+      errors: [],
+    });
+    expect(spoke?.lossless).toEqual(NEITHER);
+    expect(spoke?.errors, "the nested rule's error is the ForEach's").toEqual([]);
+    expect(spoke?.fieldsUncoveredHub, 'coverage means nothing before every rule resolved').toEqual([]);
+    expect(verdict.overallLossless).toBe(false);
   });
 });
 
