@@ -6,8 +6,8 @@
 // the output shares it with the input when the input is the caller's to give away, so a write
 // there copies the levels it changes (`writeMetadataEntry`, `removeMetadataEntry`).
 import { isJsonObject, type JsonObject, setOwn } from './json.ts';
-import type { OpFailure } from './plan.ts';
 import { joinPath, type Segments } from './paths.ts';
+import type { OpFailure } from './plan.ts';
 
 /** The value at `segments`, or undefined when any level is absent or not an object. */
 export function readField(object: unknown, segments: Segments): unknown {
@@ -25,7 +25,8 @@ export function writeField(output: JsonObject, segments: Segments, value: unknow
   let parent = output;
   for (let i = 0; i < segments.length - 1; i++) {
     const key = segments[i] as string;
-    if (!Object.hasOwn(parent, key) || parent[key] === undefined || parent[key] === null) setOwn(parent, key, {});
+    if (!Object.hasOwn(parent, key) || parent[key] === undefined || parent[key] === null)
+      setOwn(parent, key, {});
     const next = parent[key];
     if (!isJsonObject(next)) {
       return {

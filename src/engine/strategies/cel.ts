@@ -5,7 +5,14 @@
 // compile time (cel/cel-program.ts), and evaluated per object under a cost limit and a deadline,
 // so a hostile expression fails its own conversions and stalls nothing else.
 import type { RuleOf } from '../../api/rules.ts';
-import { type CelProgram, compileCelExpression, evaluateCelProgram } from '../cel/cel-program.ts';
+import {
+  type CelCompiled,
+  type CelDirection,
+  type CelProgram,
+  compileCelExpression,
+  evaluateCelProgram,
+} from '../cel/cel-program.ts';
+import { CompileCache } from '../compile-cache.ts';
 import { type Diagnostic, error } from '../diagnostics.ts';
 import { writeField } from '../field-access.ts';
 import type { Segments } from '../paths.ts';
@@ -19,8 +26,8 @@ export function cel(rule: CelRule, at: Located): TransformResult {
   const { hubPaths, spokePaths, hubToSpoke, spokeToHub } = rule.cel;
   const hub = lookupAll('hub', hubPaths, at);
   const spoke = lookupAll('spoke', spokePaths, at);
-  const down = compileCelExpression(hubToSpoke, 'hubToSpoke', spokePaths);
-  const up = compileCelExpression(spokeToHub, 'spokeToHub', hubPaths);
+  const down = compiledExpression(hubToSpoke, 'hubToSpoke', spokePaths);
+  const up = compiledExpression(spokeToHub, 'spokeToHub', hubPaths);
   const diagnostics = [...hub.diagnostics, ...spoke.diagnostics];
   if (!down.ok) diagnostics.push(invalidExpression(down.problem, hubPaths[0] ?? '', at));
   if (!up.ok) diagnostics.push(invalidExpression(up.problem, hubPaths[0] ?? '', at));
@@ -55,6 +62,19 @@ export function cel(rule: CelRule, at: Located): TransformResult {
       onSkip: 'lose',
     },
   };
+}
+
+const PROGRAMS = new CompileCache<CelCompiled>();
+
+/** A compiled program is immutable: one serves every rule that spells the same expression. */
+function compiledExpression(
+  source: string,
+  direction: CelDirection,
+  destinations: readonly string[],
+): CelCompiled {
+  return PROGRAMS.get(`${direction}\u0000${destinations.join('\u0000')}\u0000${source}`, () =>
+    compileCelExpression(source, direction, destinations),
+  );
 }
 
 function lookupAll(side: SideKey, paths: readonly string[], at: Located) {

@@ -15,6 +15,7 @@
 // its type), and a template that references a name no field has (the reference fails every
 // conversion of an object that has any of the fields).
 import type { RuleOf } from '../../api/rules.ts';
+import { CompileCache } from '../compile-cache.ts';
 import { type Diagnostic, error } from '../diagnostics.ts';
 import { readField, writeField } from '../field-access.ts';
 import { coerceScalar, type ScalarKind } from '../go-values.ts';
@@ -35,6 +36,10 @@ interface Field {
   group: number;
 }
 
+// A compiled pattern and a parsed template are immutable: one serves every rule that spells it.
+const PATTERNS = new CompileCache<ReturnType<typeof compileGoRegexp>>();
+const TEMPLATES = new CompileCache<ReturnType<typeof parseJoinTemplate>>();
+
 export function scalarFields(rule: Rule, at: Located): TransformResult {
   const scalarOnHub = rule.strategy === 'ScalarToFields';
   const params = rule.strategy === 'ScalarToFields' ? rule.scalarToFields : rule.fieldsToScalar;
@@ -50,8 +55,8 @@ export function scalarFields(rule: Rule, at: Located): TransformResult {
     found: lookup(fieldsSide, path, at),
   }));
   if (!scalar.ok || lookups.some((l) => !l.found.ok)) return failed(scalar, ...lookups.map((l) => l.found));
-  const regexp = compileGoRegexp(params.pattern);
-  const template = parseJoinTemplate(params.joinTemplate);
+  const regexp = PATTERNS.get(params.pattern, () => compileGoRegexp(params.pattern));
+  const template = TEMPLATES.get(params.joinTemplate, () => parseJoinTemplate(params.joinTemplate));
   const diagnostics: Diagnostic[] = [
     ...stringSideProblems(scalar.node, at),
     ...(regexp.ok ? [] : [invalid(at, scalarPath, 'pattern', regexp.problem)]),
