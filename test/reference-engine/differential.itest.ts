@@ -429,4 +429,26 @@ describe('Switchyard and the reference engine agree on the reference corpus', ()
       );
     }
   });
+
+  // Issue 45's acceptance, named: the reference's end-to-end config, its kitchen sink (every
+  // strategy in one config) and every step of its crossplane-xr-multiversion walkthrough are in
+  // the corpus, and both engines compile and convert them (the cases above show they agree).
+  it.each([
+    ['the kitchen sink (all 29 strategies)', /^internal\/cli\/testdata\/full\/config\.yaml/],
+    ['the end-to-end XRD config', /^test\/e2e\/testdata\/xrdconversionconfig\.yaml/],
+    ['the end-to-end CRD config', /^test\/e2e\/testdata\/crdconversionconfig\.yaml/],
+    ...['02-add-v2', '03-promote-v2', '04-add-v3', '05-promote-v3', '06-deprecate-v1'].map(
+      (step) =>
+        [`walkthrough step ${step}`, new RegExp(`^examples/crossplane-xr-multiversion/${step}/`)] as const,
+    ),
+  ] as const)('%s compiles and converts in both engines', (_what, pattern) => {
+    const cases = outcomes.filter((o) => pattern.test(o.case));
+    if (cases.length === 0) throw new Error(`no corpus case matches ${pattern}`);
+    for (const o of cases) {
+      if (o.reference !== 'compiles' || o.switchyard !== 'compiles' || o.conversions === 0)
+        throw new Error(
+          `${o.case}: reference ${o.reference} · switchyard ${o.switchyard} · ${o.conversions} conversions`,
+        );
+    }
+  });
 });
