@@ -335,6 +335,36 @@ describe('admission webhook deployed from deploy/admission', () => {
     );
   });
 
+  it('rejects what the engine rejects of every strategy, with the engine’s own messages', async () => {
+    const cel = {
+      strategy: 'CEL',
+      cel: {
+        hubPaths: ['spec.size'],
+        spokePaths: ['spec.replicas'],
+        hubToSpoke: '{"spec.replicas": object.spec.size +',
+        spokeToHub: '{"spec.size": object.spec.replicas}',
+      },
+      acknowledgeLossy: true,
+    };
+    const expression = await createConfig('crd', 'adm-widgets', TARGET, {
+      spokes: [{ version: 'v1', rules: [cel] }],
+    });
+    expect(expression.status, expression.message).toBe(422);
+    expect(expression.message).toMatch(
+      /error InvalidExpression spokes\[v1\].* cel\.hubToSpoke: syntax error/,
+    );
+    // A ForEach's nested rules are schemaless in the CRD, as in the reference: the API schema refuses them.
+    const nested = {
+      strategy: 'ForEach',
+      forEach: { hubItemsPath: 'spec.items', spokeItemsPath: 'spec.items', rules: [{ strategy: 'Rename' }] },
+    };
+    const unknown = await createConfig('crd', 'adm-widgets', TARGET, {
+      spokes: [{ version: 'v1', rules: [nested] }],
+    });
+    expect(unknown.status, unknown.message).toBe(422);
+    expect(unknown.message).toContain('strategy "Rename" is not supported');
+  });
+
   it('admits a config whose rules compile, without a warning', async () => {
     const res = await createConfig('crd', 'adm-widgets', TARGET, {
       spokes: [{ version: 'v1', rules: [renameRule] }],
