@@ -1,7 +1,12 @@
 // Builders shared by the engine's tests: schemas, target versions and rules, terse enough that
 // a table row reads as the scenario it tests.
+
+import { expect } from 'vitest';
 import { type Rule, ruleSchema } from '../api/rules.ts';
-import type { ConversionSpec, TargetVersion } from './compile.ts';
+import { type ConversionSpec, compile, type TargetVersion } from './compile.ts';
+import type { ConvertResult } from './convert.ts';
+import type { Diagnostic } from './diagnostics.ts';
+import type { Router } from './plan.ts';
 import type { TargetSchema } from './schema.ts';
 
 export const str = (extra: Partial<TargetSchema> = {}): TargetSchema => ({ type: 'string', ...extra });
@@ -70,3 +75,29 @@ export function object(
     ...extra,
   };
 }
+
+/** The router of a target whose hub (v2) and spoke (v1) declare these spec fields; throws when the rules do not compile. */
+export function compiled(
+  hub: Record<string, TargetSchema>,
+  spoke: Record<string, TargetSchema>,
+  rules: unknown[],
+): Router {
+  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
+  if (!result.ok) throw new Error(JSON.stringify(result.diagnostics, null, 2));
+  return result.router;
+}
+
+/** The errors compiling these rules gives; asserts there are some. */
+export function refusal(
+  hub: Record<string, TargetSchema>,
+  spoke: Record<string, TargetSchema>,
+  rules: unknown[],
+): Diagnostic[] {
+  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
+  expect(result.ok).toBe(false);
+  return result.ok ? [] : result.diagnostics.filter((d) => d.severity === 'error');
+}
+
+/** A conversion's spec, or the failed result itself. */
+export const specOf = (result: ConvertResult) =>
+  result.ok ? (result.object as { spec: unknown }).spec : result;

@@ -1,10 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compile } from '../compile.ts';
 import { convert } from '../convert.ts';
-import type { Router } from '../plan.ts';
 import type { TargetSchema } from '../schema.ts';
-import { arrayOf, int, mapOf, obj, object, root, spec, str, versions } from '../test-support.ts';
+import { arrayOf, compiled, int, mapOf, obj, object, refusal, specOf, str } from '../test-support.ts';
 import { compareUtf8 } from './array-map-key.ts';
 
 const openMap: TargetSchema = { type: 'object', additionalProperties: true };
@@ -21,25 +19,6 @@ const toArray = (hubPath: string, spokePath: string, keyField = 'name') => ({
   mapToArrayByKey: { hubPath, spokePath, keyField },
   acknowledgeLossy: true,
 });
-
-function compiled(
-  hub: Record<string, TargetSchema>,
-  spoke: Record<string, TargetSchema>,
-  rules: unknown[],
-): Router {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  if (!result.ok) throw new Error(JSON.stringify(result.diagnostics, null, 2));
-  return result.router;
-}
-
-function refusal(hub: Record<string, TargetSchema>, spoke: Record<string, TargetSchema>, rules: unknown[]) {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  expect(result.ok).toBe(false);
-  return result.ok ? [] : result.diagnostics.filter((d) => d.severity === 'error');
-}
-
-const specOf = (result: ReturnType<typeof convert>) =>
-  result.ok ? (result.object as { spec: unknown }).spec : result;
 
 // The docs' examples: the hub's endpoints array is the spoke's endpoints map, the hub's
 // limitsByTier map is the spoke's tierLimits array.

@@ -3,9 +3,20 @@ import { describe, expect, it } from 'vitest';
 import type { Rule } from '../../api/rules.ts';
 import { compile } from '../compile.ts';
 import { convert } from '../convert.ts';
-import type { Router } from '../plan.ts';
 import type { TargetSchema } from '../schema.ts';
-import { enumOf, int, mapOf, obj, object, root, spec, str, versions } from '../test-support.ts';
+import {
+  compiled,
+  enumOf,
+  int,
+  mapOf,
+  obj,
+  object,
+  refusal,
+  root,
+  specOf,
+  str,
+  versions,
+} from '../test-support.ts';
 
 const openMap: TargetSchema = { type: 'object', additionalProperties: true };
 
@@ -19,25 +30,6 @@ const mapToFields = (params: Record<string, unknown>, extra: Record<string, unkn
   mapToFields: params,
   ...extra,
 });
-
-function compiled(
-  hub: Record<string, TargetSchema>,
-  spoke: Record<string, TargetSchema>,
-  rules: unknown[],
-): Router {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  if (!result.ok) throw new Error(JSON.stringify(result.diagnostics, null, 2));
-  return result.router;
-}
-
-function refusal(hub: Record<string, TargetSchema>, spoke: Record<string, TargetSchema>, rules: unknown[]) {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  expect(result.ok).toBe(false);
-  return result.ok ? [] : result.diagnostics.filter((d) => d.severity === 'error');
-}
-
-const specOf = (result: ReturnType<typeof convert>) =>
-  result.ok ? (result.object as { spec: unknown }).spec : result;
 
 // The docs' two examples in one plan: the hub's cpuLimit/memoryLimit are the spoke's limits map,
 // the hub's tags map is the spoke's envTag/teamTag.

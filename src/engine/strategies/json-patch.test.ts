@@ -4,9 +4,20 @@ import type { JsonPatchOperation } from '../../api/rules.ts';
 import { compile } from '../compile.ts';
 import { convert } from '../convert.ts';
 import { deepCopy } from '../json.ts';
-import type { Router } from '../plan.ts';
 import type { TargetSchema } from '../schema.ts';
-import { bool, int, mapOf, obj, object, root, spec, str, versions } from '../test-support.ts';
+import {
+  bool,
+  compiled,
+  int,
+  mapOf,
+  obj,
+  object,
+  refusal,
+  root,
+  spec,
+  str,
+  versions,
+} from '../test-support.ts';
 
 const anything: TargetSchema = { 'x-kubernetes-preserve-unknown-fields': true };
 
@@ -16,22 +27,6 @@ const patchRule = (
   extra: Record<string, unknown> = { losslessOverride: true },
   acknowledgeLossy = true,
 ) => ({ strategy: 'JSONPatch', jsonPatch: { hubToSpoke, spokeToHub, ...extra }, acknowledgeLossy });
-
-function compiled(
-  hub: Record<string, TargetSchema>,
-  spoke: Record<string, TargetSchema>,
-  rules: unknown[],
-): Router {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  if (!result.ok) throw new Error(JSON.stringify(result.diagnostics, null, 2));
-  return result.router;
-}
-
-function refusal(hub: Record<string, TargetSchema>, spoke: Record<string, TargetSchema>, rules: unknown[]) {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  expect(result.ok).toBe(false);
-  return result.ok ? [] : result.diagnostics.filter((d) => d.severity === 'error');
-}
 
 const specOf = (result: ReturnType<typeof convert>) =>
   result.ok ? (result.object as { spec: unknown }).spec : { failed: result.error.message };

@@ -2,9 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compile } from '../compile.ts';
 import { convert } from '../convert.ts';
-import type { Router } from '../plan.ts';
 import type { TargetSchema } from '../schema.ts';
-import { arrayOf, bool, int, obj, object, root, spec, str, versions } from '../test-support.ts';
+import { arrayOf, bool, compiled, int, obj, object, root, spec, str, versions } from '../test-support.ts';
 
 const num = (): TargetSchema => ({ type: 'number' });
 
@@ -16,16 +15,6 @@ const split = (hubPath: string, spokePath: string, separator = ',') => ({
   strategy: 'ListSplit',
   listSplit: { hubPath, spokePath, separator },
 });
-
-function compiled(
-  hub: Record<string, TargetSchema>,
-  spoke: Record<string, TargetSchema>,
-  rules: unknown[],
-): Router {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  if (!result.ok) throw new Error(JSON.stringify(result.diagnostics, null, 2));
-  return result.router;
-}
 
 function refusal(
   hub: Record<string, TargetSchema>,

@@ -3,9 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { Rule } from '../../api/rules.ts';
 import { compile } from '../compile.ts';
 import { convert } from '../convert.ts';
-import type { Router } from '../plan.ts';
 import type { TargetSchema } from '../schema.ts';
-import { int, mapOf, obj, object, root, spec, str, versions } from '../test-support.ts';
+import { compiled, int, mapOf, obj, object, refusal, root, specOf, str, versions } from '../test-support.ts';
 
 const openMap: TargetSchema = { type: 'object', additionalProperties: true };
 
@@ -13,25 +12,6 @@ const rename = (renames: Record<string, string>, hubPath = 'spec.labels', spokeP
   strategy: 'MapKeyRename',
   mapKeyRename: { hubPath, spokePath, renames },
 });
-
-function compiled(
-  hub: Record<string, TargetSchema>,
-  spoke: Record<string, TargetSchema>,
-  rules: unknown[],
-): Router {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  if (!result.ok) throw new Error(JSON.stringify(result.diagnostics, null, 2));
-  return result.router;
-}
-
-function refusal(hub: Record<string, TargetSchema>, spoke: Record<string, TargetSchema>, rules: unknown[]) {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  expect(result.ok).toBe(false);
-  return result.ok ? [] : result.diagnostics.filter((d) => d.severity === 'error');
-}
-
-const specOf = (result: ReturnType<typeof convert>) =>
-  result.ok ? (result.object as { spec: unknown }).spec : result;
 
 const labels = { labels: mapOf(str()) };
 const docs = compiled(labels, labels, [rename({ app: 'application' })]);

@@ -1,30 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compile } from '../compile.ts';
 import { convert } from '../convert.ts';
 import { marshalJson } from '../go-values.ts';
-import type { Router } from '../plan.ts';
 import type { TargetSchema } from '../schema.ts';
-import { int, obj, root, spec, str, versions } from '../test-support.ts';
+import { compiled, int, obj, refusal, spec, str } from '../test-support.ts';
 import { isLabelValue, labelKeyProblems } from './metadata-stash.ts';
 
 const anything: TargetSchema = { 'x-kubernetes-preserve-unknown-fields': true };
-
-function compiled(
-  hub: Record<string, TargetSchema>,
-  spoke: Record<string, TargetSchema>,
-  rules: unknown[],
-): Router {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  if (!result.ok) throw new Error(JSON.stringify(result.diagnostics, null, 2));
-  return result.router;
-}
-
-function refusal(hub: Record<string, TargetSchema>, spoke: Record<string, TargetSchema>, rules: unknown[]) {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  expect(result.ok).toBe(false);
-  return result.ok ? [] : result.diagnostics.filter((d) => d.severity === 'error');
-}
 
 const toAnnotation = (params: Record<string, unknown>, acknowledgeLossy = true) => ({
   strategy: 'ToAnnotation',

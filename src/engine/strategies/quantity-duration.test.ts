@@ -6,9 +6,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compile } from '../compile.ts';
 import { convert } from '../convert.ts';
-import type { Router } from '../plan.ts';
 import type { TargetSchema } from '../schema.ts';
-import { int, obj, object, root, spec, str, versions } from '../test-support.ts';
+import { compiled, int, obj, object, root, spec, str, versions } from '../test-support.ts';
 import {
   canonicalMilliQuantity,
   durationSeconds,
@@ -151,16 +150,6 @@ const duration = (hubPath: string, spokePath: string, ack = true) => ({
   duration: { hubPath, spokePath },
   acknowledgeLossy: ack,
 });
-
-function compiled(
-  hub: Record<string, TargetSchema>,
-  spoke: Record<string, TargetSchema>,
-  rules: unknown[],
-): Router {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  if (!result.ok) throw new Error(JSON.stringify(result.diagnostics, null, 2));
-  return result.router;
-}
 
 function refusal(
   hub: Record<string, TargetSchema>,

@@ -1,10 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compile } from '../compile.ts';
 import { convert } from '../convert.ts';
-import type { Router } from '../plan.ts';
 import type { TargetSchema } from '../schema.ts';
-import { arrayOf, int, obj, object, root, spec, str, versions } from '../test-support.ts';
+import { arrayOf, compiled, int, obj, object, refusal, specOf, str } from '../test-support.ts';
 
 const zone = obj({ name: str(), size: int() });
 /** An array schema with maxItems, which TargetSchema leaves out but a CRD's schema carries. */
@@ -19,25 +17,6 @@ const toArray = (hubPath: string, spokePath: string) => ({
   strategy: 'ObjectToSingletonArray',
   objectToSingletonArray: { hubPath, spokePath },
 });
-
-function compiled(
-  hub: Record<string, TargetSchema>,
-  spoke: Record<string, TargetSchema>,
-  rules: unknown[],
-): Router {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  if (!result.ok) throw new Error(JSON.stringify(result.diagnostics, null, 2));
-  return result.router;
-}
-
-function refusal(hub: Record<string, TargetSchema>, spoke: Record<string, TargetSchema>, rules: unknown[]) {
-  const result = compile(spec('v2', { v1: rules }), versions({ v2: root(hub), v1: root(spoke) }));
-  expect(result.ok).toBe(false);
-  return result.ok ? [] : result.diagnostics.filter((d) => d.severity === 'error');
-}
-
-const specOf = (result: ReturnType<typeof convert>) =>
-  result.ok ? (result.object as { spec: unknown }).spec : result;
 
 // Both strategies in one plan: the hub's zones (at most one) are the spoke's zone, the hub's
 // primary is the spoke's regions (at most one).
