@@ -24,12 +24,11 @@ export default defineConfig({
           name: 'integration',
           include: [
             'src/**/*.itest.ts',
-            'test/**/*.itest.ts',
+            'test/*.itest.ts',
             'test/e2e/**/*.e2e.ts',
             'test/chaos/**/*.chaos.ts',
           ],
           environment: 'node',
-          exclude: ['test/reference-engine/**'],
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 600_000,
