@@ -4,7 +4,7 @@
 // A write goes into the output, where every object on a claimed path is one the step created
 // (the omit tree copies it), so it is written in place. `metadata` is not on any claimed path:
 // the output shares it with the input when the input is the caller's to give away, so a write
-// there copies the levels it changes (`writeMetadataEntry`, `removeMetadataEntry`).
+// there copies the levels it changes (`writeMetadataEntry`; the stash's removal, strategies/metadata-stash.ts).
 import { isJsonObject, type JsonObject, setOwn } from './json.ts';
 import { joinPath, type Segments } from './paths.ts';
 import type { OpFailure } from './plan.ts';
@@ -49,18 +49,4 @@ export function writeMetadataEntry(output: JsonObject, map: MetadataMap, key: st
   setOwn(entries, key, value);
   metadata[map] = entries;
   output.metadata = metadata;
-}
-
-/** Removes `metadata.<map>.<key>` from the output, and the map if that empties it. */
-export function removeMetadataEntry(output: JsonObject, map: MetadataMap, key: string): void {
-  const metadata = output.metadata;
-  if (!isJsonObject(metadata)) return;
-  const entries = metadata[map];
-  if (!isJsonObject(entries) || !Object.hasOwn(entries, key)) return;
-  const remaining: JsonObject = {};
-  for (const name of Object.keys(entries)) if (name !== key) setOwn(remaining, name, entries[name]);
-  const copy: JsonObject = { ...metadata };
-  if (Object.keys(remaining).length > 0) copy[map] = remaining;
-  else delete copy[map];
-  output.metadata = copy;
 }

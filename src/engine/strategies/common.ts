@@ -154,7 +154,7 @@ export function sameDescription(a: SchemaNode, b: SchemaNode): string {
 }
 
 /** The declared path closest to a misspelt one, if any is close enough to be a likely typo. */
-export function nearestPath(path: string, index: SchemaIndex): string | undefined {
+function nearestPath(path: string, index: SchemaIndex): string | undefined {
   let best: string | undefined;
   let bestDistance = Math.max(2, Math.floor(path.length / 4)) + 1;
   for (const candidate of index.paths()) {
@@ -167,7 +167,7 @@ export function nearestPath(path: string, index: SchemaIndex): string | undefine
   return best;
 }
 
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
